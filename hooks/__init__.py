@@ -1,0 +1,1 @@
+"""arc-hooks: the actions-runner-controller legacy API as stateless Metacontroller hooks."""

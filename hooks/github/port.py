@@ -1,0 +1,134 @@
+"""The GitHub port: the small surface the controller logic needs from GitHub.
+
+The logic layer depends on this Protocol only. The PyGithub adapter implements it for real
+GitHub (and GitHub Enterprise Server); tests use the fake GitHub in `hooks.sim`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where runners are registered: exactly one of enterprise, organization, repository."""
+
+    enterprise: str = ""
+    organization: str = ""
+    repository: str = ""  # "owner/name"
+
+    @property
+    def api_path(self) -> str:
+        """The REST prefix of this scope, e.g. `/orgs/acme`."""
+        if self.repository:
+            return f"/repos/{self.repository}"
+        if self.organization:
+            return f"/orgs/{self.organization}"
+        return f"/enterprises/{self.enterprise}"
+
+    @property
+    def kind(self) -> str:
+        if self.repository:
+            return "repository"
+        if self.organization:
+            return "organization"
+        return "enterprise"
+
+    def __str__(self) -> str:
+        return self.api_path
+
+
+@dataclass(frozen=True)
+class GitHubRunner:
+    id: int
+    name: str
+    status: str  # "online" | "offline" (GitHub does not enumerate it)
+    busy: bool
+    labels: tuple[str, ...] = ()
+    ephemeral: bool | None = None
+    runner_group_id: int | None = None
+
+    @property
+    def online(self) -> bool:
+        return self.status == "online"
+
+
+@dataclass(frozen=True)
+class RegistrationToken:
+    token: str = field(repr=False)
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class JitConfig:
+    runner: GitHubRunner
+    encoded_jit_config: str = field(repr=False)
+
+
+class RemoveOutcome(enum.Enum):
+    REMOVED = "removed"  # 204
+    NOT_FOUND = "not_found"  # 404: already gone
+    BUSY = "busy"  # 422 "is still running a job"
+    RATE_LIMITED = "rate_limited"  # 403/429 with the rate-limit signals
+    FORBIDDEN = "forbidden"  # 403 that is not a rate limit
+    ERROR = "error"  # anything else (5xx, transport error, unexpected 4xx)
+
+
+@dataclass(frozen=True)
+class RemoveResult:
+    outcome: RemoveOutcome
+    retry_after: float | None = None  # seconds, for RATE_LIMITED
+    message: str = ""
+
+
+class GitHubError(Exception):
+    """A GitHub call failed. The message never carries a credential or a token."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RateLimitedError(GitHubError):
+    """GitHub asked us to wait: do not call again before `retry_after` seconds."""
+
+    def __init__(self, message: str, retry_after: float, status: int | None = None) -> None:
+        super().__init__(message, status)
+        self.retry_after = retry_after
+
+
+class ConflictError(GitHubError):
+    """409: e.g. a JIT config for a runner name that is already registered."""
+
+
+class GitHubPort(Protocol):
+    def list_runners(self, scope: Scope) -> Sequence[GitHubRunner]:
+        """Every runner registered in the scope (all pages). May be served from a cache."""
+        ...
+
+    def registration_token(self, scope: Scope) -> RegistrationToken:
+        """A registration token with at least 30 minutes of validity left."""
+        ...
+
+    def generate_jit_config(
+        self,
+        scope: Scope,
+        name: str,
+        labels: Sequence[str],
+        runner_group_id: int,
+        work_folder: str,
+    ) -> JitConfig:
+        """Register a just-in-time runner; raises ConflictError when the name is taken."""
+        ...
+
+    def runner_group_id(self, scope: Scope, group_name: str) -> int:
+        """The id of a runner group by name (the default group when the name is empty)."""
+        ...
+
+    def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
+        """Unregister a runner; never raises for an answer GitHub gave."""
+        ...

@@ -1,0 +1,89 @@
+"""Building blocks shared by the custom-resource models.
+
+Kubernetes types embedded in our resources (containers, volumes, affinity, ...) stay free-form
+objects: the API server validates them when the pods we build are created, and keeping them
+free-form means every field Kubernetes accepts today or tomorrow passes through untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
+from pydantic.alias_generators import to_camel
+
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+
+FreeFormObject = Annotated[
+    dict[str, Any],
+    WithJsonSchema({"type": "object", "x-kubernetes-preserve-unknown-fields": True}),
+]
+"""An embedded Kubernetes object kept as-is (Container, Volume, Affinity, ...)."""
+
+Quantity = Annotated[
+    int | str,
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "pattern": QUANTITY_PATTERN,
+            "x-kubernetes-int-or-string": True,
+        }
+    ),
+]
+"""A Kubernetes resource.Quantity such as `1M` or `10Gi`."""
+
+DateTime = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
+"""An RFC 3339 timestamp kept as text, exactly as the API server serves it."""
+
+
+class ResourceModel(BaseModel):
+    """Base of every resource model: camelCase on the wire, unknown fields ignored.
+
+    Unknown fields are ignored rather than rejected because the API server prunes them against
+    the CRD schema before we ever see them; being lenient here keeps a newer CRD and an older
+    hook server compatible during an upgrade.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON form, camelCase, without unset optional fields."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class ObjectMeta(ResourceModel):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    generation: int = 0
+    resource_version: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    owner_references: list[FreeFormObject] = []
+    finalizers: list[str] = []
+    deletion_timestamp: str | None = None
+    creation_timestamp: str | None = None
+
+    def controller_owner_kind(self) -> str | None:
+        for ref in self.owner_references:
+            if ref.get("controller"):
+                kind = ref.get("kind")
+                return kind if isinstance(kind, str) else None
+        return None
+
+
+class Condition(ResourceModel):
+    """A status condition, Kubernetes style. `lastTransitionTime` changes on transitions only."""
+
+    type: str
+    status: str  # "True" | "False" | "Unknown"
+    reason: str = ""
+    message: str = ""
+    last_transition_time: DateTime | None = None

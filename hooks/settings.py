@@ -1,0 +1,107 @@
+"""Configuration from the environment, with ARC's variable names where ARC has one."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_RUNNER_IMAGE = "summerwind/actions-runner:latest"
+DEFAULT_DOCKER_IMAGE = "docker:dind"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=True, extra="ignore")
+
+    # GitHub credentials and endpoints (ARC's names).
+    github_token: SecretStr | None = Field(default=None, alias="GITHUB_TOKEN")
+    github_app_id: str | None = Field(default=None, alias="GITHUB_APP_ID")
+    github_app_installation_id: int | None = Field(
+        default=None, alias="GITHUB_APP_INSTALLATION_ID"
+    )
+    github_app_private_key: SecretStr | None = Field(
+        default=None,
+        alias="GITHUB_APP_PRIVATE_KEY",
+        description="A path to a PEM file, or the PEM itself.",
+    )
+    github_enterprise_url: str | None = Field(default=None, alias="GITHUB_ENTERPRISE_URL")
+    github_url: str | None = Field(
+        default=None, alias="GITHUB_URL", description="Overrides the REST API base URL."
+    )
+    github_runner_github_url: str | None = Field(
+        default=None,
+        alias="GITHUB_RUNNER_GITHUB_URL",
+        description="Overrides the URL runners register against (GITHUB_URL in the pod).",
+    )
+    github_webhook_secret_token: SecretStr | None = Field(
+        default=None, alias="GITHUB_WEBHOOK_SECRET_TOKEN"
+    )
+
+    # Runner pod defaults (ARC's controller flags).
+    runner_image: str = Field(default=DEFAULT_RUNNER_IMAGE, alias="RUNNER_IMAGE")
+    docker_image: str = Field(default=DEFAULT_DOCKER_IMAGE, alias="DOCKER_IMAGE")
+    docker_gid: str = Field(default="1001", alias="DOCKER_GID")
+    docker_registry_mirror: str = Field(default="", alias="DOCKER_REGISTRY_MIRROR")
+    runner_image_pull_secrets: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        alias="RUNNER_IMAGE_PULL_SECRETS",
+        description="Comma-separated Secret names added to every runner pod.",
+    )
+    runner_registration_mode: Literal["token", "jit"] = Field(
+        default="token", alias="RUNNER_REGISTRATION_MODE"
+    )
+
+    # Lifecycle timing, in seconds.
+    unregistration_retry_delay: float = Field(default=60.0, alias="UNREGISTRATION_RETRY_DELAY")
+    rate_limit_retry_delay: float = Field(default=30.0, alias="RATE_LIMIT_RETRY_DELAY")
+    token_error_retry_delay: float = Field(default=180.0, alias="TOKEN_ERROR_RETRY_DELAY")
+    registration_timeout: float = Field(default=600.0, alias="REGISTRATION_TIMEOUT")
+    registration_check_interval: float = Field(
+        default=60.0, alias="REGISTRATION_CHECK_INTERVAL"
+    )
+    pod_failure_backoff: float = Field(default=10.0, alias="RUNNER_POD_FAILURE_BACKOFF")
+    pod_failure_backoff_max: float = Field(
+        default=300.0, alias="RUNNER_POD_FAILURE_BACKOFF_MAX"
+    )
+    pod_max_failures: int = Field(default=5, alias="RUNNER_POD_MAX_FAILURES")
+    list_runners_cache_ttl: float = Field(default=60.0, alias="GITHUB_LIST_RUNNERS_CACHE_TTL")
+    github_request_timeout: float = Field(default=5.0, alias="GITHUB_REQUEST_TIMEOUT")
+
+    log_level: str = Field(default="INFO", alias="LOG_LEVEL")
+
+    @field_validator("runner_image_pull_secrets", mode="before")
+    @classmethod
+    def _split_csv(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @property
+    def has_github_credentials(self) -> bool:
+        app = self.github_app_id and self.github_app_installation_id and self.github_app_private_key
+        return bool(self.github_token or app)
+
+    @property
+    def api_base_url(self) -> str:
+        """The REST API base, derived as ARC derives it (GHES: `<url>/api/v3`)."""
+        if self.github_url:
+            return self.github_url.rstrip("/")
+        if self.github_enterprise_url:
+            base = self.github_enterprise_url.rstrip("/")
+            host = base.split("://", 1)[-1]
+            if host.startswith("api.") or base.endswith("/api/v3"):
+                return base
+            return f"{base}/api/v3"
+        return "https://api.github.com"
+
+    @property
+    def runner_github_url(self) -> str:
+        """The URL runners register against: github.com, or the GHES host without /api/v3."""
+        if self.github_runner_github_url:
+            return self.github_runner_github_url.rstrip("/") + "/"
+        if self.github_enterprise_url:
+            base = self.github_enterprise_url.rstrip("/")
+            base = base.removesuffix("/api/v3")
+            return base + "/"
+        return "https://github.com/"
