@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_RUNNER_IMAGE = "summerwind/actions-runner:latest"
@@ -17,9 +17,7 @@ class Settings(BaseSettings):
     # GitHub credentials and endpoints (ARC's names).
     github_token: SecretStr | None = Field(default=None, alias="GITHUB_TOKEN")
     github_app_id: str | None = Field(default=None, alias="GITHUB_APP_ID")
-    github_app_installation_id: int | None = Field(
-        default=None, alias="GITHUB_APP_INSTALLATION_ID"
-    )
+    github_app_installation_id: int | None = Field(default=None, alias="GITHUB_APP_INSTALLATION_ID")
     github_app_private_key: SecretStr | None = Field(
         default=None,
         alias="GITHUB_APP_PRIVATE_KEY",
@@ -57,13 +55,9 @@ class Settings(BaseSettings):
     rate_limit_retry_delay: float = Field(default=30.0, alias="RATE_LIMIT_RETRY_DELAY")
     token_error_retry_delay: float = Field(default=180.0, alias="TOKEN_ERROR_RETRY_DELAY")
     registration_timeout: float = Field(default=600.0, alias="REGISTRATION_TIMEOUT")
-    registration_check_interval: float = Field(
-        default=60.0, alias="REGISTRATION_CHECK_INTERVAL"
-    )
+    registration_check_interval: float = Field(default=60.0, alias="REGISTRATION_CHECK_INTERVAL")
     pod_failure_backoff: float = Field(default=10.0, alias="RUNNER_POD_FAILURE_BACKOFF")
-    pod_failure_backoff_max: float = Field(
-        default=300.0, alias="RUNNER_POD_FAILURE_BACKOFF_MAX"
-    )
+    pod_failure_backoff_max: float = Field(default=300.0, alias="RUNNER_POD_FAILURE_BACKOFF_MAX")
     pod_max_failures: int = Field(default=5, alias="RUNNER_POD_MAX_FAILURES")
     list_runners_cache_ttl: float = Field(default=60.0, alias="GITHUB_LIST_RUNNERS_CACHE_TTL")
     github_request_timeout: float = Field(default=5.0, alias="GITHUB_REQUEST_TIMEOUT")

@@ -22,6 +22,9 @@ GROUP = "actions.summerwind.dev"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 
+SCOPE_PATTERN = r"^[^/]+$"
+REPOSITORY_PATTERN = r"^[^/]+/[^/]+$"
+
 
 class SecretReference(ResourceModel):
     name: str
@@ -40,9 +43,11 @@ class WorkVolumeClaimTemplate(ResourceModel):
 class RunnerConfig(ResourceModel):
     """Where and how the runner registers (ARC's RunnerConfig, inlined into the spec)."""
 
-    enterprise: str | None = Field(default=None, pattern=r"^[^/]+$")
-    organization: str | None = Field(default=None, pattern=r"^[^/]+$")
-    repository: str | None = Field(default=None, pattern=r"^[^/]+/[^/]+$")
+    # The patterns are enforced by the CRD; the hook reports violations as a condition instead
+    # of failing to parse, so they live in the schema only.
+    enterprise: str | None = Field(default=None, json_schema_extra={"pattern": SCOPE_PATTERN})
+    organization: str | None = Field(default=None, json_schema_extra={"pattern": SCOPE_PATTERN})
+    repository: str | None = Field(default=None, json_schema_extra={"pattern": REPOSITORY_PATTERN})
     labels: list[str] = []
     group: str | None = None
     ephemeral: bool | None = None
@@ -129,6 +134,8 @@ class GracefulStopStatus(ResourceModel):
 
     reason: str
     started_at: DateTime
+    pod_uid: str | None = None  # the pod this stop is about; a new pod ends the record
+    runner_id: int | None = None  # the registration this stop is about
     last_attempt_at: DateTime | None = None
     waiting_for_completion: bool = False
     completed_at: DateTime | None = None

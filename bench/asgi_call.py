@@ -1,0 +1,64 @@
+"""Call an ASGI app in-process, without an HTTP client, to time the server side alone."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[
+    [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
+    Awaitable[None],
+]
+
+
+async def call(app: ASGIApp, method: str, path: str, body: bytes = b"") -> tuple[int, float]:
+    """One request; returns the status and the seconds the app took."""
+    scope: Scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+    sent = False
+    status = 0
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    started = time.perf_counter()
+    await app(scope, receive, send)
+    return status, time.perf_counter() - started
+
+
+def median_seconds(app: ASGIApp, method: str, path: str, body: bytes, rounds: int) -> float:
+    async def run() -> list[float]:
+        times = []
+        for _ in range(rounds):
+            status, seconds = await call(app, method, path, body)
+            assert status == 200, f"{method} {path} answered {status}"
+            times.append(seconds)
+        return times
+
+    times = sorted(asyncio.run(run()))
+    return times[len(times) // 2]

@@ -1,0 +1,199 @@
+"""The HTTP edge: a Starlette app that turns Metacontroller hook calls into controller calls.
+
+Everything here is transport: decode and check the request, run the pure controller in a
+worker thread (the GitHub adapter is synchronous), encode the answer, log one line and record
+the latency. Decisions live in the controller modules.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from hooks.clock import Clock, SystemClock
+from hooks.github.port import GitHubPort
+from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse
+from hooks.metrics import HOOK_LATENCY, REGISTRY
+from hooks.runner.controller import RunnerHookDeps, finalize_runner, sync_runner
+from hooks.settings import Settings
+from hooks.unconfigured import UnconfiguredGitHub
+
+log = logging.getLogger("arc_hooks.hooks")
+
+CompositeHandler = Callable[[CompositeHookRequest, RunnerHookDeps], CompositeHookResponse]
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""Metacontroller sends every child in one request; 1,000 runner pods fit well inside this."""
+
+
+@dataclass(frozen=True)
+class AppState:
+    settings: Settings
+    deps: RunnerHookDeps
+
+
+def create_app(
+    settings: Settings,
+    *,
+    github: GitHubPort | None = None,
+    clock: Clock | None = None,
+) -> Starlette:
+    clock = clock or SystemClock()
+    if github is None:
+        github = _github_from_settings(settings, clock)
+    state = AppState(settings=settings, deps=RunnerHookDeps(github, clock, settings))
+
+    routes = [
+        Route(
+            "/sync/runner", _composite_hook(state, "/sync/runner", sync_runner), methods=["POST"]
+        ),
+        Route(
+            "/finalize/runner",
+            _composite_hook(state, "/finalize/runner", finalize_runner),
+            methods=["POST"],
+        ),
+        Route("/healthz", _healthz, methods=["GET"]),
+        Route("/readyz", _readyz(state), methods=["GET"]),
+        Route("/metrics", _metrics, methods=["GET"]),
+    ]
+    return Starlette(routes=routes)
+
+
+def _github_from_settings(settings: Settings, clock: Clock) -> GitHubPort:
+    if not settings.has_github_credentials:
+        return UnconfiguredGitHub()
+    from hooks.github.factory import github_from_settings
+
+    return github_from_settings(settings, clock)
+
+
+class BadHookRequest(Exception):
+    """The request is not a hook call we can read; answered with a 4xx and this message."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _composite_hook(
+    state: AppState, path: str, handler: CompositeHandler
+) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        started = time.perf_counter()
+        parent = "-"
+        try:
+            hook_request = await _read_hook_request(request)
+            parent = _parent_key(hook_request)
+            response = await run_in_threadpool(handler, hook_request, state.deps)
+        except BadHookRequest as error:
+            return _finish(path, parent, "bad_request", started, error.status, str(error))
+        except Exception:
+            log.exception("hook failed", extra={"path": path, "parent": parent})
+            return _finish(path, parent, "error", started, 500, "internal error; see the logs")
+        wire = response.to_wire()
+        outcome = "finalized" if response.finalized else "ok"
+        _record(path, outcome, started)
+        log.info(
+            "hook",
+            extra={
+                "path": path,
+                "parent": parent,
+                "outcome": outcome,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                "children": len(response.children),
+                "phase": (response.status or {}).get("phase"),
+                "resync_after_seconds": wire.get("resyncAfterSeconds"),
+                "finalized": response.finalized,
+            },
+        )
+        return JSONResponse(wire)
+
+    return endpoint
+
+
+async def _read_hook_request(request: Request) -> CompositeHookRequest:
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        raise BadHookRequest("request body too large", status=413)
+    try:
+        document = json.loads(body)
+    except json.JSONDecodeError as error:
+        raise BadHookRequest(f"request body is not valid JSON: {error.msg}") from None
+    except UnicodeDecodeError:
+        raise BadHookRequest("request body is not valid JSON: not UTF-8") from None
+    if not isinstance(document, dict):
+        raise BadHookRequest("request body must be a JSON object")
+    try:
+        return CompositeHookRequest.model_validate(document)
+    except ValidationError as error:
+        raise BadHookRequest(
+            "not a Metacontroller hook request: " + _summarize(error), status=422
+        ) from None
+
+
+def _summarize(error: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in item['loc']) or 'body'}: {item['msg']}"
+        for item in error.errors()[:5]
+    )
+
+
+def _parent_key(request: CompositeHookRequest) -> str:
+    metadata = request.parent.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    name = metadata.get("name", "?")
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def _finish(
+    path: str, parent: str, outcome: str, started: float, status: int, message: str
+) -> Response:
+    _record(path, outcome, started)
+    log.warning(
+        "hook rejected" if status < 500 else "hook error",
+        extra={
+            "path": path,
+            "parent": parent,
+            "outcome": outcome,
+            "status": status,
+            "detail": message,
+        },
+    )
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _record(path: str, outcome: str, started: float) -> None:
+    HOOK_LATENCY.labels(path=path, outcome=outcome).observe(time.perf_counter() - started)
+
+
+async def _healthz(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+
+def _readyz(state: AppState) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        if not state.settings.has_github_credentials:
+            return PlainTextResponse(
+                "not ready: no GitHub credentials (set GITHUB_TOKEN, or GITHUB_APP_ID, "
+                "GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY)",
+                status_code=503,
+            )
+        return PlainTextResponse("ready")
+
+    return endpoint
+
+
+async def _metrics(request: Request) -> Response:
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,317 @@
+"""A caching decorator for any GitHubPort.
+
+The API budget is the main scaling limit of a runner controller: without a cache, every Runner
+sync would list the scope's runners and every retried deletion would send another DELETE. These
+caches are bounded optimizations (TTL and entry count); an answer missing from them only costs a
+call, never correctness.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Generic, TypeVar, cast
+
+from hooks.clock import Clock
+from hooks.github.port import (
+    GitHubPort,
+    GitHubRunner,
+    JitConfig,
+    RateLimitedError,
+    RegistrationToken,
+    RemoveOutcome,
+    RemoveResult,
+    Scope,
+)
+from hooks.settings import Settings
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+T = TypeVar("T")
+
+# The port promises a registration token with at least this much validity left.
+TOKEN_MIN_VALIDITY = timedelta(minutes=30)
+# Group ids change only when an admin recreates a group; ten minutes bounds the staleness.
+RUNNER_GROUP_TTL = timedelta(minutes=10)
+DEFAULT_MAX_ENTRIES = 4096
+
+
+class _TTLMap(Generic[K, V]):
+    """A dict whose entries expire, bounded in size. Not thread-safe: the owner locks."""
+
+    def __init__(self, max_entries: int) -> None:
+        self._max = max_entries
+        self._data: dict[K, tuple[V, datetime]] = {}
+
+    def get(self, key: K, now: datetime) -> V | None:
+        item = self._data.get(key)
+        if item is None:
+            return None
+        if now >= item[1]:
+            del self._data[key]
+            return None
+        return item[0]
+
+    def expiry(self, key: K) -> datetime | None:
+        item = self._data.get(key)
+        return item[1] if item else None
+
+    def put(self, key: K, value: V, expires_at: datetime, now: datetime) -> None:
+        self._data.pop(key, None)
+        self._data[key] = (value, expires_at)
+        if len(self._data) > self._max:
+            for stale in [k for k, (_, exp) in self._data.items() if now >= exp]:
+                del self._data[stale]
+            # Still full: drop the oldest insertions (dicts keep insertion order).
+            while len(self._data) > self._max:
+                del self._data[next(iter(self._data))]
+
+    def pop(self, key: K) -> None:
+        self._data.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+@dataclass(eq=False)
+class _Flight:
+    """One call in progress; callers asking for the same key meanwhile wait for its answer."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    result: object = None
+    error: BaseException | None = None
+    # Set when the answer became outdated while in flight (e.g. a runner was removed during a
+    # list); it is still returned to its waiters but not stored.
+    stale: bool = False
+
+    def wait(self) -> None:
+        self.done.wait()
+
+
+class CachedGitHub(GitHubPort):
+    """Caches list_runners, registration_token and runner_group_id, and deduplicates removals.
+
+    Thread-safe. Concurrent callers of the same read share one in-flight call, so N runners
+    syncing at once cause one list call, not N.
+    """
+
+    def __init__(
+        self,
+        inner: GitHubPort,
+        settings: Settings,
+        clock: Clock,
+        *,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        runner_group_ttl: timedelta = RUNNER_GROUP_TTL,
+    ) -> None:
+        self._inner = inner
+        self._clock = clock
+        self._list_ttl = timedelta(seconds=settings.list_runners_cache_ttl)
+        self._busy_delay = timedelta(seconds=settings.unregistration_retry_delay)
+        self._rate_limit_delay = timedelta(seconds=settings.rate_limit_retry_delay)
+        self._group_ttl = runner_group_ttl
+        self._lock = threading.Lock()
+        self._flights: dict[Hashable, _Flight] = {}
+        self._lists: _TTLMap[Scope, tuple[GitHubRunner, ...]] = _TTLMap(max_entries)
+        self._tokens: _TTLMap[Scope, RegistrationToken] = _TTLMap(max_entries)
+        self._groups: _TTLMap[tuple[Scope, str], int] = _TTLMap(max_entries)
+        self._removals: _TTLMap[tuple[Scope, int], RemoveResult] = _TTLMap(max_entries)
+        # Reads that GitHub rate-limited: answered locally until the wait is over.
+        self._backoff: _TTLMap[Hashable, str] = _TTLMap(max_entries)
+
+    @property
+    def inner(self) -> GitHubPort:
+        return self._inner
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def list_runners(self, scope: Scope) -> Sequence[GitHubRunner]:
+        def cached() -> tuple[GitHubRunner, ...] | None:
+            return self._lists.get(scope, self._clock.now())
+
+        def store(value: tuple[GitHubRunner, ...], now: datetime) -> None:
+            self._lists.put(scope, value, now + self._list_ttl, now)
+
+        return self._single_flight(
+            ("list", scope), cached, lambda: tuple(self._inner.list_runners(scope)), store
+        )
+
+    def registration_token(self, scope: Scope) -> RegistrationToken:
+        def cached() -> RegistrationToken | None:
+            # Entries expire when their validity drops under the minimum (see store).
+            return self._tokens.get(scope, self._clock.now())
+
+        def store(value: RegistrationToken, now: datetime) -> None:
+            self._tokens.put(scope, value, value.expires_at - TOKEN_MIN_VALIDITY, now)
+
+        return self._single_flight(
+            ("token", scope), cached, lambda: self._inner.registration_token(scope), store
+        )
+
+    def runner_group_id(self, scope: Scope, group_name: str) -> int:
+        key = (scope, group_name)
+
+        def store(value: int, at: datetime) -> None:
+            self._groups.put(key, value, at + self._group_ttl, at)
+
+        return self._single_flight(
+            ("group", *key),
+            lambda: self._groups.get(key, self._clock.now()),
+            lambda: self._inner.runner_group_id(scope, group_name),
+            store,
+        )
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def generate_jit_config(
+        self,
+        scope: Scope,
+        name: str,
+        labels: Sequence[str],
+        runner_group_id: int,
+        work_folder: str,
+    ) -> JitConfig:
+        try:
+            return self._inner.generate_jit_config(
+                scope, name, labels, runner_group_id, work_folder
+            )
+        finally:
+            # Whatever the answer, a runner may now exist that the cached list lacks.
+            with self._lock:
+                self._invalidate_list(scope)
+
+    def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
+        key = (scope, runner_id)
+
+        def store(result: RemoveResult, at: datetime) -> None:
+            self._after_removal(scope, runner_id, result, at)
+
+        return self._single_flight(
+            ("remove", *key),
+            lambda: self._remembered_removal(key),
+            lambda: self._inner.remove_runner(scope, runner_id),
+            store,
+            backoff=False,
+        )
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _remembered_removal(self, key: tuple[Scope, int]) -> RemoveResult | None:
+        now = self._clock.now()
+        result = self._removals.get(key, now)
+        if result is None:
+            return None
+        if result.outcome is RemoveOutcome.RATE_LIMITED:
+            expires = self._removals.expiry(key)
+            left = (expires - now).total_seconds() if expires else 0.0
+            return replace(result, retry_after=max(left, 0.0))
+        return result
+
+    def _after_removal(
+        self, scope: Scope, runner_id: int, result: RemoveResult, now: datetime
+    ) -> None:
+        key = (scope, runner_id)
+        outcome = result.outcome
+        if outcome in (RemoveOutcome.REMOVED, RemoveOutcome.NOT_FOUND):
+            # Runner ids are never reused, so "gone" stays true; remembering it spares a DELETE
+            # per sync while the Kubernetes side catches up.
+            self._removals.put(key, result, now + self._busy_delay, now)
+            self._drop_from_list(scope, runner_id)
+        elif outcome is RemoveOutcome.BUSY:
+            self._removals.put(key, result, now + self._busy_delay, now)
+            self._mark_busy(scope, runner_id)
+        elif outcome is RemoveOutcome.RATE_LIMITED:
+            wait = (
+                timedelta(seconds=result.retry_after)
+                if result.retry_after is not None
+                else self._rate_limit_delay
+            )
+            self._removals.put(key, result, now + wait, now)
+        # FORBIDDEN and ERROR are not remembered: the caller decides when to retry.
+
+    def _drop_from_list(self, scope: Scope, runner_id: int) -> None:
+        self._mark_flight_stale(("list", scope))
+        runners = self._lists.get(scope, self._clock.now())
+        expiry = self._lists.expiry(scope)
+        if runners is None or expiry is None:
+            return
+        kept = tuple(r for r in runners if r.id != runner_id)
+        if len(kept) != len(runners):
+            self._lists.put(scope, kept, expiry, self._clock.now())
+
+    def _mark_busy(self, scope: Scope, runner_id: int) -> None:
+        # GitHub just told us the runner is busy: fresher than a cached list that says idle.
+        runners = self._lists.get(scope, self._clock.now())
+        expiry = self._lists.expiry(scope)
+        if runners is None or expiry is None:
+            return
+        updated = tuple(replace(r, busy=True) if r.id == runner_id else r for r in runners)
+        self._lists.put(scope, updated, expiry, self._clock.now())
+
+    def _invalidate_list(self, scope: Scope) -> None:
+        self._lists.pop(scope)
+        self._mark_flight_stale(("list", scope))
+
+    def _mark_flight_stale(self, key: Hashable) -> None:
+        flight = self._flights.get(key)
+        if flight is not None:
+            flight.stale = True
+
+    def _single_flight(
+        self,
+        key: Hashable,
+        cached: Callable[[], T | None],
+        call: Callable[[], T],
+        store: Callable[[T, datetime], None],
+        *,
+        backoff: bool = True,
+    ) -> T:
+        """Run `call` once for all concurrent callers of `key`; `store` its answer.
+
+        `cached` is re-checked under the lock, because another caller may have stored an answer
+        between the caller's first look and now.
+        """
+        with self._lock:
+            hit = cached()
+            if hit is not None:
+                return hit
+            if backoff:
+                self._raise_if_backing_off(key)
+            flight = self._flights.get(key)
+            leader = flight is None
+            if flight is None:
+                flight = self._flights[key] = _Flight()
+        if not leader:
+            flight.wait()
+            if flight.error is not None:
+                raise flight.error
+            return cast(T, flight.result)
+        try:
+            result = call()
+        except BaseException as exc:
+            flight.error = exc
+            with self._lock:
+                if backoff and isinstance(exc, RateLimitedError):
+                    now = self._clock.now()
+                    until = now + timedelta(seconds=exc.retry_after)
+                    self._backoff.put(key, str(exc), until, now)
+                del self._flights[key]
+            flight.done.set()
+            raise
+        flight.result = result
+        with self._lock:
+            if not flight.stale:
+                store(result, self._clock.now())
+            del self._flights[key]
+        flight.done.set()
+        return result
+
+    def _raise_if_backing_off(self, key: Hashable) -> None:
+        now = self._clock.now()
+        message = self._backoff.get(key, now)
+        expiry = self._backoff.expiry(key)
+        if message is not None and expiry is not None:
+            left = (expiry - now).total_seconds()
+            raise RateLimitedError(f"still rate limited: {message}", retry_after=left, status=None)

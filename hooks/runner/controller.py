@@ -1,0 +1,646 @@
+"""The Runner controller: what `/sync/runner` and `/finalize/runner` answer.
+
+Pure logic over the hook request, the GitHub port, the settings and a clock. Children: the
+runner Pod (OnDelete: we decide ourselves when it is replaced) and the registration Secret
+(InPlace). A pod is only ever removed from the children after the graceful stop says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from hooks.clock import Clock, format_time, parse_time
+from hooks.github.port import (
+    ConflictError,
+    GitHubError,
+    GitHubPort,
+    GitHubRunner,
+    RateLimitedError,
+    RemoveOutcome,
+    Scope,
+)
+from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
+from hooks.resources.common import Condition
+from hooks.resources.runner import (
+    GracefulStopStatus,
+    Runner,
+    RunnerStatus,
+    RunnerStatusRegistration,
+)
+from hooks.runner.graceful_stop import (
+    StopSubject,
+    StopTick,
+    StopTiming,
+    begin_stop,
+    find_runner,
+    tick_graceful_stop,
+)
+from hooks.runner.observed_pod import ObservedPod, observe_pod
+from hooks.runner.pod import POD_TEMPLATE_HASH_LABEL, build_runner_pod
+from hooks.runner.registration import RegistrationMaterial, read_material, secret_data
+from hooks.runner.secret import registration_secret_name
+from hooks.runner.validation import validate_runner_spec
+from hooks.settings import Settings
+
+REGISTRATION_MODE_ANNOTATION = "arc-hooks.dev/registration"
+"""Per-Runner opt-in: `jit` registers with a just-in-time config instead of a token."""
+
+RELEASE_RESYNC_SECONDS = 5.0
+"""After releasing a pod, look again soon: its deletion event usually comes first."""
+
+DEFAULT_RUNNER_GROUP = "Default"
+
+
+@dataclass(frozen=True)
+class RunnerHookDeps:
+    github: GitHubPort
+    clock: Clock
+    settings: Settings
+
+    @property
+    def timing(self) -> StopTiming:
+        return StopTiming(
+            retry_delay=self.settings.unregistration_retry_delay,
+            rate_limit_retry_delay=self.settings.rate_limit_retry_delay,
+            registration_timeout=self.settings.registration_timeout,
+        )
+
+
+@dataclass
+class _Outcome:
+    """What this sync decided, turned into the response at the end."""
+
+    pod: KubeObject | None = None
+    secret: KubeObject | None = None
+    resync: list[float] = field(default_factory=list)
+    conditions: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    phase: str | None = None
+    github_runner: GitHubRunner | None = None
+    runner_id: int | None = None
+
+    def wait(self, seconds: float | None) -> None:
+        if seconds is not None and seconds > 0:
+            self.resync.append(seconds)
+
+    def condition(self, kind: str, status: bool, reason: str, message: str = "") -> None:
+        self.conditions[kind] = ("True" if status else "False", reason, message)
+
+
+class _Sync:
+    """One sync or finalize call for one Runner."""
+
+    def __init__(self, request: CompositeHookRequest, runner: Runner, deps: RunnerHookDeps):
+        self.request = request
+        self.runner = runner
+        self.deps = deps
+        self.now = deps.clock.now()
+        self.name = runner.metadata.name
+        self.namespace = runner.metadata.namespace
+        self.status = runner.status or RunnerStatus()
+        self.secret_name = registration_secret_name(self.name)
+        self.observed_pod = request.object_named("Pod", self.name)
+        self.pod = observe_pod(self.observed_pod) if self.observed_pod else None
+        self.observed_secret = request.object_named("Secret", self.secret_name)
+        self.material = read_material(self.observed_secret)
+        self.jit = _registration_mode(runner, deps.settings) == "jit"
+        self.scope = _spec_scope(runner)
+        self.stop = self.status.graceful_stop
+        self.failures = self.status.failures or 0
+        self.last_failure_time = self.status.last_failure_time
+        self.out = _Outcome(runner_id=self.status.runner_id)
+        self.github_unavailable = False
+
+    # ----------------------------------------------------------------- sync
+
+    def sync(self) -> CompositeHookResponse:
+        self.out.secret = self._secret(self.material) if self.observed_secret else None
+        self.out.condition("Valid", True, "Valid")
+        if self.stop is not None and self.pod is not None and self.stop.pod_uid != self.pod.uid:
+            self.stop = None  # a new pod runs: the previous incarnation's stop is history
+        if self.pod is not None and self.stop is None:
+            self._watch_running_pod()
+        if self.stop is not None:
+            if not self._advance_stop():
+                return self._respond()
+            if self._incarnation_ends():
+                return self._respond()
+        if self.pod is None:
+            self._start_pod()
+        return self._respond()
+
+    def _watch_running_pod(self) -> None:
+        """Keep the pod, or start a graceful stop when it must be replaced."""
+        assert self.pod is not None
+        self.out.pod = self._desired_pod()
+        github_runner = self._lookup_github_runner()
+        reason = self._replacement_reason(github_runner)
+        if reason is None:
+            self._schedule_registration_checks(github_runner)
+            return
+        if reason == "PodFailed":
+            self.failures += 1
+            self.last_failure_time = format_time(self.now)
+        self.stop = begin_stop(reason, self._stop_subject(), self.deps.clock)
+
+    def _replacement_reason(self, github_runner: GitHubRunner | None) -> str | None:
+        pod = self.pod
+        assert pod is not None
+        if pod.completed and pod.stopped:
+            return "RunnerCompleted"
+        if pod.failed:
+            return "PodFailed"
+        if pod.terminating:
+            return "PodDeleted"
+        lookup_failed = self.github_unavailable
+        busy = github_runner is not None and github_runner.busy
+        desired_hash = (self.out.pod or {}).get("metadata", {}).get("labels", {})
+        if (
+            pod.labels.get(POD_TEMPLATE_HASH_LABEL) != desired_hash.get(POD_TEMPLATE_HASH_LABEL)
+            and not busy
+            and not lookup_failed
+        ):
+            return "TemplateChanged"
+        if self._registration_timed_out(github_runner) and not lookup_failed:
+            return "RegistrationTimeout"
+        return None
+
+    def _registration_timed_out(self, github_runner: GitHubRunner | None) -> bool:
+        pod = self.pod
+        if pod is None or pod.ready_since is None:
+            return False
+        if (self.now - pod.ready_since).total_seconds() < self.deps.settings.registration_timeout:
+            return False
+        return github_runner is None or not github_runner.online
+
+    def _schedule_registration_checks(self, github_runner: GitHubRunner | None) -> None:
+        pod = self.pod
+        if pod is None or (github_runner is not None and github_runner.online):
+            return
+        settings = self.deps.settings
+        self.out.wait(settings.registration_check_interval)
+        if pod.ready_since is not None:
+            elapsed = (self.now - pod.ready_since).total_seconds()
+            self.out.wait(settings.registration_timeout - elapsed + 1)
+
+    def _advance_stop(self) -> bool:
+        """Tick the graceful stop. True once the pod may go (and is gone from children)."""
+        assert self.stop is not None
+        if self.pod is not None and self.out.pod is None:
+            self.out.pod = self._desired_pod()
+        tick = self._tick(self.stop)
+        self.stop = tick.state
+        self.out.condition("Stopping", not tick.done, self.stop.reason, self.stop.message)
+        if not tick.done:
+            self.out.wait(tick.retry_after)
+            return False
+        if self.pod is not None:
+            self.out.pod = None  # released: Metacontroller deletes it
+            self.out.wait(RELEASE_RESYNC_SECONDS)
+            return False
+        return True
+
+    def _incarnation_ends(self) -> bool:
+        """The stopped pod is gone. True when no new pod should be started now."""
+        assert self.stop is not None
+        owned_by_replica_set = self.runner.metadata.controller_owner_kind() == "RunnerReplicaSet"
+        if self.stop.reason == "RunnerCompleted" and owned_by_replica_set:
+            # The RunnerReplicaSet removes and replaces a completed ephemeral runner.
+            self.out.phase = "Completed"
+            return True
+        if self.failures >= self.deps.settings.pod_max_failures:
+            self.out.phase = "Failed"
+            self.out.condition(
+                "Failed",
+                True,
+                "TooManyPodFailures",
+                f"the runner pod failed {self.failures} times in a row",
+            )
+            return True
+        return not self._leftover_registration_removed()
+
+    def _leftover_registration_removed(self) -> bool:
+        """A replacement pod registers under the same name: nothing may be left with it."""
+        assert self.stop is not None
+        if self.stop.outcome == "Unregistered":
+            return True
+        done, retry_after = self._remove_registration(self.stop.runner_id)
+        self.out.wait(retry_after)
+        return done
+
+    def _start_pod(self) -> None:
+        if self.failures and self.last_failure_time:
+            elapsed = (self.now - parse_time(self.last_failure_time)).total_seconds()
+            remaining = self._failure_backoff() - elapsed
+            if remaining > 0:
+                self.out.phase = "Pending"
+                self.out.wait(remaining)
+                return
+        material = self._ensure_jit_config() if self.jit else self._ensure_token()
+        if material is None:
+            return
+        self.out.pod = self._desired_pod()
+        self.out.phase = "Created"
+        self.out.condition("Failed", False, "PodCreated")
+
+    def _failure_backoff(self) -> float:
+        settings = self.deps.settings
+        backoff = settings.pod_failure_backoff * 2 ** max(self.failures - 1, 0)
+        return float(min(backoff, settings.pod_failure_backoff_max))
+
+    def _ensure_token(self) -> RegistrationMaterial | None:
+        """The Secret's token when a new pod can use it; otherwise a fresh one, written to the
+        Secret in the same answer (the kubelet waits for a Secret a pod references)."""
+        if self.material.token_usable(self.now):
+            return self.material
+        try:
+            token = self.deps.github.registration_token(self.scope)
+        except GitHubError as error:
+            self._registration_failed(error)
+            return None
+        material = RegistrationMaterial(token=token.token, expires_at=token.expires_at)
+        self.out.secret = self._secret(material)
+        self.out.condition("RegistrationReady", True, "RegistrationTokenUpdated")
+        return material
+
+    def _ensure_jit_config(self) -> RegistrationMaterial | None:
+        material = self.material
+        consumed_id = self.stop.runner_id if self.stop is not None else None
+        if material.jit_config and material.runner_id and material.runner_id != consumed_id:
+            self.out.runner_id = material.runner_id
+            return material
+        spec = self.runner.spec
+        try:
+            group_id = self._runner_group_id()
+            config = self.deps.github.generate_jit_config(
+                self.scope,
+                self.name,
+                spec.labels or ["self-hosted"],
+                group_id,
+                spec.work_dir or "_work",
+            )
+        except ConflictError:
+            self._resolve_jit_conflict()
+            return None
+        except GitHubError as error:
+            self._registration_failed(error)
+            return None
+        self.out.runner_id = config.runner.id
+        material = RegistrationMaterial(
+            jit_config=config.encoded_jit_config, runner_id=config.runner.id
+        )
+        self.out.secret = self._secret(material)
+        self.out.condition("RegistrationReady", True, "JitConfigGenerated")
+        return material
+
+    def _runner_group_id(self) -> int:
+        group = self.runner.spec.group or ""
+        if self.scope.repository or group in ("", DEFAULT_RUNNER_GROUP):
+            return 1  # repositories have no groups; the default group is id 1
+        return self.deps.github.runner_group_id(self.scope, group)
+
+    def _resolve_jit_conflict(self) -> None:
+        """The name is registered already: a config generated by a sync whose answer was lost,
+        or a leftover. Remove it when it is idle, and generate again on the next sync."""
+        done, retry_after = self._remove_registration(None)
+        message = "a runner with this name is registered on GitHub; removing it first"
+        self.out.condition("RegistrationReady", False, "NameConflict", message)
+        self.out.wait(retry_after if not done else RELEASE_RESYNC_SECONDS)
+
+    def _registration_failed(self, error: GitHubError) -> None:
+        retry = (
+            error.retry_after
+            if isinstance(error, RateLimitedError)
+            else self.deps.settings.token_error_retry_delay
+        )
+        self.out.condition("RegistrationReady", False, "RegistrationFailed", str(error))
+        self.out.phase = self.out.phase or "Pending"
+        self.out.wait(retry)
+
+    # ------------------------------------------------------------- finalize
+
+    def finalize(self, problems: list[str]) -> CompositeHookResponse:
+        if problems:
+            self.out.condition("Valid", False, "InvalidSpec", "; ".join(problems))
+        self.out.secret = self._secret(self.material) if self.observed_secret else None
+        scope = _registered_scope(self.status) or (None if problems else self.scope)
+        if scope is None:
+            # Nothing was ever registered for this Runner: only the pod has to go.
+            return self._finalized_when_pod_gone()
+        self.scope = scope
+        if self.stop is None or (self.pod is not None and self.stop.pod_uid != self.pod.uid):
+            self.stop = begin_stop("RunnerDeleted", self._stop_subject(), self.deps.clock)
+        if self.pod is not None:
+            self._advance_stop()
+            return self._respond(finalized=False)
+        if self.stop.outcome != "Unregistered":
+            done, retry_after = self._remove_registration(self.stop.runner_id)
+            if not done:
+                self.out.wait(retry_after)
+                return self._respond(finalized=False)
+        return self._respond(finalized=True)
+
+    def _finalized_when_pod_gone(self) -> CompositeHookResponse:
+        if self.pod is None:
+            return self._respond(finalized=True)
+        self.out.wait(RELEASE_RESYNC_SECONDS)
+        return self._respond(finalized=False)
+
+    # --------------------------------------------------------------- GitHub
+
+    def _tick(self, stop: GracefulStopStatus) -> StopTick:
+        return tick_graceful_stop(
+            self._stop_subject(), stop, self.deps.github, self.deps.clock, self.deps.timing
+        )
+
+    def _stop_subject(self) -> StopSubject:
+        ephemeral = self.runner.spec.ephemeral is not False
+        return StopSubject(
+            scope=self.scope,
+            runner_name=self.name,
+            runner_id=self._known_runner_id(),
+            pod=self.pod,
+            ephemeral=self.pod.ephemeral if self.pod is not None else ephemeral,
+        )
+
+    def _known_runner_id(self) -> int | None:
+        if self.stop is not None and self.stop.runner_id is not None:
+            return self.stop.runner_id
+        if self.jit and self.material.runner_id is not None:
+            return self.material.runner_id
+        return self.status.runner_id
+
+    def _lookup_github_runner(self) -> GitHubRunner | None:
+        try:
+            found = find_runner(self.deps.github, self.scope, self.name)
+        except GitHubError as error:
+            self.github_unavailable = True
+            self.out.condition("Registered", False, "GitHubUnavailable", str(error))
+            if isinstance(error, RateLimitedError):
+                self.out.wait(error.retry_after)
+            return None
+        self.out.github_runner = found
+        if found is None:
+            self.out.condition("Registered", False, "NotRegistered", "not registered on GitHub")
+        else:
+            self.out.runner_id = found.id
+            online = "online" if found.online else "offline"
+            self.out.condition("Registered", found.online, f"Runner{online.title()}", online)
+        return found
+
+    def _remove_registration(self, runner_id: int | None) -> tuple[bool, float | None]:
+        """Remove whatever registration this runner has left. (done, retry after).
+
+        The (cached) runner list is consulted first, so a runner that unregistered itself,
+        as ephemeral runners do after their job, costs no DELETE."""
+        github = self.deps.github
+        timing = self.deps.timing
+        try:
+            registered = [
+                r
+                for r in github.list_runners(self.scope)
+                if r.name == self.name or r.id == runner_id
+            ]
+        except RateLimitedError as error:
+            return False, error.retry_after
+        except GitHubError:
+            return False, timing.retry_delay
+        for leftover in registered:
+            result = github.remove_runner(self.scope, leftover.id)
+            match result.outcome:
+                case RemoveOutcome.REMOVED | RemoveOutcome.NOT_FOUND | RemoveOutcome.FORBIDDEN:
+                    continue
+                case RemoveOutcome.RATE_LIMITED:
+                    return False, result.retry_after or timing.rate_limit_retry_delay
+                case _:
+                    return False, timing.retry_delay
+        return True, None
+
+    # ------------------------------------------------------------ children
+
+    def _desired_pod(self) -> KubeObject:
+        return build_runner_pod(
+            self.runner, self.deps.settings, secret_name=self.secret_name, jit=self.jit
+        )
+
+    def _secret(self, material: RegistrationMaterial) -> KubeObject:
+        return {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": self.secret_name,
+                "namespace": self.namespace,
+                "labels": {"actions-runner": "", "runner-name": _label_value(self.name)},
+            },
+            "type": "Opaque",
+            "data": secret_data(material),
+        }
+
+    # -------------------------------------------------------------- status
+
+    def _respond(self, finalized: bool | None = None) -> CompositeHookResponse:
+        children = [c for c in (self.out.pod, self.out.secret) if c is not None]
+        resync = min(self.out.resync) if self.out.resync else None
+        return CompositeHookResponse(
+            status=self._status().to_wire(),
+            children=children,
+            resync_after_seconds=resync,
+            finalized=finalized,
+        )
+
+    def _status(self) -> RunnerStatus:
+        previous = self.status
+        pod = self.pod
+        github_runner = self.out.github_runner
+        registration = RunnerStatusRegistration(
+            enterprise=self.scope.enterprise or None,
+            organization=self.scope.organization or None,
+            repository=self.scope.repository or None,
+            labels=list(self.runner.spec.labels),
+            expires_at=format_time(self.material.expires_at) if self.material.expires_at else None,
+        )
+        if self.out.secret is not None and self.out.secret is not self.observed_secret:
+            registration.expires_at = _expires_at(self.out.secret) or registration.expires_at
+        if not self.out.conditions.get("Stopping"):
+            self.out.condition("Stopping", False, "NotStopping")
+        return RunnerStatus(
+            ready=pod.ready if pod is not None and self.out.pod is not None else False,
+            phase=self.out.phase or (pod.phase if pod is not None else previous.phase),
+            reason=pod.reason if pod is not None else None,
+            message=pod.message if pod is not None else None,
+            registration=registration if _has_scope(self.scope) else previous.registration,
+            workflow=previous.workflow,
+            last_registration_check_time=previous.last_registration_check_time,
+            runner_id=self.out.runner_id,
+            online=github_runner.online if github_runner else previous.online,
+            busy=github_runner.busy if github_runner else previous.busy,
+            conditions=_merge_conditions(previous.conditions, self.out.conditions, self.now),
+            graceful_stop=self.stop,
+            failures=self.failures or None,
+            last_failure_time=self.last_failure_time,
+        )
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def sync_runner(request: CompositeHookRequest, deps: RunnerHookDeps) -> CompositeHookResponse:
+    runner, problems = _parse(request, deps)
+    if runner is None or problems:
+        return _invalid(request, runner, problems, deps.clock)
+    return _Sync(request, runner, deps).sync()
+
+
+def finalize_runner(request: CompositeHookRequest, deps: RunnerHookDeps) -> CompositeHookResponse:
+    runner, problems = _parse(request, deps)
+    if runner is None:
+        # Unreadable spec: nothing we can unregister with; let the pods go, then finish.
+        pods = request.objects("Pod")
+        status = _invalid_status(request, problems, deps.clock)
+        return CompositeHookResponse(
+            status=status,
+            children=_kept_secrets(request),
+            finalized=not pods,
+            resync_after_seconds=RELEASE_RESYNC_SECONDS if pods else None,
+        )
+    return _Sync(request, runner, deps).finalize(problems)
+
+
+def _parse(request: CompositeHookRequest, deps: RunnerHookDeps) -> tuple[Runner | None, list[str]]:
+    try:
+        runner = Runner.model_validate(request.parent)
+    except ValidationError as error:
+        return None, [_describe_validation_error(error)]
+    jit = _registration_mode(runner, deps.settings) == "jit"
+    return runner, validate_runner_spec(runner.spec, jit=jit)
+
+
+def _invalid(
+    request: CompositeHookRequest, runner: Runner | None, problems: list[str], clock: Clock
+) -> CompositeHookResponse:
+    """An invalid Runner keeps what it has: its children are returned unchanged, no new pod."""
+    kept = [_as_kept(obj) for kind in ("Pod", "Secret") for obj in request.objects(kind)]
+    return CompositeHookResponse(status=_invalid_status(request, problems, clock), children=kept)
+
+
+def _invalid_status(
+    request: CompositeHookRequest, problems: list[str], clock: Clock
+) -> dict[str, Any]:
+    raw = request.parent.get("status")
+    previous = dict(raw) if isinstance(raw, dict) else {}
+    try:
+        conditions = RunnerStatus.model_validate(previous).conditions
+    except ValidationError:
+        conditions = []
+    message = "; ".join(problems)
+    merged = _merge_conditions(
+        conditions, {"Valid": ("False", "InvalidSpec", message)}, clock.now()
+    )
+    previous.pop("observedGeneration", None)
+    previous["conditions"] = [c.to_wire() for c in merged]
+    previous["message"] = message
+    return previous
+
+
+def _as_kept(obj: KubeObject) -> KubeObject:
+    """An observed child, as a desired object that changes nothing."""
+    metadata = obj.get("metadata") or {}
+    annotations = {
+        k: v
+        for k, v in (metadata.get("annotations") or {}).items()
+        if k != "metacontroller.k8s.io/last-applied-configuration"
+    }
+    kept: KubeObject = {
+        "apiVersion": obj.get("apiVersion", "v1"),
+        "kind": obj.get("kind"),
+        "metadata": {
+            "name": metadata.get("name"),
+            "namespace": metadata.get("namespace"),
+            "labels": metadata.get("labels") or {},
+            "annotations": annotations,
+        },
+    }
+    for key in ("spec", "data", "type"):
+        if key in obj:
+            kept[key] = obj[key]
+    return kept
+
+
+def _kept_secrets(request: CompositeHookRequest) -> list[KubeObject]:
+    return [_as_kept(secret) for secret in request.objects("Secret")]
+
+
+def _describe_validation_error(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors()[:5]:
+        where = ".".join(str(p) for p in item["loc"])
+        parts.append(f"{where}: {item['msg']}")
+    return "invalid Runner: " + "; ".join(parts)
+
+
+def _registration_mode(runner: Runner, settings: Settings) -> str:
+    mode = runner.metadata.annotations.get(REGISTRATION_MODE_ANNOTATION, "").strip().lower()
+    return mode if mode in ("token", "jit") else settings.runner_registration_mode
+
+
+def _spec_scope(runner: Runner) -> Scope:
+    spec = runner.spec
+    return Scope(
+        enterprise=spec.enterprise or "",
+        organization=spec.organization or "",
+        repository=spec.repository or "",
+    )
+
+
+def _registered_scope(status: RunnerStatus) -> Scope | None:
+    registration = status.registration
+    if registration is None:
+        return None
+    scope = Scope(
+        enterprise=registration.enterprise or "",
+        organization=registration.organization or "",
+        repository=registration.repository or "",
+    )
+    return scope if _has_scope(scope) else None
+
+
+def _has_scope(scope: Scope) -> bool:
+    return bool(scope.enterprise or scope.organization or scope.repository)
+
+
+def _expires_at(secret: KubeObject) -> str | None:
+    material = read_material(secret)
+    return format_time(material.expires_at) if material.expires_at else None
+
+
+def _label_value(text: str) -> str:
+    """Label values are limited to 63 characters."""
+    return text if len(text) <= 63 else text[:63].rstrip("-_.")
+
+
+def _merge_conditions(
+    previous: list[Condition], current: dict[str, tuple[str, str, str]], now: datetime
+) -> list[Condition]:
+    """Conditions set by this sync over the previous ones (kept when not re-evaluated);
+    lastTransitionTime moves only when a status flips."""
+    before = {c.type: c for c in previous}
+    merged: list[Condition] = [c for c in previous if c.type not in current]
+    for kind, (status, reason, message) in sorted(current.items()):
+        old = before.get(kind)
+        since = (
+            old.last_transition_time
+            if old is not None and old.status == status and old.last_transition_time
+            else format_time(now)
+        )
+        merged.append(
+            Condition(
+                type=kind, status=status, reason=reason, message=message, last_transition_time=since
+            )
+        )
+    return sorted(merged, key=lambda c: c.type)
+
+
+__all__ = ["ObservedPod", "RunnerHookDeps", "finalize_runner", "sync_runner"]

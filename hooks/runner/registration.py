@@ -1,0 +1,88 @@
+"""Registration material in the Runner's Secret: what is there, and how to write it."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from hooks.clock import format_time, parse_time
+from hooks.runner.secret import EXPIRES_AT_KEY, JIT_CONFIG_KEY, RUNNER_ID_KEY, TOKEN_KEY
+
+TOKEN_MIN_VALIDITY_FOR_NEW_POD = timedelta(minutes=10)
+"""A new pod needs time to pull its image and register; an older token is replaced first.
+Smaller than the token cache's 30-minute refresh margin, so a freshly cached token always
+qualifies and the Secret never flaps."""
+
+
+@dataclass(frozen=True)
+class RegistrationMaterial:
+    """The decoded content of a Runner's registration Secret."""
+
+    token: str | None = None
+    expires_at: datetime | None = None
+    jit_config: str | None = None
+    runner_id: int | None = None
+
+    def __repr__(self) -> str:  # never print the token or the JIT config
+        return (
+            f"RegistrationMaterial(token={'set' if self.token else None}, "
+            f"expires_at={self.expires_at}, jit_config={'set' if self.jit_config else None}, "
+            f"runner_id={self.runner_id})"
+        )
+
+    def token_usable(self, now: datetime) -> bool:
+        return bool(
+            self.token
+            and self.expires_at is not None
+            and self.expires_at - now >= TOKEN_MIN_VALIDITY_FOR_NEW_POD
+        )
+
+
+def read_material(secret: dict[str, Any] | None) -> RegistrationMaterial:
+    if secret is None:
+        return RegistrationMaterial()
+    data = {key: _decode(value) for key, value in (secret.get("data") or {}).items()}
+    expires = data.get(EXPIRES_AT_KEY)
+    runner_id = data.get(RUNNER_ID_KEY)
+    return RegistrationMaterial(
+        token=data.get(TOKEN_KEY) or None,
+        expires_at=_parse_optional_time(expires),
+        jit_config=data.get(JIT_CONFIG_KEY) or None,
+        runner_id=int(runner_id) if runner_id and runner_id.isdigit() else None,
+    )
+
+
+def secret_data(material: RegistrationMaterial) -> dict[str, str]:
+    """The Secret's `data` (base64), written as `data` so the API server stores it verbatim
+    and Metacontroller's 3-way merge sees no difference on the next sync."""
+    plain: dict[str, str] = {}
+    if material.token:
+        plain[TOKEN_KEY] = material.token
+    if material.expires_at is not None:
+        plain[EXPIRES_AT_KEY] = format_time(material.expires_at)
+    if material.jit_config:
+        plain[JIT_CONFIG_KEY] = material.jit_config
+    if material.runner_id is not None:
+        plain[RUNNER_ID_KEY] = str(material.runner_id)
+    return {key: base64.b64encode(value.encode()).decode() for key, value in plain.items()}
+
+
+def _decode(value: object) -> str:
+    if not isinstance(value, str):
+        return ""
+    try:
+        return base64.b64decode(value, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return ""
+
+
+def _parse_optional_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None

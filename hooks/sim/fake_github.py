@@ -1,0 +1,77 @@
+"""A fake GitHub for tests and the simulated world: its state plus GitHub's REST API over it.
+
+    github = FakeGitHub(ManualClock())
+    github.add_personal_access_token("ghp_test")
+    client = TestClient(github.app, headers={"Authorization": "token ghp_test"})
+
+`app` serves the API at the root (as api.github.com) and under /api/v3 (as GitHub Enterprise
+Server); `serve_loopback(github.app)` puts it on real HTTP for clients such as PyGithub. The
+state methods (`GitHubState`) play the other side: what runners do when they register, connect,
+take jobs and remove themselves.
+"""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+
+from hooks.clock import Clock
+from hooks.sim.github_api import build_app
+from hooks.sim.github_state import (
+    DEFAULT_RUNNER_GROUP_ID,
+    IMPLICIT_LABELS,
+    AuthenticationError,
+    Caller,
+    FakeGitHubError,
+    GitHubState,
+    InvalidJitConfigError,
+    InvalidTokenError,
+    IssuedToken,
+    NameTakenError,
+    NotFoundError,
+    RateBudget,
+    RequestRecord,
+    RunnerBusyError,
+    RunnerGroup,
+    RunnerLabel,
+    RunnerRecord,
+)
+
+__all__ = [
+    "DEFAULT_RUNNER_GROUP_ID",
+    "IMPLICIT_LABELS",
+    "AuthenticationError",
+    "Caller",
+    "FakeGitHub",
+    "FakeGitHubError",
+    "InvalidJitConfigError",
+    "InvalidTokenError",
+    "IssuedToken",
+    "NameTakenError",
+    "NotFoundError",
+    "RateBudget",
+    "RequestRecord",
+    "RunnerBusyError",
+    "RunnerGroup",
+    "RunnerLabel",
+    "RunnerRecord",
+]
+
+
+class FakeGitHub(GitHubState):
+    """GitHub's runner API, runner groups, tokens and rate limits, on an injected clock."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        token_ttl_seconds: float = 3600,
+        rate_limit_per_hour: int = 5000,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(
+            clock,
+            token_ttl_seconds=token_ttl_seconds,
+            rate_limit_per_hour=rate_limit_per_hour,
+            seed=seed,
+        )
+        self.app: Starlette = build_app(self)

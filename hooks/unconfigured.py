@@ -1,0 +1,50 @@
+"""A GitHub port for a server started without credentials: every call explains what is missing.
+
+The server still answers hooks (invalid Runners get their conditions, pods are kept), and
+`/readyz` reports not ready, so a misconfigured deployment is visible rather than crashing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NoReturn
+
+from hooks.github.port import (
+    GitHubError,
+    GitHubRunner,
+    JitConfig,
+    RegistrationToken,
+    RemoveOutcome,
+    RemoveResult,
+    Scope,
+)
+
+MESSAGE = "no GitHub credentials configured (GITHUB_TOKEN or a GitHub App)"
+
+
+class UnconfiguredGitHub:
+    def list_runners(self, scope: Scope) -> Sequence[GitHubRunner]:
+        self._fail()
+
+    def registration_token(self, scope: Scope) -> RegistrationToken:
+        self._fail()
+
+    def generate_jit_config(
+        self,
+        scope: Scope,
+        name: str,
+        labels: Sequence[str],
+        runner_group_id: int,
+        work_folder: str,
+    ) -> JitConfig:
+        self._fail()
+
+    def runner_group_id(self, scope: Scope, group_name: str) -> int:
+        self._fail()
+
+    def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
+        return RemoveResult(RemoveOutcome.ERROR, message=MESSAGE)
+
+    @staticmethod
+    def _fail() -> NoReturn:
+        raise GitHubError(MESSAGE)

@@ -1,0 +1,448 @@
+"""The caching rules of CachedGitHub, against a scripted port on a manual clock."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from hooks.clock import ManualClock
+from hooks.github import cached as cached_module
+from hooks.github.cached import CachedGitHub
+from hooks.github.port import (
+    GitHubError,
+    GitHubPort,
+    GitHubRunner,
+    JitConfig,
+    RateLimitedError,
+    RegistrationToken,
+    RemoveOutcome,
+    RemoveResult,
+    Scope,
+)
+from hooks.settings import Settings
+
+ORG = Scope(organization="acme")
+REPO = Scope(repository="acme/app")
+
+
+class ScriptedPort:
+    """An in-memory port that counts calls and answers what the test scripts."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        self.clock = clock
+        self.calls: Counter[str] = Counter()
+        self.runners: dict[Scope, list[GitHubRunner]] = {}
+        self.token_ttl = timedelta(hours=1)
+        self.removals: dict[int, RemoveResult] = {}
+        self.groups = {"": 1, "gpu": 7}
+        self.list_hook: Callable[[], None] | None = None
+        self.list_error: GitHubError | None = None
+
+    def list_runners(self, scope: Scope) -> Sequence[GitHubRunner]:
+        self.calls["list"] += 1
+        answer = list(self.runners.get(scope, []))
+        if self.list_hook is not None:
+            self.list_hook()
+        if self.list_error is not None:
+            raise self.list_error
+        return answer
+
+    def registration_token(self, scope: Scope) -> RegistrationToken:
+        self.calls["token"] += 1
+        return RegistrationToken(
+            token=f"token-{self.calls['token']}", expires_at=self.clock.now() + self.token_ttl
+        )
+
+    def generate_jit_config(
+        self,
+        scope: Scope,
+        name: str,
+        labels: Sequence[str],
+        runner_group_id: int,
+        work_folder: str,
+    ) -> JitConfig:
+        self.calls["jit"] += 1
+        runner = GitHubRunner(id=100 + self.calls["jit"], name=name, status="offline", busy=False)
+        self.runners.setdefault(scope, []).append(runner)
+        return JitConfig(runner=runner, encoded_jit_config="config")
+
+    def runner_group_id(self, scope: Scope, group_name: str) -> int:
+        self.calls["group"] += 1
+        return self.groups[group_name]
+
+    def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
+        self.calls["remove"] += 1
+        result = self.removals.get(runner_id, RemoveResult(RemoveOutcome.REMOVED))
+        if result.outcome is RemoveOutcome.REMOVED:
+            self.runners[scope] = [r for r in self.runners.get(scope, []) if r.id != runner_id]
+        return result
+
+
+def runner(runner_id: int, busy: bool = False) -> GitHubRunner:
+    return GitHubRunner(id=runner_id, name=f"r{runner_id}", status="online", busy=busy)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def port(clock: ManualClock) -> ScriptedPort:
+    scripted = ScriptedPort(clock)
+    scripted.runners[ORG] = [runner(1), runner(2)]
+    return scripted
+
+
+def make_cache(port: ScriptedPort, clock: ManualClock, **env: float) -> CachedGitHub:
+    settings = Settings.model_validate(
+        {
+            "GITHUB_LIST_RUNNERS_CACHE_TTL": env.get("ttl", 60.0),
+            "UNREGISTRATION_RETRY_DELAY": env.get("busy_delay", 60.0),
+            "RATE_LIMIT_RETRY_DELAY": env.get("rate_delay", 30.0),
+        }
+    )
+    return CachedGitHub(port, settings, clock)
+
+
+def test_is_a_port(port: ScriptedPort, clock: ManualClock) -> None:
+    as_port: GitHubPort = make_cache(port, clock)
+    assert as_port.list_runners(ORG)
+
+
+def test_list_is_cached_within_ttl_and_refetched_after(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(port, clock)
+    assert [r.id for r in cache.list_runners(ORG)] == [1, 2]
+    port.runners[ORG].append(runner(3))
+    clock.advance(59)
+    assert [r.id for r in cache.list_runners(ORG)] == [1, 2]
+    assert port.calls["list"] == 1
+    clock.advance(1)
+    assert [r.id for r in cache.list_runners(ORG)] == [1, 2, 3]
+    assert port.calls["list"] == 2
+
+
+def test_list_is_cached_per_scope(port: ScriptedPort, clock: ManualClock) -> None:
+    port.runners[REPO] = [runner(9)]
+    cache = make_cache(port, clock)
+    assert [r.id for r in cache.list_runners(REPO)] == [9]
+    assert [r.id for r in cache.list_runners(ORG)] == [1, 2]
+    cache.list_runners(REPO)
+    cache.list_runners(ORG)
+    assert port.calls["list"] == 2
+
+
+def test_list_error_is_not_cached(port: ScriptedPort, clock: ManualClock) -> None:
+    cache = make_cache(port, clock)
+    port.list_error = GitHubError("boom", 502)
+    with pytest.raises(GitHubError):
+        cache.list_runners(ORG)
+    port.list_error = None
+    assert [r.id for r in cache.list_runners(ORG)] == [1, 2]
+    assert port.calls["list"] == 2
+
+
+def test_rate_limited_list_is_answered_locally_until_the_wait_is_over(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(port, clock)
+    port.list_error = RateLimitedError("slow down", retry_after=120, status=403)
+    with pytest.raises(RateLimitedError):
+        cache.list_runners(ORG)
+    port.list_error = None
+    clock.advance(100)
+    with pytest.raises(RateLimitedError) as raised:
+        cache.list_runners(ORG)
+    assert raised.value.retry_after == pytest.approx(20)
+    assert port.calls["list"] == 1
+    clock.advance(20)
+    assert [r.id for r in cache.list_runners(ORG)] == [1, 2]
+    assert port.calls["list"] == 2
+
+
+def test_token_is_reused_until_less_than_30_minutes_remain(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(port, clock)
+    first = cache.registration_token(ORG)
+    clock.advance(29 * 60)
+    assert cache.registration_token(ORG) is first
+    clock.advance(60 - 1)  # 30 min 1 s of validity left
+    assert cache.registration_token(ORG) is first
+    assert port.calls["token"] == 1
+    clock.advance(1)  # exactly 30 minutes left: refresh
+    second = cache.registration_token(ORG)
+    assert second.token != first.token
+    assert second.expires_at - clock.now() >= timedelta(minutes=30)
+    assert port.calls["token"] == 2
+
+
+def test_token_cached_per_scope(port: ScriptedPort, clock: ManualClock) -> None:
+    cache = make_cache(port, clock)
+    assert cache.registration_token(ORG).token != cache.registration_token(REPO).token
+    cache.registration_token(ORG)
+    assert port.calls["token"] == 2
+
+
+def test_short_lived_token_is_not_kept(port: ScriptedPort, clock: ManualClock) -> None:
+    port.token_ttl = timedelta(minutes=20)
+    cache = make_cache(port, clock)
+    cache.registration_token(ORG)
+    cache.registration_token(ORG)
+    assert port.calls["token"] == 2
+
+
+def test_runner_group_id_cached_for_a_bounded_time(port: ScriptedPort, clock: ManualClock) -> None:
+    cache = make_cache(port, clock)
+    assert cache.runner_group_id(ORG, "gpu") == 7
+    assert cache.runner_group_id(ORG, "gpu") == 7
+    assert cache.runner_group_id(ORG, "") == 1
+    assert port.calls["group"] == 2
+    port.groups["gpu"] = 8
+    clock.advance(10 * 60)
+    assert cache.runner_group_id(ORG, "gpu") == 8
+
+
+def test_removed_runner_is_evicted_from_the_cached_list(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(port, clock)
+    assert [r.id for r in cache.list_runners(ORG)] == [1, 2]
+    assert cache.remove_runner(ORG, 1).outcome is RemoveOutcome.REMOVED
+    assert [r.id for r in cache.list_runners(ORG)] == [2]
+    assert port.calls["list"] == 1
+
+
+def test_not_found_runner_is_evicted_from_the_cached_list(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(port, clock)
+    cache.list_runners(ORG)
+    port.removals[2] = RemoveResult(RemoveOutcome.NOT_FOUND)
+    assert cache.remove_runner(ORG, 2).outcome is RemoveOutcome.NOT_FOUND
+    assert [r.id for r in cache.list_runners(ORG)] == [1]
+
+
+def test_gone_runner_is_not_deleted_twice(port: ScriptedPort, clock: ManualClock) -> None:
+    cache = make_cache(port, clock)
+    assert cache.remove_runner(ORG, 1).outcome is RemoveOutcome.REMOVED
+    assert cache.remove_runner(ORG, 1).outcome is RemoveOutcome.REMOVED
+    assert port.calls["remove"] == 1
+
+
+def test_busy_answer_is_remembered_for_the_retry_delay(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(port, clock, busy_delay=60)
+    cache.list_runners(ORG)
+    port.removals[1] = RemoveResult(RemoveOutcome.BUSY, message="still running a job")
+    for _ in range(50):
+        assert cache.remove_runner(ORG, 1).outcome is RemoveOutcome.BUSY
+        clock.advance(1)
+    assert port.calls["remove"] == 1
+    # GitHub's answer is fresher than the cached list.
+    assert [r.busy for r in cache.list_runners(ORG) if r.id == 1] == [True]
+    clock.advance(10)  # 60 s after the DELETE
+    del port.removals[1]
+    assert cache.remove_runner(ORG, 1).outcome is RemoveOutcome.REMOVED
+    assert port.calls["remove"] == 2
+
+
+def test_rate_limited_answer_is_remembered_for_retry_after(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(port, clock)
+    port.removals[1] = RemoveResult(RemoveOutcome.RATE_LIMITED, retry_after=90)
+    assert cache.remove_runner(ORG, 1).retry_after == 90
+    clock.advance(30)
+    again = cache.remove_runner(ORG, 1)
+    assert again.outcome is RemoveOutcome.RATE_LIMITED
+    assert again.retry_after == pytest.approx(60)
+    assert port.calls["remove"] == 1
+    clock.advance(60)
+    del port.removals[1]
+    assert cache.remove_runner(ORG, 1).outcome is RemoveOutcome.REMOVED
+    assert port.calls["remove"] == 2
+
+
+def test_rate_limited_without_retry_after_uses_the_configured_delay(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(port, clock, rate_delay=30)
+    port.removals[1] = RemoveResult(RemoveOutcome.RATE_LIMITED)
+    cache.remove_runner(ORG, 1)
+    clock.advance(29)
+    cache.remove_runner(ORG, 1)
+    assert port.calls["remove"] == 1
+    clock.advance(1)
+    cache.remove_runner(ORG, 1)
+    assert port.calls["remove"] == 2
+
+
+@pytest.mark.parametrize("outcome", [RemoveOutcome.FORBIDDEN, RemoveOutcome.ERROR])
+def test_failures_are_not_remembered(
+    port: ScriptedPort, clock: ManualClock, outcome: RemoveOutcome
+) -> None:
+    cache = make_cache(port, clock)
+    port.removals[1] = RemoveResult(outcome)
+    cache.remove_runner(ORG, 1)
+    cache.remove_runner(ORG, 1)
+    assert port.calls["remove"] == 2
+
+
+def test_remove_dedupe_is_per_scope_and_runner(port: ScriptedPort, clock: ManualClock) -> None:
+    cache = make_cache(port, clock)
+    port.removals[1] = RemoveResult(RemoveOutcome.BUSY)
+    port.removals[2] = RemoveResult(RemoveOutcome.BUSY)
+    cache.remove_runner(ORG, 1)
+    cache.remove_runner(ORG, 2)
+    cache.remove_runner(REPO, 1)
+    assert port.calls["remove"] == 3
+
+
+def test_jit_config_is_not_cached_and_evicts_the_list(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(port, clock)
+    cache.list_runners(ORG)
+    first = cache.generate_jit_config(ORG, "a", ["self-hosted"], 1, "_work")
+    second = cache.generate_jit_config(ORG, "b", ["self-hosted"], 1, "_work")
+    assert first.runner.id != second.runner.id
+    assert port.calls["jit"] == 2
+    assert [r.name for r in cache.list_runners(ORG)] == ["r1", "r2", "a", "b"]
+    assert port.calls["list"] == 2
+
+
+def test_entries_are_bounded(port: ScriptedPort, clock: ManualClock) -> None:
+    settings = Settings()
+    cache = CachedGitHub(port, settings, clock, max_entries=3)
+    for i in range(10):
+        port.removals[i] = RemoveResult(RemoveOutcome.BUSY)
+        cache.remove_runner(ORG, i)
+    assert len(cache._removals) == 3
+    cache.remove_runner(ORG, 9)  # the newest entries are kept
+    assert port.calls["remove"] == 10
+
+
+def test_concurrent_callers_share_one_list_call(
+    port: ScriptedPort, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = make_cache(port, clock)
+    callers = 8
+    entered = threading.Event()
+    release = threading.Event()
+    waiting = threading.Condition()
+    waiters = 0
+
+    def slow_list() -> None:
+        entered.set()
+        assert release.wait(timeout=10)
+
+    original_wait = cached_module._Flight.wait
+
+    def counting_wait(flight: cached_module._Flight) -> None:
+        nonlocal waiters
+        with waiting:
+            waiters += 1
+            waiting.notify_all()
+        original_wait(flight)
+
+    monkeypatch.setattr(cached_module._Flight, "wait", counting_wait)
+    port.list_hook = slow_list
+    results: list[Sequence[GitHubRunner]] = []
+    results_lock = threading.Lock()
+
+    def call() -> None:
+        answer = cache.list_runners(ORG)
+        with results_lock:
+            results.append(answer)
+
+    threads = [threading.Thread(target=call) for _ in range(callers)]
+    threads[0].start()
+    assert entered.wait(timeout=10)  # the first caller is inside GitHub now
+    for thread in threads[1:]:
+        thread.start()
+    with waiting:  # every other caller is parked on the flight
+        assert waiting.wait_for(lambda: waiters == callers - 1, timeout=10)
+    release.set()
+    for thread in threads:
+        thread.join(timeout=10)
+
+    assert port.calls["list"] == 1
+    assert len(results) == callers
+    assert all([r.id for r in result] == [1, 2] for result in results)
+
+
+def test_concurrent_callers_share_a_failure(
+    port: ScriptedPort, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = make_cache(port, clock)
+    entered = threading.Event()
+    release = threading.Event()
+    parked = threading.Event()
+
+    def slow_failing_list() -> None:
+        entered.set()
+        assert release.wait(timeout=10)
+        raise GitHubError("bad gateway", 502)
+
+    original_wait = cached_module._Flight.wait
+
+    def signalling_wait(flight: cached_module._Flight) -> None:
+        parked.set()
+        original_wait(flight)
+
+    monkeypatch.setattr(cached_module._Flight, "wait", signalling_wait)
+    port.list_hook = slow_failing_list
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            cache.list_runners(ORG)
+        except GitHubError as exc:
+            errors.append(exc)
+
+    leader = threading.Thread(target=call)
+    follower = threading.Thread(target=call)
+    leader.start()
+    assert entered.wait(timeout=10)
+    follower.start()
+    assert parked.wait(timeout=10)
+    release.set()
+    leader.join(timeout=10)
+    follower.join(timeout=10)
+    assert len(errors) == 2
+    assert port.calls["list"] == 1
+
+
+def test_list_fetched_during_a_removal_is_not_cached(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(port, clock)
+
+    def removal_during_list() -> None:
+        port.list_hook = None
+        # The list answer was computed before the DELETE landed.
+        cache.remove_runner(ORG, 1)
+
+    port.list_hook = removal_during_list
+    port.runners[ORG] = [runner(1), runner(2)]
+    assert [r.id for r in cache.list_runners(ORG)] == [1, 2]
+    # The next read does not serve the outdated list.
+    assert [r.id for r in cache.list_runners(ORG)] == [2]
+    assert port.calls["list"] == 2
+
+
+def test_expiry_is_measured_on_the_injected_clock(port: ScriptedPort) -> None:
+    clock = ManualClock(datetime(2030, 6, 1, tzinfo=UTC))
+    cache = make_cache(port, clock)
+    cache.list_runners(ORG)
+    clock.advance(61)
+    cache.list_runners(ORG)
+    assert port.calls["list"] == 2

@@ -1,0 +1,378 @@
+"""The install manifests in metacontroller/ (and the image they run): valid, and consistent."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jsonschema  # type: ignore[import-untyped]
+import kubernetes_validate
+import pytest
+import yaml
+
+from hooks.resources import crd as crdgen
+from hooks.resources.runner import Runner
+from hooks.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+MANIFESTS = ROOT / "metacontroller"
+REFERENCE = Path(__file__).resolve().parent / "reference"
+METACONTROLLER_CRDS = REFERENCE / "metacontroller" / "metacontroller-crds-v4.17.2.yaml"
+KUBERNETES_VERSION = "1.33.0"
+
+# The hook paths the app serves. Every webhook a controller names must be one of them.
+APP_HOOK_PATHS = {"/sync/runner", "/finalize/runner"}
+CONTAINER_PORT = 8080
+UID = 10001
+IMAGE = "ghcr.io/arc-hooks/arc-hooks"
+# Groups validated against CRD schemas rather than Kubernetes' built-in schemas.
+CUSTOM_GROUPS = {"metacontroller.k8s.io", "actions.summerwind.dev"}
+# ARC's Secret and keys, mapped to ARC's environment names.
+CREDENTIAL_ENV = {
+    "GITHUB_TOKEN": "github_token",
+    "GITHUB_APP_ID": "github_app_id",
+    "GITHUB_APP_INSTALLATION_ID": "github_app_installation_id",
+    "GITHUB_APP_PRIVATE_KEY": "github_app_private_key",
+}
+
+
+@functools.cache
+def _parse(path: Path) -> list[dict[str, Any]]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    with path.open(encoding="utf-8") as f:
+        return [doc for doc in yaml.load_all(f, Loader=loader) if doc]
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    return copy.deepcopy(_parse(path))
+
+
+def _kustomization() -> dict[str, Any]:
+    (kustomization,) = _load(MANIFESTS / "kustomization.yaml")
+    return kustomization
+
+
+def _objects() -> list[dict[str, Any]]:
+    """Every object `kubectl apply -k metacontroller/` installs."""
+    objects = []
+    for resource in _kustomization()["resources"]:
+        objects += _load(MANIFESTS / resource)
+    return objects
+
+
+def _of_kind(kind: str) -> list[dict[str, Any]]:
+    return [obj for obj in _objects() if obj["kind"] == kind]
+
+
+def _one(kind: str, name: str) -> dict[str, Any]:
+    (obj,) = [o for o in _of_kind(kind) if o["metadata"]["name"] == name]
+    return obj
+
+
+def _group(obj: dict[str, Any]) -> str:
+    api_version: str = obj["apiVersion"]
+    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+
+
+def _object_id(obj: dict[str, Any]) -> str:
+    return f"{obj['kind']}/{obj['metadata']['name']}"
+
+
+def _metacontroller_schema(kind: str) -> dict[str, Any]:
+    for crd in _load(METACONTROLLER_CRDS):
+        if crd["spec"]["names"]["kind"] == kind:
+            return crdgen.openapi_schema(crd)
+    raise KeyError(kind)
+
+
+def _webhooks(controller: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    yield from controller["spec"].get("hooks", {}).items()
+
+
+def _deployment() -> dict[str, Any]:
+    return _one("Deployment", "arc-hooks")
+
+
+def _container() -> dict[str, Any]:
+    containers: list[dict[str, Any]] = _deployment()["spec"]["template"]["spec"]["containers"]
+    (container,) = containers
+    return container
+
+
+# ---------------------------------------------------------------------------------------------
+# The kustomization
+
+
+def test_kustomization_lists_every_manifest() -> None:
+    listed = {MANIFESTS / r for r in _kustomization()["resources"]}
+    assert all(path.is_file() for path in listed)
+    on_disk = {
+        path
+        for path in MANIFESTS.rglob("*.yaml")
+        if path.name != "kustomization.yaml" and "samples" not in path.relative_to(MANIFESTS).parts
+    }
+    assert on_disk == listed, "add new manifests to metacontroller/kustomization.yaml"
+
+
+def test_kustomization_installs_every_generated_crd() -> None:
+    resources = set(_kustomization()["resources"])
+    assert {f"crds/{name}" for name in crdgen.all_crds()} <= resources
+
+
+def test_kustomization_sets_no_namespace() -> None:
+    # kustomize would stamp it on CompositeControllers too, which are cluster-scoped.
+    assert "namespace" not in _kustomization()
+
+
+def test_image_is_overridable_and_matches_the_release() -> None:
+    (entry,) = _kustomization()["images"]
+    name, _, tag = _container()["image"].rpartition(":")
+    assert entry["name"] == name == IMAGE
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        version = tomllib.load(f)["project"]["version"]
+    assert tag == entry["newTag"] == version
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kustomize_builds() -> None:
+    result = subprocess.run(
+        ["kubectl", "kustomize", str(MANIFESTS)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    built = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    assert sorted(map(_object_id, built)) == sorted(map(_object_id, _objects()))
+
+
+def test_every_object_is_labelled_part_of_arc_hooks() -> None:
+    for obj in _objects():
+        labels = obj["metadata"].get("labels", {})
+        assert labels.get("app.kubernetes.io/part-of") == "arc-hooks", _object_id(obj)
+
+
+def test_namespaced_objects_live_in_the_arc_hooks_namespace() -> None:
+    (namespace,) = _of_kind("Namespace")
+    for obj in _objects():
+        if _group(obj) in ("", "apps", "policy") and obj["kind"] != "Namespace":
+            assert obj["metadata"].get("namespace") == namespace["metadata"]["name"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Schemas
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [o for o in _objects() if _group(o) not in CUSTOM_GROUPS],
+    ids=_object_id,
+)
+def test_builtin_objects_validate(obj: dict[str, Any]) -> None:
+    kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [o for o in _objects() if _group(o) == "metacontroller.k8s.io"],
+    ids=_object_id,
+)
+def test_metacontroller_objects_validate_against_metacontrollers_crds(obj: dict[str, Any]) -> None:
+    # Unknown fields are errors here: kubectl's strict field validation rejects them too.
+    schema = crdgen.to_json_schema(_metacontroller_schema(obj["kind"]), reject_unknown=True)
+    jsonschema.Draft202012Validator(schema).validate(obj)
+    assert "namespace" not in obj["metadata"], "Metacontroller's controllers are cluster-scoped"
+
+
+def test_sample_runner_validates_against_our_crd() -> None:
+    (sample,) = _load(MANIFESTS / "samples" / "runner.yaml")
+    schema = crdgen.openapi_schema(crdgen.runner_crd())
+    jsonschema.Draft202012Validator(crdgen.to_json_schema(schema, reject_unknown=True)).validate(
+        sample
+    )
+    runner = Runner.model_validate(sample)
+    assert runner.spec.organization
+
+
+# ---------------------------------------------------------------------------------------------
+# Metacontroller controllers
+
+
+def test_every_composite_parent_is_an_installed_crd_with_status() -> None:
+    installed = {
+        (crd["spec"]["group"], crd["spec"]["names"]["plural"]): crd
+        for crd in _of_kind("CustomResourceDefinition")
+    }
+    for controller in _of_kind("CompositeController"):
+        parent = controller["spec"]["parentResource"]
+        group, _, version = parent["apiVersion"].rpartition("/")
+        crd = installed[(group, parent["resource"])]
+        (served,) = [v for v in crd["spec"]["versions"] if v["name"] == version]
+        assert served["served"]
+        # Without the status subresource Metacontroller ignores the controller.
+        assert "status" in served.get("subresources", {})
+
+
+def test_hooks_are_v2_webhooks_to_paths_the_app_serves() -> None:
+    service = _one("Service", "arc-hooks")
+    (port,) = service["spec"]["ports"]
+    host = f"{service['metadata']['name']}.{service['metadata']['namespace']}"
+    controllers = [*_of_kind("CompositeController"), *_of_kind("DecoratorController")]
+    assert controllers
+    for controller in controllers:
+        for name, hook in _webhooks(controller):
+            assert hook["version"] == "v2", (controller["metadata"]["name"], name)
+            webhook = hook["webhook"]
+            url = urlsplit(webhook["url"])
+            assert (url.scheme, url.hostname, url.port or 80) == ("http", host, port["port"])
+            assert url.path in APP_HOOK_PATHS
+            assert url.path.startswith(f"/{name}/")
+            # A Go duration, as Metacontroller parses it.
+            assert re.fullmatch(r"\d+s", webhook["timeout"])
+
+
+def test_runner_controller() -> None:
+    controller = _one("CompositeController", "arc-hooks-runner")
+    spec = controller["spec"]
+    assert spec["parentResource"] == {
+        "apiVersion": "actions.summerwind.dev/v1alpha1",
+        "resource": "runners",
+    }
+    strategies = {
+        (child["apiVersion"], child["resource"]): child["updateStrategy"]["method"]
+        for child in spec["childResources"]
+    }
+    # Pods are replaced by the hook itself, after a graceful stop; never by Metacontroller.
+    assert strategies == {("v1", "pods"): "OnDelete", ("v1", "secrets"): "InPlace"}
+    assert spec["generateSelector"] is True
+    assert spec["resyncPeriodSeconds"] == 60
+    paths = {name: urlsplit(hook["webhook"]["url"]).path for name, hook in _webhooks(controller)}
+    assert paths == {"sync": "/sync/runner", "finalize": "/finalize/runner"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The hook Deployment
+
+
+def test_deployment_runs_the_server_on_the_service_port() -> None:
+    container = _container()
+    assert container["args"] == ["serve", "--host", "0.0.0.0", "--port", str(CONTAINER_PORT)]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"http": CONTAINER_PORT}
+    (service_port,) = _one("Service", "arc-hooks")["spec"]["ports"]
+    assert service_port["port"] == 80
+    assert ports[service_port["targetPort"]] == CONTAINER_PORT
+
+
+def test_deployment_is_highly_available() -> None:
+    deployment = _deployment()
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert deployment["spec"]["replicas"] >= 2
+    selectors = [
+        deployment["spec"]["selector"]["matchLabels"],
+        _one("Service", "arc-hooks")["spec"]["selector"],
+        _one("PodDisruptionBudget", "arc-hooks")["spec"]["selector"]["matchLabels"],
+    ]
+    for selector in selectors:
+        assert selector.items() <= labels.items()
+    assert _one("PodDisruptionBudget", "arc-hooks")["spec"]["minAvailable"] == 1
+
+
+def test_deployment_probes_health_and_readiness() -> None:
+    container = _container()
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        get = container[probe]["httpGet"]
+        assert get["path"] == path
+        assert ports.get(get["port"], get["port"]) == CONTAINER_PORT
+
+
+def test_deployment_is_locked_down() -> None:
+    pod = _deployment()["spec"]["template"]["spec"]
+    container = _container()
+    context = container["securityContext"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert context["runAsNonRoot"] is True
+    assert context["runAsUser"] == UID
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert context["seccompProfile"] == {"type": "RuntimeDefault"}
+    # Metacontroller writes to the API server; the hooks need no token.
+    assert pod["automountServiceAccountToken"] is False
+    assert set(container["resources"]) == {"requests", "limits"}
+    assert "memory" in container["resources"]["limits"]
+    # A writable /tmp, since the root filesystem is read-only.
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert "emptyDir" in volumes[mounts["/tmp"]]
+    assert pod["terminationGracePeriodSeconds"] > 10
+
+
+def test_deployment_reads_arcs_credentials_secret() -> None:
+    env = {e["name"]: e for e in _container()["env"]}
+    aliases = {field.alias for field in Settings.model_fields.values()}
+    for name, key in CREDENTIAL_ENV.items():
+        ref = env[name]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": "controller-manager", "key": key, "optional": True}
+    # Every variable set is one the server reads.
+    assert set(env) <= aliases
+
+
+# ---------------------------------------------------------------------------------------------
+# The image
+
+
+def _dockerfile_stages() -> list[list[str]]:
+    """The Dockerfile's instructions (continuations joined), split into stages."""
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    lines = [line for line in text.replace("\\\n", " ").splitlines() if line.strip()]
+    stages: list[list[str]] = []
+    for line in lines:
+        if line.lstrip().startswith("#"):
+            continue
+        if line.upper().startswith("FROM "):
+            stages.append([])
+        if stages:
+            stages[-1].append(line.strip())
+    return stages
+
+
+def _instruction(stage: list[str], name: str) -> list[str]:
+    return [line.split(None, 1)[1] for line in stage if line.split(None, 1)[0].upper() == name]
+
+
+def test_image_runs_as_the_deployment_expects() -> None:
+    final = _dockerfile_stages()[-1]
+    assert _instruction(final, "USER") == [f"{UID}:{UID}"]
+    assert _instruction(final, "EXPOSE") == [str(CONTAINER_PORT)]
+    (entrypoint,) = _instruction(final, "ENTRYPOINT")
+    (cmd,) = _instruction(final, "CMD")
+    assert yaml.safe_load(entrypoint) == ["arc-hooks"]
+    assert yaml.safe_load(cmd) == _container()["args"]
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        assert "arc-hooks" in tomllib.load(f)["project"]["scripts"]
+
+
+def test_image_is_multi_stage_without_build_tools_at_run_time() -> None:
+    stages = _dockerfile_stages()
+    assert len(stages) >= 2
+    final = stages[-1]
+    assert not any(re.search(r"build-essential|gcc|apt-get install", line) for line in final)
+    assert any("--from=builder" in line for line in _instruction(final, "COPY"))
+
+
+def test_build_context_has_what_the_build_copies() -> None:
+    ignore = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    for kept in ("pyproject.toml", "README.md", "hooks/"):
+        assert f"!{kept}" in ignore

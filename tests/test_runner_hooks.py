@@ -1,0 +1,484 @@
+"""The Runner hooks over HTTP with Metacontroller-shaped requests: sync, replacement, finalize."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Iterator
+
+import kubernetes_validate
+import pytest
+from starlette.testclient import TestClient
+
+from hooks.app import create_app
+from hooks.clock import ManualClock, format_time
+from hooks.github.port import Scope
+from hooks.settings import Settings
+from tests.hook_driver import HookDriver, new_runner, running_status
+from tests.in_memory_github import InMemoryGitHub
+
+ORG = Scope(organization="acme")
+ORG_SPEC = {"organization": "acme", "labels": ["linux", "gpu"]}
+K8S_VERSION = "1.33.0"
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def github(clock: ManualClock) -> InMemoryGitHub:
+    return InMemoryGitHub(clock)
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings.model_validate({"GITHUB_TOKEN": "ghp_" + "x" * 36})
+
+
+@pytest.fixture
+def client(settings: Settings, github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
+    with TestClient(create_app(settings, github=github, clock=clock)) as test_client:
+        yield test_client
+
+
+def driver_for(
+    client: TestClient, spec: dict[str, object] | None = None, **kwargs: object
+) -> HookDriver:
+    return HookDriver(client, new_runner(ORG_SPEC if spec is None else spec, **kwargs))  # type: ignore[arg-type]
+
+
+def start_pod(driver: HookDriver, clock: ManualClock, github: InMemoryGitHub) -> None:
+    """The kubelet starts the pod and the runner registers."""
+    driver.set_pod_status(running_status(format_time(clock.now())))
+    github.register(ORG, driver.parent["metadata"]["name"])
+
+
+def token_in(driver: HookDriver) -> str:
+    secret = driver.secret()
+    assert secret is not None
+    return base64.b64decode(secret["data"]["token"]).decode()
+
+
+# ---------------------------------------------------------------- creation
+
+
+def test_new_runner_gets_a_pod_reading_its_token_from_a_secret(
+    client: TestClient, github: InMemoryGitHub
+) -> None:
+    driver = driver_for(client)
+
+    first = driver.sync()
+    second = driver.sync()
+
+    assert first["status"]["phase"] == "Created"
+    assert second["children"] == first["children"]
+    kinds = sorted(c["kind"] for c in first["children"])
+    assert kinds == ["Pod", "Secret"]
+    pod = next(c for c in second["children"] if c["kind"] == "Pod")
+    runner = next(c for c in pod["spec"]["containers"] if c["name"] == "runner")
+    token_env = next(e for e in runner["env"] if e["name"] == "RUNNER_TOKEN")
+    assert token_env == {
+        "name": "RUNNER_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": "example-runner-registration", "key": "token"}},
+    }
+    assert token_in(driver).startswith("AABBCCTOKEN")
+    assert github.count("registration_token") == 1
+    for child in second["children"]:
+        kubernetes_validate.validate(child, K8S_VERSION, strict=True)
+
+
+def test_no_token_in_status_pod_or_logs(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    driver = driver_for(client)
+    with caplog.at_level(logging.DEBUG):
+        driver.sync()
+        answer = driver.sync()
+    token = token_in(driver)
+
+    pod = next(c for c in answer["children"] if c["kind"] == "Pod")
+    assert token not in json.dumps(answer["status"])
+    assert token not in json.dumps(pod)
+    assert token not in caplog.text
+    assert "token" not in answer["status"].get("registration", {})
+
+
+def test_same_request_gives_the_same_answer(client: TestClient) -> None:
+    driver = driver_for(client)
+    driver.sync()
+    driver.sync()
+    request = driver.request()
+
+    first = client.post("/sync/runner", json=request).json()
+    second = client.post("/sync/runner", json=request).json()
+
+    assert first == second
+
+
+def test_hook_version_v1_keys_are_understood(client: TestClient) -> None:
+    driver = driver_for(client)
+    driver.version = "v1"
+    driver.sync()
+    answer = driver.sync()
+
+    assert sorted(c["kind"] for c in answer["children"]) == ["Pod", "Secret"]
+
+
+def test_status_mirrors_pod_and_github(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    driver = driver_for(client)
+    driver.sync()
+    driver.sync()
+    start_pod(driver, clock, github)
+    github.set_busy(ORG, "example-runner", True)
+
+    status = driver.sync()["status"]
+
+    assert status["phase"] == "Running"
+    assert status["ready"] is True
+    assert status["online"] is True and status["busy"] is True
+    assert isinstance(status["runnerId"], int)
+    assert status["registration"] == {
+        "organization": "acme",
+        "labels": ["linux", "gpu"],
+        "expiresAt": format_time(clock.now().replace(hour=1)),
+    }
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conditions["Registered"] == "True"
+
+
+def test_status_is_stable_across_resyncs(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    driver = driver_for(client)
+    driver.sync()
+    driver.sync()
+    start_pod(driver, clock, github)
+    before = driver.sync()["status"]
+    clock.advance(120)
+
+    after = driver.sync()["status"]
+
+    assert after == before
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({}, "spec needs enterprise, organization or repository"),
+        ({"organization": "acme", "repository": "acme/app"}, "cannot have many fields"),
+        ({"repository": "not-a-repo"}, "does not match"),
+        ({"organization": "acme", "containerMode": "kubernetes"}, "workVolumeClaimTemplate"),
+        ({"organization": "acme", "labels": "not-a-list"}, "labels"),
+    ],
+)
+def test_invalid_runner_gets_a_condition_and_no_pod(
+    client: TestClient, github: InMemoryGitHub, spec: dict[str, object], message: str
+) -> None:
+    driver = driver_for(client, spec)
+
+    answer = driver.sync()
+
+    assert answer["children"] == []
+    valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+    assert valid["status"] == "False" and valid["reason"] == "InvalidSpec"
+    assert message in valid["message"]
+    assert github.calls == []
+
+
+def test_runner_made_invalid_keeps_its_pod(client: TestClient) -> None:
+    driver = driver_for(client)
+    driver.sync()
+    driver.sync()
+    pod_uid = driver.pod()["metadata"]["uid"]  # type: ignore[index]
+    driver.parent["spec"] = {"organization": "acme", "repository": "acme/app"}
+
+    answer = driver.sync()
+
+    assert sorted(c["kind"] for c in answer["children"]) == ["Pod", "Secret"]
+    assert driver.pod()["metadata"]["uid"] == pod_uid  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "fragment"),
+    [
+        (b"{not json", 400, "not valid JSON"),
+        (b"[1, 2]", 400, "JSON object"),
+        (b'{"children": {}}', 422, "parent"),
+        (b'{"parent": {"metadata": {}}}', 422, "parent.metadata.name"),
+        (b'{"parent": {"metadata": {"name": "x"}}, "children": []}', 422, "children"),
+    ],
+)
+def test_malformed_hook_request_gets_a_4xx(
+    client: TestClient, body: bytes, status: int, fragment: str
+) -> None:
+    for path in ("/sync/runner", "/finalize/runner"):
+        response = client.post(path, content=body, headers={"content-type": "application/json"})
+        assert response.status_code == status
+        assert fragment in response.json()["error"]
+
+
+# ---------------------------------------------------------------- finalize
+
+
+def running_driver(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub, **kw: object
+) -> HookDriver:
+    driver = driver_for(client, **kw)  # type: ignore[arg-type]
+    driver.sync()
+    driver.sync()
+    start_pod(driver, clock, github)
+    driver.sync()
+    return driver
+
+
+def test_finalize_busy_static_runner_keeps_pod_and_retries_after_the_delay(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    driver = running_driver(client, clock, github, spec={**ORG_SPEC, "ephemeral": False})
+    github.set_busy(ORG, "example-runner", True)
+
+    first = driver.finalize()
+    clock.advance(10)
+    second = driver.finalize()
+
+    for answer in (first, second):
+        assert answer["finalized"] is False
+        assert "Pod" in [c["kind"] for c in answer["children"]]
+        assert answer["resyncAfterSeconds"] > 0
+    assert github.count("remove_runner") == 1
+    assert second["resyncAfterSeconds"] == pytest.approx(50)
+    clock.advance(50)
+    driver.finalize()
+    assert github.count("remove_runner") == 2
+
+
+def test_finalize_busy_ephemeral_runner_waits_without_calling_github(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    driver = running_driver(client, clock, github)
+    github.set_busy(ORG, "example-runner", True)
+
+    for _ in range(20):
+        answer = driver.finalize()
+        assert answer["finalized"] is False
+        clock.advance(60)
+    # The job ends: the runner unregisters itself and its container exits 0.
+    github.unregister(ORG, "example-runner")
+    driver.set_pod_status({"phase": "Succeeded"})
+    released = driver.finalize()
+    done = driver.finalize()
+
+    assert github.count("remove_runner") == 1
+    assert "Pod" not in [c["kind"] for c in released["children"]]
+    assert done["finalized"] is True
+
+
+def test_finalize_idle_runner_unregisters_then_releases_pod_then_finishes(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    driver = running_driver(client, clock, github)
+
+    released = driver.finalize()
+    finished = driver.finalize()
+
+    assert released["finalized"] is False
+    assert [c["kind"] for c in released["children"]] == ["Secret"]
+    assert released["status"]["gracefulStop"]["outcome"] == "Unregistered"
+    assert finished["finalized"] is True
+    assert github.runners[ORG] == []
+    assert github.count("remove_runner") == 1
+
+
+def test_finalize_before_registration_waits_for_the_grace_period(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    driver = driver_for(client)
+    driver.sync()
+    driver.sync()
+    driver.set_pod_status(running_status(format_time(clock.now())))  # not registered yet
+
+    waiting = driver.finalize()
+    clock.advance(600)
+    released = driver.finalize()
+
+    assert waiting["finalized"] is False and waiting["resyncAfterSeconds"] == 60
+    assert "Pod" in [c["kind"] for c in waiting["children"]]
+    assert "Pod" not in [c["kind"] for c in released["children"]]
+
+
+def test_finalize_with_pod_gone_removes_a_leftover_registration(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    driver = running_driver(client, clock, github)
+    driver.delete_pod_now()  # killed out of band; its registration stays offline on GitHub
+
+    answer = driver.finalize()
+
+    assert answer["finalized"] is True
+    assert github.runners[ORG] == []
+
+
+def test_finalize_rate_limited_retries_after_the_reset(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    from hooks.github.port import RemoveOutcome, RemoveResult
+
+    driver = running_driver(client, clock, github)
+    github.remove_answers.append(RemoveResult(RemoveOutcome.RATE_LIMITED, retry_after=900))
+
+    answer = driver.finalize()
+
+    assert answer["finalized"] is False
+    assert answer["resyncAfterSeconds"] == 900
+
+
+# ---------------------------------------------------------------- replacement
+
+
+def test_failed_pod_is_replaced_after_backoff_and_gives_up_after_the_limit(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub, settings: Settings
+) -> None:
+    driver = driver_for(client)
+    driver.sync()
+    driver.sync()
+    for failure in range(1, settings.pod_max_failures + 1):
+        assert driver.pod() is not None
+        driver.set_pod_status(running_status(format_time(clock.now()), exit_code=1))
+        driver.sync()  # stop: the runner is not running -> pod released
+        assert driver.pod() is None
+        answer = driver.sync()
+        assert answer["status"]["failures"] == failure
+        clock.advance(settings.pod_failure_backoff_max)
+        driver.sync()
+        driver.sync()
+
+    assert driver.pod() is None
+    status = driver.last["status"]
+    assert status["phase"] == "Failed"
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["status"] == "True"
+
+
+def test_completed_ephemeral_runner_gets_a_new_pod_when_standalone(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    driver = running_driver(client, clock, github)
+    old_uid = driver.pod()["metadata"]["uid"]  # type: ignore[index]
+    github.unregister(ORG, "example-runner")
+    driver.set_pod_status({"phase": "Succeeded"})
+
+    driver.sync()  # released
+    driver.sync()  # new pod
+    assert driver.pod() is not None
+    assert driver.pod()["metadata"]["uid"] != old_uid  # type: ignore[index]
+
+
+def test_completed_ephemeral_runner_of_a_replica_set_reports_completed(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    driver = running_driver(client, clock, github, owner_kind="RunnerReplicaSet")
+    github.unregister(ORG, "example-runner")
+    driver.set_pod_status({"phase": "Succeeded"})
+
+    driver.sync()
+    answer = driver.sync()
+    again = driver.sync()
+
+    assert answer["status"]["phase"] == "Completed"
+    assert "Pod" not in [c["kind"] for c in again["children"]]
+
+
+def test_template_change_replaces_an_idle_runner_but_not_a_busy_one(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    driver = running_driver(client, clock, github)
+    github.set_busy(ORG, "example-runner", True)
+    driver.parent["spec"] = {**ORG_SPEC, "image": "example/runner:v2"}
+
+    busy = driver.sync()
+    assert "Pod" in [c["kind"] for c in busy["children"]]
+    assert github.count("remove_runner") == 0
+
+    github.set_busy(ORG, "example-runner", False)
+    released = driver.sync()
+    assert "Pod" not in [c["kind"] for c in released["children"]]
+    assert github.count("remove_runner") == 1
+    driver.sync()
+    pod = driver.pod()
+    assert pod is not None
+    assert pod["spec"]["containers"][0]["image"] == "example/runner:v2"
+
+
+def test_runner_that_never_registers_is_replaced_after_the_timeout(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    driver = driver_for(client)
+    driver.sync()
+    driver.sync()
+    driver.set_pod_status(running_status(format_time(clock.now())))
+    waiting = driver.sync()
+    assert waiting["resyncAfterSeconds"] <= 60
+
+    clock.advance(601)
+    driver.sync()
+    assert driver.pod() is None
+    driver.sync()
+    assert driver.pod() is not None
+
+
+# ---------------------------------------------------------------- JIT
+
+
+def test_jit_runner_registers_once_and_its_deletion_is_exact(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    driver = driver_for(client, annotations={"arc-hooks.dev/registration": "jit"})
+
+    first = driver.sync()
+    second = driver.sync()
+    third = driver.sync()
+
+    assert github.count("generate_jit_config") == 1
+    runner_id = first["status"]["runnerId"]
+    assert isinstance(runner_id, int)
+    secret = driver.secret()
+    assert secret is not None and "jitConfig" in secret["data"]
+    pod = next(c for c in second["children"] if c["kind"] == "Pod")
+    env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
+    assert "RUNNER_TOKEN" not in env
+    assert env["ACTIONS_RUNNER_INPUT_JITCONFIG"]["valueFrom"]["secretKeyRef"]["key"] == "jitConfig"
+    assert third["status"]["runnerId"] == runner_id
+
+    lists_before = github.count("list_runners")
+    released = driver.finalize()  # pod never started: the registration goes by its id
+    assert github.count("remove_runner") == 1
+    assert github.count("list_runners") == lists_before
+    assert "Pod" not in [c["kind"] for c in released["children"]]
+    assert driver.finalize()["finalized"] is True
+
+
+# ---------------------------------------------------------------- server
+
+
+def test_health_readiness_and_metrics(client: TestClient) -> None:
+    driver_for(client).sync()
+
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code == 200
+    metrics = client.get("/metrics").text
+    assert 'arc_hooks_hook_duration_seconds_count{outcome="ok",path="/sync/runner"}' in metrics
+
+
+def test_not_ready_without_credentials(github: InMemoryGitHub, clock: ManualClock) -> None:
+    with TestClient(create_app(Settings(), github=github, clock=clock)) as bare:
+        response = bare.get("/readyz")
+    assert response.status_code == 503
+    assert "GITHUB_TOKEN" in response.text
