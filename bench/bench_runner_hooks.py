@@ -11,6 +11,7 @@ import logging
 import sys
 from typing import Any
 
+from bench.asgi_call import median_seconds
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
@@ -18,8 +19,6 @@ from hooks.github.port import Scope
 from hooks.settings import Settings
 from tests.hook_driver import HookDriver, new_runner, running_status
 from tests.in_memory_github import InMemoryGitHub
-
-from bench.asgi_call import median_seconds
 
 ROUNDS = 400
 TARGET = 5.0

@@ -17,7 +17,11 @@ from typing import Any
 GITHUB_TOKEN_SHAPE = re.compile(r"\b(gh[pousr]_[A-Za-z0-9_]{16,}|github_pat_[A-Za-z0-9_]{20,})\b")
 REDACTED = "[REDACTED]"
 
-_STANDARD_ATTRIBUTES = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+_STANDARD_ATTRIBUTES = set(logging.makeLogRecord({}).__dict__) | {
+    "message",
+    "asctime",
+    "color_message",  # uvicorn's terminal-coloured copy of the message
+}
 
 
 class JsonFormatter(logging.Formatter):

@@ -10,9 +10,7 @@ from __future__ import annotations
 import copy
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
-
-from starlette.testclient import TestClient
+from typing import Any, Protocol
 
 from hooks.resources.runner import API_VERSION
 
@@ -31,6 +29,22 @@ RUNNER_CONTROLLER = {
 }
 
 _uids = itertools.count(1)
+
+
+class HookResponse(Protocol):
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def text(self) -> str: ...
+
+    def json(self) -> Any: ...
+
+
+class HookClient(Protocol):
+    """Starlette's TestClient in-process, or an httpx client of a server on loopback."""
+
+    def post(self, url: str, *, json: Any) -> HookResponse: ...
 
 
 def new_runner(
@@ -64,7 +78,7 @@ def new_runner(
 
 @dataclass
 class HookDriver:
-    client: TestClient
+    client: HookClient
     parent: dict[str, Any]
     version: str = "v2"
     children: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)

@@ -381,6 +381,25 @@ def test_completed_ephemeral_runner_gets_a_new_pod_when_standalone(
     assert driver.pod()["metadata"]["uid"] != old_uid  # type: ignore[index]
 
 
+def test_deleting_a_replaced_runner_never_trusts_the_old_registration_id(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    driver = running_driver(client, clock, github)
+    old_id = driver.last["status"]["runnerId"]
+    driver.parent["spec"] = {**ORG_SPEC, "image": "example/runner:v2"}
+    driver.sync()  # idle: unregistered by id, pod released
+    driver.sync()  # the replacement pod
+    start_pod(driver, clock, github)  # registers under a new id and takes a job at once
+    github.set_busy(ORG, "example-runner", True)
+    assert driver.parent["status"]["gracefulStop"]["runnerId"] == old_id
+
+    answer = driver.finalize()
+
+    assert "Pod" in [c["kind"] for c in answer["children"]]
+    assert answer["finalized"] is False
+    assert answer["status"]["gracefulStop"]["runnerId"] != old_id
+
+
 def test_completed_ephemeral_runner_of_a_replica_set_reports_completed(
     client: TestClient, clock: ManualClock, github: InMemoryGitHub
 ) -> None:

@@ -120,7 +120,9 @@ class _Sync:
         self.out.secret = self._secret(self.material) if self.observed_secret else None
         self.out.condition("Valid", True, "Valid")
         if self.stop is not None and self.pod is not None and self.stop.pod_uid != self.pod.uid:
-            self.stop = None  # a new pod runs: the previous incarnation's stop is history
+            # A new pod runs: the previous incarnation's stop and registration are history.
+            self.stop = None
+            self.out.runner_id = self.material.runner_id if self.jit else None
         if self.pod is not None and self.stop is None:
             self._watch_running_pod()
         if self.stop is not None:
@@ -149,7 +151,7 @@ class _Sync:
     def _replacement_reason(self, github_runner: GitHubRunner | None) -> str | None:
         pod = self.pod
         assert pod is not None
-        if pod.completed and pod.stopped:
+        if pod.completed:
             return "RunnerCompleted"
         if pod.failed:
             return "PodFailed"
@@ -332,6 +334,7 @@ class _Sync:
             return self._finalized_when_pod_gone()
         self.scope = scope
         if self.stop is None or (self.pod is not None and self.stop.pod_uid != self.pod.uid):
+            self.stop = None  # an earlier pod's stop says nothing about this one
             self.stop = begin_stop("RunnerDeleted", self._stop_subject(), self.deps.clock)
         if self.pod is not None:
             self._advance_stop()
@@ -367,11 +370,16 @@ class _Sync:
         )
 
     def _known_runner_id(self) -> int | None:
+        """The registration of the current pod, when known for sure. A runner id recorded in
+        status may belong to an earlier pod with the same name (token mode), so it is not used:
+        deleting a stale id would answer 404 and let a live runner's pod go."""
         if self.stop is not None and self.stop.runner_id is not None:
             return self.stop.runner_id
         if self.jit and self.material.runner_id is not None:
             return self.material.runner_id
-        return self.status.runner_id
+        if self.out.github_runner is not None:
+            return self.out.github_runner.id
+        return None
 
     def _lookup_github_runner(self) -> GitHubRunner | None:
         try:

@@ -60,6 +60,10 @@ DOCKER_PRESTOP_SCRIPT = (
     '" >/proc/1/fd/1 2>&1'
 )
 
+# Metacontroller's selector label: on a Runner it names the Runner's own parent, and Metacontroller
+# sets it on the pod itself for the Runner.
+CONTROLLER_UID_LABEL = "controller-uid"
+
 # Annotations that record how the Runner itself was applied; copied onto the pod they would
 # describe the wrong object and confuse the next apply.
 _RUNNER_ONLY_ANNOTATIONS = frozenset(
@@ -70,6 +74,8 @@ _RUNNER_ONLY_ANNOTATIONS = frozenset(
 )
 
 # (RunnerSpec attribute, PodSpec key) copied as-is when the Runner sets them.
+# `ephemeralContainers` is accepted in the Runner spec but not copied: the API server refuses
+# it on pod creation (ephemeral containers are added later through the pod's subresource).
 _PASS_THROUGH_FIELDS = (
     ("init_containers", "initContainers"),
     ("node_selector", "nodeSelector"),
@@ -80,7 +86,6 @@ _PASS_THROUGH_FIELDS = (
     ("tolerations", "tolerations"),
     ("priority_class_name", "priorityClassName"),
     ("termination_grace_period_seconds", "terminationGracePeriodSeconds"),
-    ("ephemeral_containers", "ephemeralContainers"),
     ("host_aliases", "hostAliases"),
     ("topology_spread_constraints", "topologySpreadConstraints"),
     ("runtime_class_name", "runtimeClassName"),
@@ -177,10 +182,9 @@ def _layout(spec: RunnerSpec, settings: Settings) -> _Layout:
 
 def _metadata(runner: Runner) -> Manifest:
     meta = runner.metadata
-    labels = {**meta.labels, RUNNER_LABEL: "", INJECT_TOKEN_LABEL: "true"}
-    annotations = {
-        k: v for k, v in meta.annotations.items() if k not in _RUNNER_ONLY_ANNOTATIONS
-    }
+    copied = {k: v for k, v in meta.labels.items() if k != CONTROLLER_UID_LABEL}
+    labels = {**copied, RUNNER_LABEL: "", INJECT_TOKEN_LABEL: "true"}
+    annotations = {k: v for k, v in meta.annotations.items() if k not in _RUNNER_ONLY_ANNOTATIONS}
     credentials = runner.spec.github_api_credentials_from
     if credentials is not None and credentials.secret_ref is not None:
         annotations[API_CREDS_SECRET_ANNOTATION] = credentials.secret_ref.name
@@ -199,8 +203,8 @@ def _pod_spec(
     spec = runner.spec
     pod_spec: Manifest = {
         "containers": _containers(runner, settings, layout, secret_name=secret_name, jit=jit),
-        # Runner containers must not restart in place: a finished ephemeral runner restarted
-        # would register again with a spent token (ARC #1369).
+        # Never restart a runner container in place (ARC forces this too): a finished ephemeral
+        # runner would come back with a spent registration; the Runner hook replaces the pod.
         "restartPolicy": "Never",
     }
     _set_list(pod_spec, "volumes", _volumes(spec, layout))
@@ -260,7 +264,7 @@ def _runner_container(
     jit: bool,
 ) -> Manifest:
     spec = runner.spec
-    container = base if base is not None else {"name": RUNNER_CONTAINER}
+    container: Manifest = base if base is not None else {"name": RUNNER_CONTAINER}
     container["image"] = container.get("image") or _runner_image(spec, settings)
     container["imagePullPolicy"] = (
         container.get("imagePullPolicy") or spec.image_pull_policy or "Always"
@@ -368,7 +372,7 @@ def _runner_default_mounts(layout: _Layout) -> list[Manifest]:
 def _docker_container(
     base: Manifest | None, spec: RunnerSpec, settings: Settings, layout: _Layout
 ) -> Manifest:
-    container = base if base is not None else {"name": DOCKER_CONTAINER}
+    container: Manifest = base if base is not None else {"name": DOCKER_CONTAINER}
     container["image"] = container.get("image") or settings.docker_image
     if not container.get("args"):
         container["args"] = _dockerd_args(spec, layout)
@@ -488,7 +492,7 @@ def _work_claim_volume(template: WorkVolumeClaimTemplate | None) -> Manifest:
     return {"name": WORK_VOLUME, "ephemeral": {"volumeClaimTemplate": {"spec": claim_spec}}}
 
 
-# ------------------------------------------------------------------ small helpers
+# ------------------------------------------------------------------ building blocks
 
 
 def _with_default_mounts(

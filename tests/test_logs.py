@@ -1,0 +1,37 @@
+"""JSON log lines, with credentials redacted even when code slips."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from hooks.logs import REDACTED, JsonFormatter
+
+
+def record(message: str, **extra: object) -> logging.LogRecord:
+    entry = logging.makeLogRecord({"name": "arc_hooks.test", "levelname": "INFO", "msg": message})
+    entry.__dict__.update(extra)
+    return entry
+
+
+def test_one_json_object_per_line_with_extra_fields() -> None:
+    line = JsonFormatter().format(record("hook", path="/sync/runner", parent="default/a"))
+
+    entry = json.loads(line)
+    assert "\n" not in line
+    assert entry["message"] == "hook"
+    assert entry["path"] == "/sync/runner" and entry["parent"] == "default/a"
+
+
+def test_configured_secrets_and_token_shapes_are_redacted() -> None:
+    formatter = JsonFormatter(secrets=["my-webhook-secret-value"])
+    line = formatter.format(
+        record(
+            "failed with ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            detail="secret my-webhook-secret-value and ghs_ABCDEFGHIJKLMNOPQRSTUV",
+        )
+    )
+
+    assert "ghp_" not in line and "ghs_" not in line
+    assert "my-webhook-secret-value" not in line
+    assert line.count(REDACTED) == 3
