@@ -1,0 +1,349 @@
+"""An in-memory Kubernetes API: the object store of the simulated world.
+
+It keeps what controllers rely on: uid, resourceVersion, generation (bumped on spec changes
+only), the status subresource, ownerReferences, finalizers, deletionTimestamp with graceful pod
+deletion, and garbage collection of dependents (background propagation). Watchers are told of
+every change, synchronously, in order.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hooks.clock import Clock, format_time
+
+KubeObject = dict[str, Any]
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+Watcher = Callable[[EventType, KubeObject], None]
+
+# Parts of an object that are not its spec: changing them does not bump `generation`.
+_NOT_SPEC = ("apiVersion", "kind", "metadata", "status")
+_SERVER_METADATA = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
+
+
+class StoreError(Exception):
+    status = 500
+
+
+class NotFound(StoreError):
+    status = 404
+
+
+class AlreadyExists(StoreError):
+    status = 409
+
+
+class Conflict(StoreError):
+    status = 409
+
+
+class Invalid(StoreError):
+    status = 422
+
+
+@dataclass(frozen=True)
+class Key:
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else self.kind
+
+
+def key_of(obj: KubeObject) -> Key:
+    metadata = obj.get("metadata") or {}
+    return Key(str(obj.get("kind", "")), str(metadata.get("namespace") or ""), metadata["name"])
+
+
+def group_of(api_version: str) -> str:
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+class ObjectStore:
+    """Objects are keyed by kind, namespace and name (one version per kind in this world)."""
+
+    def __init__(self, clock: Clock, *, status_subresource: Iterable[str] = ()) -> None:
+        self.clock = clock
+        self._objects: dict[Key, KubeObject] = {}
+        self._versions = itertools.count(1)
+        self._uids = itertools.count(1)
+        self._watchers: list[Watcher] = []
+        self._status_kinds = set(status_subresource) | {"Pod", "StatefulSet"}
+
+    # --- watching
+
+    def watch(self, watcher: Watcher) -> None:
+        self._watchers.append(watcher)
+
+    def enable_status_subresource(self, kind: str) -> None:
+        self._status_kinds.add(kind)
+
+    # --- reading (copies: callers never hold the store's own objects)
+
+    def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
+        found = self._objects.get(Key(kind, namespace, name))
+        return copy.deepcopy(found) if found is not None else None
+
+    def get_by_uid(self, uid: str) -> KubeObject | None:
+        for obj in self._objects.values():
+            if obj["metadata"]["uid"] == uid:
+                return copy.deepcopy(obj)
+        return None
+
+    def list_objects(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: dict[str, Any] | None = None,
+    ) -> list[KubeObject]:
+        found = [
+            copy.deepcopy(obj)
+            for key, obj in sorted(self._objects.items(), key=lambda item: str(item[0]))
+            if key.kind == kind
+            and (namespace is None or key.namespace == namespace)
+            and (label_selector is None or selector_matches(label_selector, _labels(obj)))
+        ]
+        return found
+
+    def kinds(self) -> set[str]:
+        return {key.kind for key in self._objects}
+
+    # --- writing
+
+    def create(self, obj: KubeObject) -> KubeObject:
+        stored = copy.deepcopy(obj)
+        metadata = stored.setdefault("metadata", {})
+        if not metadata.get("name"):
+            prefix = metadata.get("generateName")
+            if not prefix:
+                raise Invalid("metadata.name or metadata.generateName is required")
+            metadata["name"] = f"{prefix}{next(self._uids):05x}"
+        key = key_of(stored)
+        if key in self._objects:
+            raise AlreadyExists(f"{key} already exists")
+        for field in _SERVER_METADATA:
+            metadata.pop(field, None)
+        metadata["uid"] = f"uid-{next(self._uids):06d}"
+        metadata["generation"] = 1
+        metadata["creationTimestamp"] = format_time(self.clock.now())
+        metadata["resourceVersion"] = str(next(self._versions))
+        self._objects[key] = stored
+        self._notify("ADDED", stored)
+        return copy.deepcopy(stored)
+
+    def update(self, obj: KubeObject) -> KubeObject:
+        """PUT: replaces everything but status (for kinds with the status subresource) and the
+        server-owned metadata. A resourceVersion, when given, must match."""
+        current = self._current(obj)
+        updated = copy.deepcopy(obj)
+        self._check_version(current, updated)
+        metadata = updated.setdefault("metadata", {})
+        for field in _SERVER_METADATA:
+            if field in current["metadata"]:
+                metadata[field] = current["metadata"][field]
+            else:
+                metadata.pop(field, None)
+        if key_of(current).kind in self._status_kinds:
+            if "status" in current:
+                updated["status"] = current["status"]
+            else:
+                updated.pop("status", None)
+        if _spec(updated) != _spec(current):
+            metadata["generation"] = current["metadata"]["generation"] + 1
+        return self._replace(current, updated)
+
+    def update_status(self, obj: KubeObject) -> KubeObject:
+        current = self._current(obj)
+        self._check_version(current, obj)
+        updated = copy.deepcopy(current)
+        if "status" in obj:
+            updated["status"] = copy.deepcopy(obj["status"])
+        else:
+            updated.pop("status", None)
+        return self._replace(current, updated)
+
+    def patch_metadata(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        *,
+        labels: dict[str, str | None] | None = None,
+        annotations: dict[str, str | None] | None = None,
+        finalizers: list[str] | None = None,
+    ) -> KubeObject:
+        """A merge patch of labels and annotations (None deletes a key) or the finalizer list."""
+        current = self._objects.get(Key(kind, namespace, name))
+        if current is None:
+            raise NotFound(f"{Key(kind, namespace, name)} not found")
+        updated = copy.deepcopy(current)
+        metadata = updated["metadata"]
+        for field, changes in (("labels", labels), ("annotations", annotations)):
+            if changes is None:
+                continue
+            values = dict(metadata.get(field) or {})
+            for item, value in changes.items():
+                if value is None:
+                    values.pop(item, None)
+                else:
+                    values[item] = value
+            metadata[field] = values
+        if finalizers is not None:
+            metadata["finalizers"] = list(finalizers)
+        return self._replace(current, updated)
+
+    def delete(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> None:
+        """Background deletion. Objects with finalizers, and pods (which the kubelet stops
+        first), are marked with a deletionTimestamp; the rest go at once. Deleting a
+        terminating object again is a no-op, except that a zero grace period removes a pod."""
+        key = Key(kind, namespace, name)
+        current = self._objects.get(key)
+        if current is None:
+            raise NotFound(f"{key} not found")
+        metadata = current["metadata"]
+        if uid is not None and metadata["uid"] != uid:
+            raise Conflict(f"{key}: uid precondition failed")
+        graceful = kind == "Pod" and grace_period_seconds != 0
+        if metadata.get("deletionTimestamp"):
+            if kind == "Pod" and grace_period_seconds == 0:
+                metadata["podTerminated"] = True  # kubelet gave up: only finalizers remain
+                self._remove_if_done(key)
+            return
+        if not metadata.get("finalizers") and not graceful:
+            self._remove(key)
+            return
+        updated = copy.deepcopy(current)
+        updated["metadata"]["deletionTimestamp"] = format_time(self.clock.now())
+        if kind == "Pod":
+            grace = grace_period_seconds
+            if grace is None:
+                grace = (current.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+            updated["metadata"]["deletionGracePeriodSeconds"] = grace
+            if grace == 0:
+                updated["metadata"]["podTerminated"] = True
+        self._replace(current, updated)
+        self._remove_if_done(key)
+
+    def pod_terminated(self, namespace: str, name: str) -> None:
+        """The kubelet has stopped every container of a terminating pod."""
+        key = Key("Pod", namespace, name)
+        current = self._objects.get(key)
+        if current is None or not current["metadata"].get("deletionTimestamp"):
+            return
+        current["metadata"]["podTerminated"] = True
+        self._remove_if_done(key)
+
+    def remove_finalizer(self, kind: str, namespace: str, name: str, finalizer: str) -> None:
+        current = self._objects.get(Key(kind, namespace, name))
+        if current is None:
+            return
+        remaining = [f for f in current["metadata"].get("finalizers", []) if f != finalizer]
+        self.patch_metadata(kind, namespace, name, finalizers=remaining)
+
+    # --- internals
+
+    def _current(self, obj: KubeObject) -> KubeObject:
+        key = key_of(obj)
+        current = self._objects.get(key)
+        if current is None:
+            raise NotFound(f"{key} not found")
+        return current
+
+    @staticmethod
+    def _check_version(current: KubeObject, incoming: KubeObject) -> None:
+        wanted = (incoming.get("metadata") or {}).get("resourceVersion")
+        if wanted and wanted != current["metadata"]["resourceVersion"]:
+            raise Conflict(f"{key_of(current)}: the object has been modified")
+
+    def _replace(self, current: KubeObject, updated: KubeObject) -> KubeObject:
+        if updated == current:
+            return copy.deepcopy(current)
+        key = key_of(current)
+        updated["metadata"]["resourceVersion"] = str(next(self._versions))
+        self._objects[key] = updated
+        self._notify("MODIFIED", updated)
+        self._remove_if_done(key)
+        return copy.deepcopy(updated)
+
+    def _remove_if_done(self, key: Key) -> None:
+        current = self._objects.get(key)
+        if current is None:
+            return
+        metadata = current["metadata"]
+        if not metadata.get("deletionTimestamp") or metadata.get("finalizers"):
+            return
+        if key.kind == "Pod" and not metadata.get("podTerminated"):
+            return
+        self._remove(key)
+
+    def _remove(self, key: Key) -> None:
+        removed = self._objects.pop(key)
+        removed["metadata"].pop("podTerminated", None)
+        self._notify("DELETED", removed)
+        self._collect_dependents(removed["metadata"]["uid"])
+
+    def _collect_dependents(self, owner_uid: str) -> None:
+        """Garbage collection, background propagation: dependents of a removed owner go."""
+        dependents = [
+            key
+            for key, obj in self._objects.items()
+            if any(
+                ref.get("uid") == owner_uid for ref in obj["metadata"].get("ownerReferences", [])
+            )
+        ]
+        for key in sorted(dependents, key=str):
+            if key in self._objects and not self._objects[key]["metadata"].get("deletionTimestamp"):
+                self.delete(key.kind, key.namespace, key.name)
+
+    def _notify(self, event: EventType, obj: KubeObject) -> None:
+        for watcher in list(self._watchers):
+            watcher(event, copy.deepcopy(obj))
+
+
+def _labels(obj: KubeObject) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
+def _spec(obj: KubeObject) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in _NOT_SPEC}
+
+
+def selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A metav1.LabelSelector (matchLabels and matchExpressions); `{}` selects everything."""
+    for label, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(label) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        label = expression.get("key", "")
+        operator = expression.get("operator")
+        values = expression.get("values") or []
+        present = label in labels
+        if operator == "In" and (not present or labels[label] not in values):
+            return False
+        if operator == "NotIn" and present and labels[label] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
