@@ -7,19 +7,19 @@ the latency. Decisions live in the controller modules.
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+import orjson
+from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
 from pydantic import ValidationError
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from hooks.clock import Clock, SystemClock
@@ -29,6 +29,7 @@ from hooks.metrics import HOOK_LATENCY, REGISTRY
 from hooks.runner.controller import RunnerHookDeps, finalize_runner, sync_runner
 from hooks.settings import Settings
 from hooks.unconfigured import UnconfiguredGitHub
+from hooks.workers import CallRunner, InlineCalls, WorkerThreads
 
 log = logging.getLogger("arc_hooks.hooks")
 
@@ -38,10 +39,14 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 """Metacontroller sends every child in one request; 1,000 runner pods fit well inside this."""
 
 
+JSON_MEDIA_TYPE = "application/json"
+
+
 @dataclass(frozen=True)
 class AppState:
     settings: Settings
     deps: RunnerHookDeps
+    workers: CallRunner = field(default_factory=WorkerThreads)
 
 
 def create_app(
@@ -49,11 +54,18 @@ def create_app(
     *,
     github: GitHubPort | None = None,
     clock: Clock | None = None,
+    github_blocks: bool = True,
 ) -> Starlette:
+    """The hook server. `github_blocks=False` says the GitHub port never waits on I/O (the
+    simulated world's in-process GitHub): hooks then run on the event loop, without threads."""
     clock = clock or SystemClock()
     if github is None:
         github = _github_from_settings(settings, clock)
-    state = AppState(settings=settings, deps=RunnerHookDeps(github, clock, settings))
+    state = AppState(
+        settings=settings,
+        deps=RunnerHookDeps(github, clock, settings),
+        workers=WorkerThreads() if github_blocks else InlineCalls(),
+    )
 
     routes = [
         Route(
@@ -96,7 +108,7 @@ def _composite_hook(
         try:
             hook_request = await _read_hook_request(request)
             parent = _parent_key(hook_request)
-            response = await run_in_threadpool(handler, hook_request, state.deps)
+            response = await state.workers.run(handler, hook_request, state.deps)
         except BadHookRequest as error:
             return _finish(path, parent, "bad_request", started, error.status, str(error))
         except Exception:
@@ -105,20 +117,21 @@ def _composite_hook(
         wire = response.to_wire()
         outcome = "finalized" if response.finalized else "ok"
         _record(path, outcome, started)
-        log.info(
-            "hook",
-            extra={
-                "path": path,
-                "parent": parent,
-                "outcome": outcome,
-                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
-                "children": len(response.children),
-                "phase": (response.status or {}).get("phase"),
-                "resync_after_seconds": wire.get("resyncAfterSeconds"),
-                "finalized": response.finalized,
-            },
-        )
-        return JSONResponse(wire)
+        if log.isEnabledFor(logging.INFO):
+            log.info(
+                "hook",
+                extra={
+                    "path": path,
+                    "parent": parent,
+                    "outcome": outcome,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "children": len(response.children),
+                    "phase": (response.status or {}).get("phase"),
+                    "resync_after_seconds": wire.get("resyncAfterSeconds"),
+                    "finalized": response.finalized,
+                },
+            )
+        return _json_response(wire)
 
     return endpoint
 
@@ -128,11 +141,9 @@ async def _read_hook_request(request: Request) -> CompositeHookRequest:
     if len(body) > MAX_BODY_BYTES:
         raise BadHookRequest("request body too large", status=413)
     try:
-        document = json.loads(body)
-    except json.JSONDecodeError as error:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
         raise BadHookRequest(f"request body is not valid JSON: {error.msg}") from None
-    except UnicodeDecodeError:
-        raise BadHookRequest("request body is not valid JSON: not UTF-8") from None
     if not isinstance(document, dict):
         raise BadHookRequest("request body must be a JSON object")
     try:
@@ -171,11 +182,20 @@ def _finish(
             "detail": message,
         },
     )
-    return JSONResponse({"error": message}, status_code=status)
+    return _json_response({"error": message}, status)
+
+
+def _json_response(content: dict[str, Any], status: int = 200) -> Response:
+    return Response(orjson.dumps(content), status_code=status, media_type=JSON_MEDIA_TYPE)
 
 
 def _record(path: str, outcome: str, started: float) -> None:
-    HOOK_LATENCY.labels(path=path, outcome=outcome).observe(time.perf_counter() - started)
+    _hook_latency(path, outcome).observe(time.perf_counter() - started)
+
+
+@functools.cache  # a handful of paths times a handful of outcomes
+def _hook_latency(path: str, outcome: str) -> Histogram:
+    return HOOK_LATENCY.labels(path=path, outcome=outcome)
 
 
 async def _healthz(request: Request) -> Response:

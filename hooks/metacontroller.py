@@ -3,15 +3,20 @@
 The request maps children by group key `<Kind>.<apiVersion>` and then by an inner key whose
 format differs between hook versions (v1: name, v2: namespace/name). Handlers never depend on
 the inner key: they read each object's own metadata.
+
+The request's objects are checked for their shape only and kept as decoded, not copied: a
+request can carry a thousand children, and handlers only read them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator
+from pydantic_core import PydanticCustomError
 
 KubeObject = dict[str, Any]
+ObjectGroups = dict[str, dict[str, KubeObject]]
 
 
 class CompositeHookRequest(BaseModel):
@@ -19,15 +24,21 @@ class CompositeHookRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    controller: KubeObject = {}
-    parent: KubeObject
-    children: dict[str, dict[str, KubeObject]] = {}
-    related: dict[str, dict[str, KubeObject]] = {}
+    controller: Annotated[KubeObject, SkipValidation] = {}
+    parent: Annotated[KubeObject, SkipValidation]
+    children: Annotated[ObjectGroups, SkipValidation] = {}
+    related: Annotated[ObjectGroups, SkipValidation] = {}
     finalizing: bool = False
 
-    @field_validator("parent")
+    @field_validator("controller", mode="before")
     @classmethod
-    def _parent_has_identity(cls, parent: KubeObject) -> KubeObject:
+    def _controller_is_object(cls, value: object) -> object:
+        return _object(value)
+
+    @field_validator("parent", mode="before")
+    @classmethod
+    def _parent_has_identity(cls, value: object) -> object:
+        parent = _object(value)
         metadata = parent.get("metadata")
         if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
             raise ValueError("parent.metadata.name is required")
@@ -35,23 +46,34 @@ class CompositeHookRequest(BaseModel):
 
     @field_validator("children", "related", mode="before")
     @classmethod
-    def _null_is_empty(cls, value: object) -> object:
-        return {} if value is None else value
+    def _groups_of_objects(cls, value: object) -> object:
+        if value is None:
+            return {}
+        groups = _object(value)
+        for group_key, members in groups.items():
+            if not isinstance(members, dict):
+                raise ValueError(f"group {group_key!r} must map keys to objects")
+            for key, obj in members.items():
+                if not isinstance(obj, dict):
+                    raise ValueError(f"{group_key!r} member {key!r} must be an object")
+        return groups
 
     def objects(self, kind: str, *, related: bool = False) -> list[KubeObject]:
         """Every observed object of `kind`, whatever its apiVersion and inner-key format."""
         groups = self.related if related else self.children
         found: list[KubeObject] = []
         for group_key, members in groups.items():
-            if group_key.split(".", 1)[0] != kind or not isinstance(members, dict):
-                continue
-            found.extend(obj for obj in members.values() if isinstance(obj, dict))
+            if group_key.split(".", 1)[0] == kind:
+                found.extend(members.values())
         return sorted(found, key=_object_name)
 
     def object_named(self, kind: str, name: str) -> KubeObject | None:
-        for obj in self.objects(kind):
-            if _object_name(obj) == name:
-                return obj
+        """The first of `objects(kind)` named `name`, found without sorting (the sort is stable)."""
+        for group_key, members in self.children.items():
+            if group_key.split(".", 1)[0] == kind:
+                for obj in members.values():
+                    if _object_name(obj) == name:
+                        return obj
         return None
 
 
@@ -72,6 +94,12 @@ class CompositeHookResponse(BaseModel):
         if self.finalized is not None:
             wire["finalized"] = self.finalized
         return wire
+
+
+def _object(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise PydanticCustomError("dict_type", "Input should be a valid dictionary")
+    return value
 
 
 def _object_name(obj: KubeObject) -> str:

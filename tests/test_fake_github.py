@@ -22,13 +22,14 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from openapi_schema_validator import OAS30Validator, oas30_format_checker
-from starlette.routing import Mount, Route
+from starlette.routing import Route
 
 from hooks.clock import ManualClock
 from hooks.github.port import Scope
 from hooks.sim.fake_github import (
     FakeGitHub,
     FakeGitHubError,
+    FaultKnobs,
     InvalidJitConfigError,
     InvalidTokenError,
     NameTakenError,
@@ -68,11 +69,31 @@ def _strict(node: Any) -> Any:
     return strict
 
 
+def _nullable_enums(node: Any) -> Any:
+    """The schema with null added to the enum of every nullable property.
+
+    OpenAPI 3.0.3 says `nullable` does not extend an `enum`, but GitHub's description relies on
+    it doing so: a queued job's `conclusion` is `nullable` with an enum of non-null values, and
+    GitHub sends null there (its webhook description, in OpenAPI 3.1, lists null explicitly).
+    """
+    if isinstance(node, list):
+        return [_nullable_enums(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    fixed = {key: _nullable_enums(value) for key, value in node.items()}
+    enum = fixed.get("enum")
+    if fixed.get("nullable") is True and isinstance(enum, list) and None not in enum:
+        fixed["enum"] = [*enum, None]
+    return fixed
+
+
 class OpenApi:
     """GitHub's description (api.github.com and GHEC variants) as a response checker."""
 
     def __init__(self, *names: str) -> None:
-        self.documents: list[Json] = [json.loads((REFERENCE / n).read_text()) for n in names]
+        self.documents: list[Json] = [
+            _nullable_enums(json.loads((REFERENCE / n).read_text())) for n in names
+        ]
         self.strict_components = [_strict(d["components"]) for d in self.documents]
 
     def validate(self, schema: Json, instance: object, *, strict: bool, document: int = 0) -> None:
@@ -232,16 +253,16 @@ def epoch(when: datetime) -> str:
 
 
 def test_every_route_is_an_operation_of_githubs_description(github: FakeGitHub) -> None:
-    routes = [r for r in github.app.routes if isinstance(r, Route)]
+    routes = github.api.routes
     assert routes
     for route in routes:
-        for method in route.methods or ():
-            if method != "HEAD":
-                assert any(
-                    method.lower() in doc["paths"].get(route.path, {}) for doc in SPEC.documents
-                ), f"{method} {route.path}"
-    mounts = [r for r in github.app.routes if isinstance(r, Mount)]
-    assert [m.path for m in mounts] == ["/api/v3"]
+        assert any(
+            route.method.lower() in doc["paths"].get(route.template, {}) for doc in SPEC.documents
+        ), f"{route.method} {route.template}"
+    # The ASGI app routes nothing itself: every request goes to the one pipeline.
+    (catch_all,) = github.app.routes
+    assert isinstance(catch_all, Route)
+    assert catch_all.path == "/{path:path}"
 
 
 def test_the_strict_check_rejects_undocumented_fields_and_bad_values() -> None:
@@ -772,6 +793,103 @@ def test_secondary_rate_limit(
     assert api.get(runners_path(ORG)).status_code == 200
 
 
+# Workflow runs and jobs (what the autoscaler polls)
+
+
+HELLO = "octo-org/hello-world"
+ACTIONS = f"/repos/{HELLO}/actions"
+
+
+def test_workflow_runs_by_status(github: FakeGitHub, api: Api, clock: ManualClock) -> None:
+    assert api.get(f"{ACTIONS}/runs").json() == {"total_count": 0, "workflow_runs": []}
+    (runner_id,) = register(github, ORG, "runner-a", online=True)
+    running = github.submit_job(HELLO, ["linux-pool"], 60, workflow_name="Build & Test")
+    waiting = github.submit_job(HELLO, ["gpu"], 60)
+    clock.advance(30)
+    done = github.submit_job(HELLO, ["gpu"], 60)
+    github.submit_job("octo-org/other", ["gpu"], 60)  # another repository's run
+
+    body = api.get(f"{ACTIONS}/runs").json()
+    assert body["total_count"] == 3
+    assert [r["id"] for r in body["workflow_runs"]] == [done.run_id, waiting.run_id, running.run_id]
+    run = body["workflow_runs"][-1]
+    assert (run["status"], run["conclusion"], run["name"]) == ("in_progress", None, "Build & Test")
+    assert run["path"] == ".github/workflows/build---test.yml"
+    assert run["jobs_url"] == f"http://testserver{ACTIONS}/runs/{running.run_id}/jobs"
+    assert run["repository"]["full_name"] == HELLO
+
+    def ids(query: str) -> list[int]:
+        return [r["id"] for r in api.get(f"{ACTIONS}/runs?{query}").json()["workflow_runs"]]
+
+    assert ids("status=queued") == [done.run_id, waiting.run_id]
+    assert ids("status=in_progress") == [running.run_id]
+    github.complete_job(running.id)
+    assert ids("status=completed") == ids("status=success") == [running.run_id]
+    assert ids("status=failure") == []
+    assert ids("status=queued&per_page=1&page=2") == [waiting.run_id]
+    assert ids("branch=main&status=queued") == [done.run_id, waiting.run_id]
+    assert ids("branch=release") == []
+    assert api.get(f"{ACTIONS}/runs?status=bogus").status_code == 422
+
+    single = api.get(f"{ACTIONS}/runs/{running.run_id}").json()
+    assert (single["status"], single["conclusion"]) == ("completed", "success")
+    assert single["updated_at"] == "2026-01-01T00:00:30Z"
+    assert api.get(f"/repos/octo-org/other/actions/runs/{running.run_id}").status_code == 404
+    assert github.runner(ORG, runner_id).busy is False
+
+
+def test_jobs_of_a_run(github: FakeGitHub, api: Api, clock: ManualClock) -> None:
+    run_id = 4711
+    jobs = [github.submit_job(HELLO, ["self-hosted", "linux-pool"], 60, run_id=run_id)]
+    jobs += [
+        github.submit_job(HELLO, ["gpu"], 60, run_id=run_id, job_name=f"test-{i}") for i in range(3)
+    ]
+    queued = api.get(f"{ACTIONS}/runs/{run_id}/jobs").json()
+    assert queued["total_count"] == 4
+    first = queued["jobs"][0]
+    assert (first["status"], first["conclusion"], first["labels"]) == (
+        "queued",
+        None,
+        ["self-hosted", "linux-pool"],
+    )
+    assert [first[f] for f in ("runner_id", "runner_name", "runner_group_id")] == [None] * 3
+    assert first["started_at"] == first["created_at"] == "2026-01-01T00:00:00Z"
+    assert first["steps"] == []
+
+    clock.advance(12)
+    (runner_id,) = register(github, ORG, "runner-a", online=True)
+    started = api.get(f"{ACTIONS}/jobs/{jobs[0].id}").json()
+    assert (started["status"], started["runner_id"], started["runner_name"]) == (
+        "in_progress",
+        runner_id,
+        "runner-a",
+    )
+    assert (started["runner_group_id"], started["runner_group_name"]) == (1, "Default")
+    assert started["started_at"] == "2026-01-01T00:00:12Z"
+
+    paged = api.get(f"{ACTIONS}/runs/{run_id}/jobs?per_page=3&filter=all")
+    assert [j["name"] for j in paged.json()["jobs"]] == ["build", "test-0", "test-1"]
+    assert list(links(paged)) == ["next", "last"]
+    assert api.get(f"{ACTIONS}/runs/{run_id}/jobs?filter=oldest").status_code == 422
+    assert api.get(f"{ACTIONS}/runs/999/jobs").status_code == 404
+    assert api.get(f"{ACTIONS}/jobs/999").status_code == 404
+    assert api.get(f"/repos/octo-org/other/actions/jobs/{jobs[0].id}").status_code == 404
+
+
+def test_runs_and_jobs_under_the_ghes_prefix(github: FakeGitHub) -> None:
+    job = github.submit_job(HELLO, ["gpu"], 60)
+    api = Api(github, prefix="/api/v3")
+    run = api.get(f"{ACTIONS}/runs").json()["workflow_runs"][0]
+    assert run["url"] == f"http://testserver/api/v3{ACTIONS}/runs/{job.run_id}"
+    assert run["html_url"] == f"http://testserver/{HELLO}/actions/runs/{job.run_id}"
+    fetched = api.get(f"{ACTIONS}/jobs/{job.id}").json()
+    assert fetched["run_url"] == run["url"]
+    assert github.request_counts() == {
+        "GET /repos/{owner}/{repo}/actions/runs": 1,
+        "GET /repos/{owner}/{repo}/actions/jobs/{job_id}": 1,
+    }
+
+
 # Fault injection, latency and the request log
 
 
@@ -801,6 +919,43 @@ def test_latency_is_recorded_in_virtual_time_only(
         api.get(runners_path(ORG))
     assert [r.latency_seconds for r in github.requests] == [0.25] * 3
     assert github.total_latency_seconds == 0.75
+    assert clock.now() == START
+
+
+def test_random_server_errors_at_the_configured_rate(clock: ManualClock) -> None:
+    def statuses(seed: int) -> list[int]:
+        github = FakeGitHub(clock, seed=seed)
+        github.add_personal_access_token(PAT)
+        github.configure_faults(FaultKnobs.from_mapping({"error_rate": 0.25, "latency": 0.1}))
+        api = Api(github)
+        return [api.get(runners_path(ORG)).status_code for _ in range(200)]
+
+    first = statuses(seed=3)
+    assert first == statuses(seed=3)  # seeded: the same run fails the same requests
+    assert first != statuses(seed=4)
+    failures = [s for s in first if s != 200]
+    assert set(failures) <= {500, 502, 503}
+    assert 30 <= len(failures) <= 70
+
+
+def test_fault_knobs_from_a_scenario() -> None:
+    knobs = FaultKnobs.from_mapping({"error_rate": 0.1, "error_statuses": [502], "latency": 0.2})
+    assert knobs == FaultKnobs(error_rate=0.1, error_statuses=(502,), latency_seconds=0.2)
+    assert FaultKnobs.from_mapping({}) == FaultKnobs()
+    for bad in (
+        {"error_rates": 0.1},
+        {"error_rate": 2},
+        {"error_statuses": [404]},
+        {"latency": -1},
+    ):
+        with pytest.raises(ValueError):
+            FaultKnobs.from_mapping(bad)
+
+
+def test_configured_latency_is_recorded(github: FakeGitHub, api: Api, clock: ManualClock) -> None:
+    github.configure_faults(FaultKnobs(latency_seconds=0.5))
+    api.get(runners_path(ORG))
+    assert github.total_latency_seconds == 0.5
     assert clock.now() == START
 
 

@@ -17,6 +17,7 @@ def test_events_run_in_time_then_insertion_order_and_move_the_clock() -> None:
     loop.call_later(5, lambda: mark("b"))
     loop.call_later(1, lambda: mark("a"))
     loop.call_later(5, lambda: mark("c"))
+
     def schedule_nested() -> None:
         loop.call_later(1, lambda: mark("nested"))
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from hooks.clock import Clock, format_time, parse_time
@@ -23,6 +24,7 @@ from hooks.github.port import (
     RemoveOutcome,
     Scope,
 )
+from hooks.memo import Memo
 from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
 from hooks.resources.common import Condition
 from hooks.resources.runner import (
@@ -40,7 +42,7 @@ from hooks.runner.graceful_stop import (
     tick_graceful_stop,
 )
 from hooks.runner.observed_pod import ObservedPod, observe_pod
-from hooks.runner.pod import POD_TEMPLATE_HASH_LABEL, build_runner_pod
+from hooks.runner.pod import POD_TEMPLATE_HASH_LABEL, PodDefaults, build_runner_pod
 from hooks.runner.registration import RegistrationMaterial, read_material, secret_data
 from hooks.runner.secret import registration_secret_name
 from hooks.runner.validation import validate_runner_spec
@@ -54,12 +56,19 @@ RELEASE_RESYNC_SECONDS = 5.0
 
 DEFAULT_RUNNER_GROUP = "Default"
 
+PARSED_PARENTS_MEMO_ENTRIES = 1024
+"""Parsed Runners (and their pods) kept per process, about 25 KB each for a small spec: a
+steady-state sync parses nothing and builds no pod."""
+
 
 @dataclass(frozen=True)
 class RunnerHookDeps:
     github: GitHubPort
     clock: Clock
     settings: Settings
+    parsed_parents: Memo[tuple[bytes, str, PodDefaults], _Parsed] = field(
+        default_factory=lambda: Memo(PARSED_PARENTS_MEMO_ENTRIES), compare=False, repr=False
+    )
 
     @property
     def timing(self) -> StopTiming:
@@ -76,6 +85,7 @@ class _Outcome:
 
     pod: KubeObject | None = None
     secret: KubeObject | None = None
+    secret_material: RegistrationMaterial | None = None  # what `secret` was written from
     resync: list[float] = field(default_factory=list)
     conditions: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     phase: str | None = None
@@ -90,23 +100,56 @@ class _Outcome:
         self.conditions[kind] = ("True" if status else "False", reason, message)
 
 
+class _Parsed:
+    """What the parent object and the settings alone determine: the Runner, the problems of
+    its spec, its registration mode and, built on first use, its desired pod.
+
+    Memoized by the exact parent and settings, so concurrent calls share it: nothing here is
+    ever changed once built (the pod included: callers only read it and serialize it)."""
+
+    __slots__ = ("_pod", "defaults", "jit", "problems", "runner")
+
+    def __init__(
+        self, runner: Runner | None, problems: tuple[str, ...], jit: bool, defaults: PodDefaults
+    ) -> None:
+        self.runner = runner
+        self.problems = problems
+        self.jit = jit
+        self.defaults = defaults
+        self._pod: KubeObject | None = None
+
+    def pod(self) -> KubeObject:
+        pod = self._pod
+        if pod is None:
+            assert self.runner is not None
+            secret_name = registration_secret_name(self.runner.metadata.name)
+            pod = build_runner_pod(
+                self.runner, self.defaults, secret_name=secret_name, jit=self.jit
+            )
+            self._pod = pod
+        return pod
+
+
 class _Sync:
     """One sync or finalize call for one Runner."""
 
-    def __init__(self, request: CompositeHookRequest, runner: Runner, deps: RunnerHookDeps):
+    def __init__(self, request: CompositeHookRequest, parsed: _Parsed, deps: RunnerHookDeps):
+        assert parsed.runner is not None
+        runner = parsed.runner
         self.request = request
+        self.parsed = parsed
         self.runner = runner
         self.deps = deps
         self.now = deps.clock.now()
         self.name = runner.metadata.name
         self.namespace = runner.metadata.namespace
-        self.status = runner.status or RunnerStatus()
+        self.status = _observed_status(request.parent)
         self.secret_name = registration_secret_name(self.name)
         self.observed_pod = request.object_named("Pod", self.name)
         self.pod = observe_pod(self.observed_pod) if self.observed_pod else None
         self.observed_secret = request.object_named("Secret", self.secret_name)
         self.material = read_material(self.observed_secret)
-        self.jit = _registration_mode(runner, deps.settings) == "jit"
+        self.jit = parsed.jit
         self.scope = _spec_scope(runner)
         self.stop = self.status.graceful_stop
         self.failures = self.status.failures or 0
@@ -117,7 +160,8 @@ class _Sync:
     # ----------------------------------------------------------------- sync
 
     def sync(self) -> CompositeHookResponse:
-        self.out.secret = self._secret(self.material) if self.observed_secret else None
+        if self.observed_secret:
+            self._write_secret(self.material)
         self.out.condition("Valid", True, "Valid")
         if self.stop is not None and self.pod is not None and self.stop.pod_uid != self.pod.uid:
             # A new pod runs: the previous incarnation's stop and registration are history.
@@ -264,7 +308,7 @@ class _Sync:
             self._registration_failed(error)
             return None
         material = RegistrationMaterial(token=token.token, expires_at=token.expires_at)
-        self.out.secret = self._secret(material)
+        self._write_secret(material)
         self.out.condition("RegistrationReady", True, "RegistrationTokenUpdated")
         return material
 
@@ -294,7 +338,7 @@ class _Sync:
         material = RegistrationMaterial(
             jit_config=config.encoded_jit_config, runner_id=config.runner.id
         )
-        self.out.secret = self._secret(material)
+        self._write_secret(material)
         self.out.condition("RegistrationReady", True, "JitConfigGenerated")
         return material
 
@@ -327,7 +371,8 @@ class _Sync:
     def finalize(self, problems: list[str]) -> CompositeHookResponse:
         if problems:
             self.out.condition("Valid", False, "InvalidSpec", "; ".join(problems))
-        self.out.secret = self._secret(self.material) if self.observed_secret else None
+        if self.observed_secret:
+            self._write_secret(self.material)
         scope = _registered_scope(self.status) or (None if problems else self.scope)
         if scope is None:
             # Nothing was ever registered for this Runner: only the pod has to go.
@@ -430,9 +475,11 @@ class _Sync:
     # ------------------------------------------------------------ children
 
     def _desired_pod(self) -> KubeObject:
-        return build_runner_pod(
-            self.runner, self.deps.settings, secret_name=self.secret_name, jit=self.jit
-        )
+        return self.parsed.pod()
+
+    def _write_secret(self, material: RegistrationMaterial) -> None:
+        self.out.secret = self._secret(material)
+        self.out.secret_material = material
 
     def _secret(self, material: RegistrationMaterial) -> KubeObject:
         return {
@@ -470,8 +517,9 @@ class _Sync:
             labels=list(self.runner.spec.labels),
             expires_at=format_time(self.material.expires_at) if self.material.expires_at else None,
         )
-        if self.out.secret is not None and self.out.secret is not self.observed_secret:
-            registration.expires_at = _expires_at(self.out.secret) or registration.expires_at
+        written = self.out.secret_material
+        if written is not None and written is not self.material and written.expires_at:
+            registration.expires_at = format_time(written.expires_at)
         if not self.out.conditions.get("Stopping"):
             self.out.condition("Stopping", False, "NotStopping")
         return RunnerStatus(
@@ -496,14 +544,16 @@ class _Sync:
 
 
 def sync_runner(request: CompositeHookRequest, deps: RunnerHookDeps) -> CompositeHookResponse:
-    runner, problems = _parse(request, deps)
+    parsed = _parse(request, deps)
+    runner, problems = parsed.runner, list(parsed.problems)
     if runner is None or problems:
         return _invalid(request, runner, problems, deps.clock)
-    return _Sync(request, runner, deps).sync()
+    return _Sync(request, parsed, deps).sync()
 
 
 def finalize_runner(request: CompositeHookRequest, deps: RunnerHookDeps) -> CompositeHookResponse:
-    runner, problems = _parse(request, deps)
+    parsed = _parse(request, deps)
+    runner, problems = parsed.runner, list(parsed.problems)
     if runner is None:
         # Unreadable spec: nothing we can unregister with; let the pods go, then finish.
         pods = request.objects("Pod")
@@ -514,16 +564,70 @@ def finalize_runner(request: CompositeHookRequest, deps: RunnerHookDeps) -> Comp
             finalized=not pods,
             resync_after_seconds=RELEASE_RESYNC_SECONDS if pods else None,
         )
-    return _Sync(request, runner, deps).finalize(problems)
+    return _Sync(request, parsed, deps).finalize(problems)
 
 
-def _parse(request: CompositeHookRequest, deps: RunnerHookDeps) -> tuple[Runner | None, list[str]]:
+# orjson would write datetimes, dataclasses and subclasses of str, dict, ... as if they were
+# plain JSON; refused here, a parent holding one (not decoded from JSON) is parsed without memo.
+_KEY_OPTIONS = (
+    orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def _parse(request: CompositeHookRequest, deps: RunnerHookDeps) -> _Parsed:
+    """The parsed parent, from the memo when an identical parent was parsed with these settings.
+
+    The key is the parent's JSON text without what changes on every write and does not shape
+    the result (status, which each call reads afresh, and the resourceVersion), plus the
+    registration mode setting and the pod defaults: everything the result depends on."""
+    settings = deps.settings
+    mode, defaults = settings.runner_registration_mode, PodDefaults.from_settings(settings)
+    parent = _without_volatile_fields(request.parent)
     try:
-        runner = Runner.model_validate(request.parent)
+        key = (orjson.dumps(parent, option=_KEY_OPTIONS), mode, defaults)
+    except orjson.JSONEncodeError:
+        return _parse_now(parent, mode, defaults)
+    parsed = deps.parsed_parents.get(key)
+    if parsed is None:
+        parsed = _parse_now(parent, mode, defaults)
+        deps.parsed_parents.put(key, parsed)
+    return parsed
+
+
+def _without_volatile_fields(parent: KubeObject) -> KubeObject:
+    stable = {key: value for key, value in parent.items() if key != "status"}
+    metadata = parent.get("metadata")
+    if isinstance(metadata, dict):
+        stable["metadata"] = {
+            key: value
+            for key, value in metadata.items()
+            if key not in ("resourceVersion", "managedFields")
+        }
+    return stable
+
+
+def _observed_status(parent: KubeObject) -> RunnerStatus:
+    """The status as last written. One that does not parse (edited by hand) counts as empty:
+    the hook rebuilds it from what it observes."""
+    raw = parent.get("status")
+    if not isinstance(raw, dict):
+        return RunnerStatus()
+    try:
+        return RunnerStatus.model_validate(raw)
+    except ValidationError:
+        return RunnerStatus()
+
+
+def _parse_now(parent: KubeObject, mode: str, defaults: PodDefaults) -> _Parsed:
+    try:
+        runner = Runner.model_validate(parent)
     except ValidationError as error:
-        return None, [_describe_validation_error(error)]
-    jit = _registration_mode(runner, deps.settings) == "jit"
-    return runner, validate_runner_spec(runner.spec, jit=jit)
+        return _Parsed(None, (_describe_validation_error(error),), jit=False, defaults=defaults)
+    jit = _registration_mode(runner, mode) == "jit"
+    problems = validate_runner_spec(runner.spec, jit=jit)
+    return _Parsed(runner, tuple(problems), jit=jit, defaults=defaults)
 
 
 def _invalid(
@@ -589,9 +693,9 @@ def _describe_validation_error(error: ValidationError) -> str:
     return "invalid Runner: " + "; ".join(parts)
 
 
-def _registration_mode(runner: Runner, settings: Settings) -> str:
+def _registration_mode(runner: Runner, default_mode: str) -> str:
     mode = runner.metadata.annotations.get(REGISTRATION_MODE_ANNOTATION, "").strip().lower()
-    return mode if mode in ("token", "jit") else settings.runner_registration_mode
+    return mode if mode in ("token", "jit") else default_mode
 
 
 def _spec_scope(runner: Runner) -> Scope:
@@ -619,11 +723,6 @@ def _has_scope(scope: Scope) -> bool:
     return bool(scope.enterprise or scope.organization or scope.repository)
 
 
-def _expires_at(secret: KubeObject) -> str | None:
-    material = read_material(secret)
-    return format_time(material.expires_at) if material.expires_at else None
-
-
 def _label_value(text: str) -> str:
     """Label values are limited to 63 characters."""
     return text if len(text) <= 63 else text[:63].rstrip("-_.")
@@ -638,6 +737,13 @@ def _merge_conditions(
     merged: list[Condition] = [c for c in previous if c.type not in current]
     for kind, (status, reason, message) in sorted(current.items()):
         old = before.get(kind)
+        if (
+            old is not None
+            and old.last_transition_time
+            and (old.status, old.reason, old.message) == (status, reason, message)
+        ):
+            merged.append(old)  # unchanged: the same value, without building it again
+            continue
         since = (
             old.last_transition_time
             if old is not None and old.status == status and old.last_transition_time

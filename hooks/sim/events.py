@@ -32,7 +32,8 @@ class EventLoop:
     def __init__(self, clock: ManualClock, seed: int = 1) -> None:
         self.clock = clock
         self.rng = random.Random(seed)
-        self._queue: list[Timer] = []
+        # Heap entries are (when, sequence, timer): tuple comparison is cheaper than Timer's.
+        self._queue: list[tuple[datetime, int, Timer]] = []
         self._sequence = itertools.count()
         self.processed = 0
 
@@ -42,7 +43,7 @@ class EventLoop:
 
     def call_at(self, when: datetime, action: Callable[[], None], label: str = "") -> Timer:
         timer = Timer(max(when, self.now), next(self._sequence), action, label)
-        heapq.heappush(self._queue, timer)
+        heapq.heappush(self._queue, (timer.when, timer.sequence, timer))
         return timer
 
     def call_later(self, seconds: float, action: Callable[[], None], label: str = "") -> Timer:
@@ -53,15 +54,15 @@ class EventLoop:
 
     def next_time(self) -> datetime | None:
         self._drop_cancelled()
-        return self._queue[0].when if self._queue else None
+        return self._queue[0][0] if self._queue else None
 
     def run_until(self, when: datetime) -> None:
         """Run every event due at or before `when`, then leave the clock at `when`."""
         while True:
             self._drop_cancelled()
-            if not self._queue or self._queue[0].when > when:
+            if not self._queue or self._queue[0][0] > when:
                 break
-            timer = heapq.heappop(self._queue)
+            _, _, timer = heapq.heappop(self._queue)
             self.clock.set(timer.when)
             self.processed += 1
             timer.action()
@@ -72,8 +73,8 @@ class EventLoop:
         self.run_until(self.now + timedelta(seconds=seconds))
 
     def pending(self) -> int:
-        return sum(1 for timer in self._queue if not timer.cancelled)
+        return sum(1 for _, _, timer in self._queue if not timer.cancelled)
 
     def _drop_cancelled(self) -> None:
-        while self._queue and self._queue[0].cancelled:
+        while self._queue and self._queue[0][2].cancelled:
             heapq.heappop(self._queue)

@@ -5,9 +5,10 @@
     client = TestClient(github.app, headers={"Authorization": "token ghp_test"})
 
 `app` serves the API at the root (as api.github.com) and under /api/v3 (as GitHub Enterprise
-Server); `serve_loopback(github.app)` puts it on real HTTP for clients such as PyGithub. The
-state methods (`GitHubState`) play the other side: what runners do when they register, connect,
-take jobs and remove themselves.
+Server); `serve_loopback(github.app)` puts it on real HTTP for clients such as PyGithub, and
+`hooks.sim.github_port.InProcessGitHub` calls the same pipeline (`api.handle`) with no HTTP at
+all. The state methods (`GitHubState`) play the other side: what runners do when they register,
+connect, take jobs and remove themselves, and workflows queueing jobs.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from __future__ import annotations
 from starlette.applications import Starlette
 
 from hooks.clock import Clock
-from hooks.sim.github_api import build_app
+from hooks.sim.github_api import GitHubApi, build_app
+from hooks.sim.github_jobs import JobEvent, JobSummary, JobTaker, SimJob, WorkflowRun
 from hooks.sim.github_state import (
     DEFAULT_RUNNER_GROUP_ID,
     IMPLICIT_LABELS,
     AuthenticationError,
     Caller,
     FakeGitHubError,
+    FaultKnobs,
     GitHubState,
     InvalidJitConfigError,
     InvalidTokenError,
@@ -43,9 +46,13 @@ __all__ = [
     "Caller",
     "FakeGitHub",
     "FakeGitHubError",
+    "FaultKnobs",
     "InvalidJitConfigError",
     "InvalidTokenError",
     "IssuedToken",
+    "JobEvent",
+    "JobSummary",
+    "JobTaker",
     "NameTakenError",
     "NotFoundError",
     "RateBudget",
@@ -54,11 +61,14 @@ __all__ = [
     "RunnerGroup",
     "RunnerLabel",
     "RunnerRecord",
+    "SimJob",
+    "WorkflowRun",
 ]
 
 
 class FakeGitHub(GitHubState):
-    """GitHub's runner API, runner groups, tokens and rate limits, on an injected clock."""
+    """GitHub's runner API, runner groups, tokens, workflow jobs and rate limits, on an
+    injected clock."""
 
     def __init__(
         self,
@@ -74,4 +84,6 @@ class FakeGitHub(GitHubState):
             rate_limit_per_hour=rate_limit_per_hour,
             seed=seed,
         )
-        self.app: Starlette = build_app(self)
+        # One request pipeline; the ASGI app and the in-process port both go through it.
+        self.api = GitHubApi(self)
+        self.app: Starlette = build_app(self.api)

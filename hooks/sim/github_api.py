@@ -1,17 +1,22 @@
 """REST layer of the fake GitHub: routes, status codes, headers and errors as GitHub sends them.
 
-Every request goes through `_Api.serve`: authenticate, apply injected faults and rate limits, run
-the handler against the state, then stamp the rate-limit headers and log the call. Handlers only
-translate between HTTP and `GitHubState`; the state never sees a request.
+`GitHubApi.handle` is the whole API as one synchronous call: route, authenticate, apply injected
+faults and rate limits, run the handler against the state, then stamp the rate-limit headers and
+log the call. The ASGI app (`build_app`) and the in-process port (`hooks.sim.github_port`) are
+both thin wrappers around it, so HTTP clients and in-process callers can never see different
+answers. Handlers only translate between requests and `GitHubState`; the state never sees one.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import re
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, timedelta, timezone
 from http import HTTPStatus
 from typing import Any, Literal, TypeVar
@@ -19,9 +24,11 @@ from typing import Any, Literal, TypeVar
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import Route
 
+from hooks.clock import format_time
 from hooks.github.port import Scope
+from hooks.sim.github_jobs import SimJob, WorkflowRun
 from hooks.sim.github_state import (
     AuthenticationError,
     Caller,
@@ -38,13 +45,33 @@ from hooks.sim.github_state import (
 GHES_PREFIX = "/api/v3"
 SCOPE_PREFIXES = ("/repos/{owner}/{repo}", "/orgs/{org}", "/enterprises/{enterprise}")
 RUNNER_GROUP_PREFIXES = ("/orgs/{org}", "/enterprises/{enterprise}")
+REPO_PREFIX = "/repos/{owner}/{repo}"
 INSTALLATION_TOKEN_ROUTE = "/app/installations/{installation_id}/access_tokens"
+DOTCOM_API = "https://api.github.com"
+DOTCOM_WEB = "https://github.com"
 API_VERSION = "2022-11-28"
 JSON_MEDIA_TYPE = "application/json; charset=utf-8"
 CACHE_CONTROL = "private, max-age=60, s-maxage=60"
 DEFAULT_PER_PAGE = 30
 MAX_PER_PAGE = 100
 MAX_JIT_LABELS = 100
+# GitHub answers a filtered workflow-run search with at most this many results.
+MAX_FILTERED_RUNS = 1000
+# The `status` filter of the runs list takes a status or a conclusion.
+RUN_STATUSES = frozenset({"queued", "in_progress", "completed", "requested", "waiting", "pending"})
+RUN_CONCLUSIONS = frozenset(
+    {
+        "action_required",
+        "cancelled",
+        "failure",
+        "neutral",
+        "skipped",
+        "stale",
+        "success",
+        "timed_out",
+    }
+)
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 # GitHub writes registration-token expiry in US Pacific time with milliseconds; a fixed offset
 # keeps the output deterministic.
 PACIFIC = timezone(timedelta(hours=-8))
@@ -53,6 +80,7 @@ INSTALLATION_PERMISSIONS = {
     "metadata": "read",
     "organization_self_hosted_runners": "write",
 }
+ACTOR = "octocat"  # the user whose pushes start every simulated workflow run
 
 DOCS_ROOT = "https://docs.github.com/rest"
 RATE_LIMIT_DOCS = f"{DOCS_ROOT}/overview/rate-limits-for-the-rest-api"
@@ -73,31 +101,62 @@ class _RequestError(Exception):
 
 
 @dataclass(frozen=True)
-class Call:
-    """One request as handlers see it: authenticated, with its body read."""
+class ApiResponse:
+    """An answer of the API: status, headers (lower-case names) and the raw body."""
 
-    request: Request
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request as handlers see it: routed, with its body read."""
+
+    method: str
+    path: str  # without the GHES prefix
+    params: Mapping[str, str]  # path parameters
+    query: Sequence[tuple[str, str]]
+    headers: Mapping[str, str]  # lower-case names
     body: bytes
+    base_url: str  # scheme://host as the client called it
+    ghes: bool
 
     @property
     def scope(self) -> Scope:
-        params = self.request.path_params
+        params = self.params
         if "repo" in params:
             return Scope(repository=f"{params['owner']}/{params['repo']}")
         if "org" in params:
             return Scope(organization=params["org"])
         return Scope(enterprise=params["enterprise"])
 
+    @property
+    def repository(self) -> str:
+        return f"{self.params['owner']}/{self.params['repo']}"
+
     def int_param(self, name: str) -> int:
         """A numeric path parameter; a path with a non-number there names nothing."""
         try:
-            return int(self.request.path_params[name])
+            return int(self.params[name])
         except ValueError:
             raise NotFoundError(name) from None
 
+    def query_param(self, name: str) -> str | None:
+        # The last of repeated parameters wins, as in Starlette and Rails.
+        found = None
+        for key, value in self.query:
+            if key == name:
+                found = value
+        return found
+
     def int_query(self, name: str, default: int) -> int:
+        value = self.query_param(name)
         try:
-            return int(self.request.query_params.get(name, default))
+            return default if value is None else int(value)
         except ValueError:
             return default
 
@@ -115,77 +174,147 @@ class Call:
     @property
     def api_root(self) -> str:
         """The API base URL the client used, e.g. `http://host/api/v3`."""
-        url = self.request.url
-        prefix = GHES_PREFIX if _is_ghes(url.path) else ""
-        return f"{url.scheme}://{url.netloc}{prefix}"
+        return self.base_url + (GHES_PREFIX if self.ghes else "")
+
+    @property
+    def web_root(self) -> str:
+        """Where the HTML pages live: github.com, or the GHES host itself."""
+        return self.base_url if self.ghes else DOTCOM_WEB
+
+    def url_with_page(self, page: int) -> str:
+        """This request's URL with `page` set (moved to the end, as Starlette does it)."""
+        query = [(k, v) for k, v in self.query if k != "page"] + [("page", str(page))]
+        path = urllib.parse.quote(self.api_root_path + self.path)
+        return f"{self.base_url}{path}?{urllib.parse.urlencode(query)}"
+
+    @property
+    def api_root_path(self) -> str:
+        return GHES_PREFIX if self.ghes else ""
 
 
-Handler = Callable[[Call], Response]
+Handler = Callable[[Call], ApiResponse]
 
 
-def build_app(state: GitHubState) -> Starlette:
-    """GitHub's REST API over `state`, at the root (api.github.com) and under /api/v3 (GHES)."""
-    api = _Api(state)
-    routes = api.routes()
-    return Starlette(
-        routes=[Mount(GHES_PREFIX, routes=routes), *routes],
-        # GitHub answers unknown paths and unsupported methods alike with a JSON 404.
-        exception_handlers={404: api.unrouted, 405: api.unrouted},
-    )
+@dataclass(frozen=True)
+class ApiRoute:
+    method: str
+    template: str  # as in GitHub's OpenAPI description, e.g. "/orgs/{org}/actions/runners"
+    handler: Handler
+    auth: AuthKind
+    pattern: re.Pattern[str]
 
 
-class _Api:
+def _compile(template: str) -> re.Pattern[str]:
+    pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(template))
+    return re.compile(f"^{pattern}$")
+
+
+def build_app(api: GitHubApi) -> Starlette:
+    """The API as an ASGI app, at the root (api.github.com) and under /api/v3 (GHES)."""
+
+    async def endpoint(request: Request) -> Response:
+        body = await request.body()
+        url = request.url
+        answer = api.handle(
+            request.method,
+            url.path,
+            url.query,
+            request.headers,
+            body,
+            base_url=f"{url.scheme}://{url.netloc}",
+            client_host=request.client.host if request.client else "127.0.0.1",
+        )
+        return Response(answer.body, answer.status, answer.headers)
+
+    return Starlette(routes=[Route("/{path:path}", endpoint, methods=list(HTTP_METHODS))])
+
+
+class GitHubApi:
+    """GitHub's REST API over a `GitHubState`, as one synchronous call per request."""
+
     def __init__(self, state: GitHubState) -> None:
         self.state = state
+        self.routes = self._routes()
 
-    def routes(self) -> list[BaseRoute]:
-        routes: list[BaseRoute] = [
-            self._route("POST", INSTALLATION_TOKEN_ROUTE, self.create_installation_token, "jwt")
+    def _routes(self) -> list[ApiRoute]:
+        table: list[tuple[str, str, Handler, AuthKind]] = [
+            ("POST", INSTALLATION_TOKEN_ROUTE, self.create_installation_token, "jwt")
         ]
         for prefix in SCOPE_PREFIXES:
             runners = f"{prefix}/actions/runners"
-            routes += [
-                self._route("GET", runners, self.list_runners),
-                self._route("POST", f"{runners}/registration-token", self.registration_token),
-                self._route("POST", f"{runners}/remove-token", self.remove_token),
-                self._route("POST", f"{runners}/generate-jitconfig", self.generate_jitconfig),
-                self._route("GET", f"{runners}/{{runner_id}}", self.get_runner),
-                self._route("DELETE", f"{runners}/{{runner_id}}", self.delete_runner),
+            table += [
+                ("GET", runners, self.list_runners, "token"),
+                ("POST", f"{runners}/registration-token", self.registration_token, "token"),
+                ("POST", f"{runners}/remove-token", self.remove_token, "token"),
+                ("POST", f"{runners}/generate-jitconfig", self.generate_jitconfig, "token"),
+                ("GET", f"{runners}/{{runner_id}}", self.get_runner, "token"),
+                ("DELETE", f"{runners}/{{runner_id}}", self.delete_runner, "token"),
             ]
         for prefix in RUNNER_GROUP_PREFIXES:
-            routes.append(
-                self._route("GET", f"{prefix}/actions/runner-groups", self.list_runner_groups)
+            table.append(
+                ("GET", f"{prefix}/actions/runner-groups", self.list_runner_groups, "token")
             )
-        return routes
-
-    def _route(
-        self, method: str, template: str, handler: Handler, auth: AuthKind = "token"
-    ) -> Route:
-        async def endpoint(request: Request) -> Response:
-            return await self.serve(request, template, handler, auth)
-
-        return Route(template, endpoint, methods=[method])
-
-    async def unrouted(self, request: Request, exc: Exception) -> Response:
-        return await self.serve(request, None, _not_found, "token")
+        actions = f"{REPO_PREFIX}/actions"
+        table += [
+            ("GET", f"{actions}/runs", self.list_workflow_runs, "token"),
+            ("GET", f"{actions}/runs/{{run_id}}", self.get_workflow_run, "token"),
+            ("GET", f"{actions}/runs/{{run_id}}/jobs", self.list_run_jobs, "token"),
+            ("GET", f"{actions}/jobs/{{job_id}}", self.get_job, "token"),
+        ]
+        return [
+            ApiRoute(method, template, handler, auth, _compile(template))
+            for method, template, handler, auth in table
+        ]
 
     # The pipeline every request goes through
 
-    async def serve(
-        self, request: Request, route: str | None, handler: Handler, auth: AuthKind
-    ) -> Response:
-        call = Call(request, await request.body())
+    def handle(
+        self,
+        method: str,
+        path: str,
+        query: str = "",
+        headers: Mapping[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        base_url: str = DOTCOM_API,
+        client_host: str = "127.0.0.1",
+    ) -> ApiResponse:
+        """Answer one request. `path` is decoded and may carry the /api/v3 prefix."""
+        method = method.upper()
+        ghes = _is_ghes(path)
+        api_path = (path[len(GHES_PREFIX) :] or "/") if ghes else path
+        route, params = self._match(method, api_path)
+        call = Call(
+            method=method,
+            path=api_path,
+            params=params,
+            query=urllib.parse.parse_qsl(query, keep_blank_values=True),
+            headers={k.lower(): v for k, v in (headers or {}).items()},
+            body=body,
+            base_url=base_url.rstrip("/"),
+            ghes=ghes,
+        )
         # One request is one atomic step of the state, whatever thread serves it.
-        with self.state.lock:
-            return self._serve(call, route, handler, auth)
+        with self.state.atomic():
+            return self._serve(call, route, client_host)
 
-    def _serve(self, call: Call, route: str | None, handler: Handler, auth: AuthKind) -> Response:
+    def _match(self, method: str, path: str) -> tuple[ApiRoute | None, dict[str, str]]:
+        # GitHub answers HEAD like GET, without the body (the HTTP server drops it).
+        wanted = "GET" if method == "HEAD" else method
+        for route in self.routes:
+            if route.method == wanted:
+                found = route.pattern.match(path)
+                if found:
+                    return route, found.groupdict()
+        return None, {}
+
+    def _serve(self, call: Call, route: ApiRoute | None, client_host: str) -> ApiResponse:
         state = self.state
-        request = call.request
-        path = _api_path(request.url.path)
-        caller, auth_failure = self._authenticate(request, auth)
+        auth = route.auth if route is not None else "token"
+        template = route.template if route is not None else None
+        caller, auth_failure = self._authenticate(call, auth, client_host)
         budget = state.rate_budget(caller)
-        fault = state.take_fault(request.method, path)
+        fault = state.take_fault(call.method, call.path)
         secondary = state.secondary_rate_limit()
         request_id = f"{len(state.requests) + 1:08X}"
         if fault is not None:
@@ -207,20 +336,24 @@ class _Api:
         else:
             if auth_failure is not None:
                 response = _error(401, auth_failure)
+            elif route is None:
+                # GitHub answers unknown paths and unsupported methods alike with a JSON 404.
+                response = _error(404, "Not Found")
             else:
-                response = self._run(handler, call, route)
+                response = self._run(route, call)
             # GitHub does not charge a conditional request answered 304.
-            if response.status_code != HTTPStatus.NOT_MODIFIED:
+            if response.status != HTTPStatus.NOT_MODIFIED:
                 budget = state.charge(caller)
         _stamp(response, budget, request_id)
-        state.record_request(request.method, route, path, response.status_code, caller)
+        state.record_request(call.method, template, call.path, response.status, caller)
         return response
 
-    def _authenticate(self, request: Request, auth: AuthKind) -> tuple[Caller, str | None]:
+    def _authenticate(
+        self, call: Call, auth: AuthKind, client_host: str
+    ) -> tuple[Caller, str | None]:
         """The caller to charge, and GitHub's 401 message when the credentials don't do."""
-        host = request.client.host if request.client else "127.0.0.1"
-        anonymous = Caller("anonymous", host)
-        header = request.headers.get("authorization")
+        anonymous = Caller("anonymous", client_host)
+        header = call.headers.get("authorization")
         if not header:
             return anonymous, "Requires authentication"
         scheme, _, credential = header.partition(" ")
@@ -237,10 +370,10 @@ class _Api:
             return anonymous, "Bad credentials"
         return caller, None
 
-    def _run(self, handler: Handler, call: Call, route: str | None) -> Response:
-        docs = _docs_url(route)
+    def _run(self, route: ApiRoute, call: Call) -> ApiResponse:
+        docs = _docs_url(route.template)
         try:
-            return handler(call)
+            return route.handler(call)
         except NotFoundError:
             return _error(404, "Not Found", docs)
         except RunnerBusyError as exc:
@@ -252,43 +385,42 @@ class _Api:
         except _RequestError as exc:
             return _error(exc.status, exc.message, docs)
 
-    # Handlers
+    # Handlers: runners, tokens, groups
 
-    def list_runners(self, call: Call) -> Response:
+    def list_runners(self, call: Call) -> ApiResponse:
         runners = self.state.runner_records(call.scope)
-        name = call.request.query_params.get("name")
+        name = call.query_param("name")
         if name is not None:
             runners = [r for r in runners if r.name == name]
         page, links = _paginate(call, runners)
         body = {"total_count": len(runners), "runners": [runner_json(r) for r in page]}
         return _ok(call, body, links)
 
-    def get_runner(self, call: Call) -> Response:
+    def get_runner(self, call: Call) -> ApiResponse:
         record = self.state.runner_record(call.scope, call.int_param("runner_id"))
         return _ok(call, runner_json(record))
 
-    def delete_runner(self, call: Call) -> Response:
+    def delete_runner(self, call: Call) -> ApiResponse:
         self.state.delete_runner(call.scope, call.int_param("runner_id"))
-        return Response(status_code=HTTPStatus.NO_CONTENT)
+        return ApiResponse(HTTPStatus.NO_CONTENT)
 
-    def registration_token(self, call: Call) -> Response:
+    def registration_token(self, call: Call) -> ApiResponse:
         return _created(_runner_token_json(self.state.create_registration_token(call.scope)))
 
-    def remove_token(self, call: Call) -> Response:
+    def remove_token(self, call: Call) -> ApiResponse:
         return _created(_runner_token_json(self.state.create_remove_token(call.scope)))
 
-    def generate_jitconfig(self, call: Call) -> Response:
+    def generate_jitconfig(self, call: Call) -> ApiResponse:
         name, labels, group_id, work_folder = _jit_request(call.json())
         record, encoded = self.state.generate_jit_config(
             call.scope, name, labels, group_id, work_folder
         )
         return _created({"runner": runner_json(record), "encoded_jit_config": encoded})
 
-    def list_runner_groups(self, call: Call) -> Response:
+    def list_runner_groups(self, call: Call) -> ApiResponse:
         scope = call.scope
         # Organizations filter by repository; enterprise groups are visible to every organization.
-        query = call.request.query_params
-        repository = query.get("visible_to_repository") if scope.organization else None
+        repository = call.query_param("visible_to_repository") if scope.organization else None
         groups = self.state.runner_groups(scope, visible_to_repository=repository)
         page, links = _paginate(call, groups)
         body = {
@@ -297,7 +429,7 @@ class _Api:
         }
         return _ok(call, body, links)
 
-    def create_installation_token(self, call: Call) -> Response:
+    def create_installation_token(self, call: Call) -> ApiResponse:
         call.json()  # down-scoping fields are accepted and ignored, but the JSON must parse
         token = self.state.create_installation_token(call.int_param("installation_id"))
         return _created(
@@ -309,9 +441,58 @@ class _Api:
             }
         )
 
+    # Handlers: workflow runs and jobs
 
-def _not_found(call: Call) -> Response:
-    return _error(404, "Not Found")
+    def list_workflow_runs(self, call: Call) -> ApiResponse:
+        book = self.state.job_book
+        runs = sorted(book.runs(call.repository), key=lambda r: r.id, reverse=True)  # newest first
+        status = call.query_param("status")
+        if status:
+            if status not in RUN_STATUSES | RUN_CONCLUSIONS:
+                raise _RequestError(422, f"Invalid request.\n\n{status!r} is not a valid status.")
+            # The filter takes a status or a conclusion.
+            position = 0 if status in RUN_STATUSES else 1
+            runs = [r for r in runs if book.run_state(r)[position] == status]
+        filters = {"branch": "head_branch", "event": "event", "head_sha": "head_sha"}
+        for name, attribute in filters.items():
+            wanted = call.query_param(name)
+            if wanted:
+                runs = [r for r in runs if getattr(r, attribute) == wanted]
+        if status or any(call.query_param(name) for name in filters):
+            runs = runs[:MAX_FILTERED_RUNS]
+        page, links = _paginate(call, runs)
+        body = {
+            "total_count": len(runs),
+            "workflow_runs": [self._run_json(call, run) for run in page],
+        }
+        return _ok(call, body, links)
+
+    def get_workflow_run(self, call: Call) -> ApiResponse:
+        run = self.state.workflow_run(call.repository, call.int_param("run_id"))
+        return _ok(call, self._run_json(call, run))
+
+    def list_run_jobs(self, call: Call) -> ApiResponse:
+        run = self.state.workflow_run(call.repository, call.int_param("run_id"))
+        flt = call.query_param("filter") or "latest"
+        if flt not in ("latest", "all"):
+            raise _RequestError(422, f"Invalid request.\n\n{flt!r} is not a valid filter.")
+        # Runs are never re-run here, so the latest attempt's jobs are all the jobs.
+        jobs = self.state.job_book.jobs_of(run)
+        page, links = _paginate(call, jobs)
+        body = {
+            "total_count": len(jobs),
+            "jobs": [job_json(j, call.api_root, call.web_root) for j in page],
+        }
+        return _ok(call, body, links)
+
+    def get_job(self, call: Call) -> ApiResponse:
+        job = self.state.job(call.int_param("job_id"))
+        if job.repository.casefold() != call.repository.casefold():
+            raise NotFoundError(f"job {job.id} in {call.repository}")
+        return _ok(call, job_json(job, call.api_root, call.web_root))
+
+    def _run_json(self, call: Call, run: WorkflowRun) -> Json:
+        return workflow_run_json(self.state, run, call.api_root, call.web_root)
 
 
 # Rendering: the REST objects of GitHub's OpenAPI description
@@ -355,6 +536,208 @@ def runner_group_json(group: RunnerGroup, scope: Scope, api_root: str) -> Json:
     return body
 
 
+def node_id(kind: str, number: int) -> str:
+    """A GraphQL node id shaped like GitHub's legacy ones: base64 of "<len>:<Kind><id>"."""
+    return base64.b64encode(f"0{len(kind)}:{kind}{number}".encode()).decode()
+
+
+def simple_user_json(state: GitHubState, login: str, api_root: str, web_root: str) -> Json:
+    """`simple-user`: a user or an organization account."""
+    account_id = state.account_id("account", login)
+    user_type = "User" if login == ACTOR else state.owner_type(login)
+    users = f"{api_root}/users/{login}"
+    return {
+        "login": login,
+        "id": account_id,
+        "node_id": node_id(user_type, account_id),
+        "avatar_url": f"https://avatars.githubusercontent.com/u/{account_id}?v=4",
+        "gravatar_id": "",
+        "url": users,
+        "html_url": f"{web_root}/{login}",
+        "followers_url": f"{users}/followers",
+        "following_url": f"{users}/following{{/other_user}}",
+        "gists_url": f"{users}/gists{{/gist_id}}",
+        "starred_url": f"{users}/starred{{/owner}}{{/repo}}",
+        "subscriptions_url": f"{users}/subscriptions",
+        "organizations_url": f"{users}/orgs",
+        "repos_url": f"{users}/repos",
+        "events_url": f"{users}/events{{/privacy}}",
+        "received_events_url": f"{users}/received_events",
+        "type": user_type,
+        "site_admin": False,
+    }
+
+
+def minimal_repository_json(
+    state: GitHubState, repository: str, api_root: str, web_root: str
+) -> Json:
+    """`minimal-repository`: every required field, in GitHub's URL shapes."""
+    owner, _, name = repository.partition("/")
+    repo_id = state.account_id("repository", repository)
+    url = f"{api_root}/repos/{repository}"
+    templated = {
+        "archive_url": "/{archive_format}{/ref}",
+        "assignees_url": "/assignees{/user}",
+        "blobs_url": "/git/blobs{/sha}",
+        "branches_url": "/branches{/branch}",
+        "collaborators_url": "/collaborators{/collaborator}",
+        "comments_url": "/comments{/number}",
+        "commits_url": "/commits{/sha}",
+        "compare_url": "/compare/{base}...{head}",
+        "contents_url": "/contents/{+path}",
+        "contributors_url": "/contributors",
+        "deployments_url": "/deployments",
+        "downloads_url": "/downloads",
+        "events_url": "/events",
+        "forks_url": "/forks",
+        "git_commits_url": "/git/commits{/sha}",
+        "git_refs_url": "/git/refs{/sha}",
+        "git_tags_url": "/git/tags{/sha}",
+        "hooks_url": "/hooks",
+        "issue_comment_url": "/issues/comments{/number}",
+        "issue_events_url": "/issues/events{/number}",
+        "issues_url": "/issues{/number}",
+        "keys_url": "/keys{/key_id}",
+        "labels_url": "/labels{/name}",
+        "languages_url": "/languages",
+        "merges_url": "/merges",
+        "milestones_url": "/milestones{/number}",
+        "notifications_url": "/notifications{?since,all,participating}",
+        "pulls_url": "/pulls{/number}",
+        "releases_url": "/releases{/id}",
+        "stargazers_url": "/stargazers",
+        "statuses_url": "/statuses/{sha}",
+        "subscribers_url": "/subscribers",
+        "subscription_url": "/subscription",
+        "tags_url": "/tags",
+        "teams_url": "/teams",
+        "trees_url": "/git/trees{/sha}",
+    }
+    return {
+        "id": repo_id,
+        "node_id": node_id("Repository", repo_id),
+        "name": name,
+        "full_name": repository,
+        "owner": simple_user_json(state, owner, api_root, web_root),
+        "private": True,
+        "html_url": f"{web_root}/{repository}",
+        "description": None,
+        "fork": False,
+        "url": url,
+        **{key: url + suffix for key, suffix in templated.items()},
+    }
+
+
+def workflow_run_json(state: GitHubState, run: WorkflowRun, api_root: str, web_root: str) -> Json:
+    """`workflow-run`, with its status and conclusion derived from its jobs."""
+    book = state.job_book
+    status, conclusion = book.run_state(run)
+    url = f"{api_root}/repos/{run.repository}/actions/runs/{run.id}"
+    repository = minimal_repository_json(state, run.repository, api_root, web_root)
+    actor = simple_user_json(state, ACTOR, api_root, web_root)
+    return {
+        "id": run.id,
+        "name": run.workflow_name,
+        "node_id": node_id("WorkflowRun", run.id),
+        "head_branch": run.head_branch,
+        "head_sha": run.head_sha,
+        "path": run.path,
+        "display_title": f"Simulated push {run.run_number}",
+        "run_number": run.run_number,
+        "run_attempt": run.run_attempt,
+        "event": run.event,
+        "status": status,
+        "conclusion": conclusion,
+        "workflow_id": run.workflow_id,
+        "url": url,
+        "html_url": f"{web_root}/{run.repository}/actions/runs/{run.id}",
+        "pull_requests": [],
+        "created_at": format_time(run.created_at),
+        "updated_at": format_time(book.run_updated_at(run)),
+        "run_started_at": format_time(run.created_at),
+        "actor": actor,
+        "triggering_actor": actor,
+        "jobs_url": f"{url}/jobs",
+        "logs_url": f"{url}/logs",
+        "check_suite_url": f"{api_root}/repos/{run.repository}/check-suites/{run.id}",
+        "artifacts_url": f"{url}/artifacts",
+        "cancel_url": f"{url}/cancel",
+        "rerun_url": f"{url}/rerun",
+        "previous_attempt_url": None,
+        "workflow_url": f"{api_root}/repos/{run.repository}/actions/workflows/{run.workflow_id}",
+        "head_commit": {
+            "id": run.head_sha,
+            "tree_id": hashlib.sha1(run.head_sha.encode()).hexdigest(),
+            "message": f"Simulated push {run.run_number}",
+            "timestamp": format_time(run.created_at),
+            "author": {"name": "Mona Octocat", "email": "octocat@github.com"},
+            "committer": {"name": "GitHub", "email": "noreply@github.com"},
+        },
+        "repository": repository,
+        "head_repository": repository,
+    }
+
+
+def job_json(job: SimJob, api_root: str, web_root: str) -> Json:
+    """`job` of the REST API, which is also the `workflow_job` of the webhooks.
+
+    The runner fields are null until a runner takes the job; GitHub reports a queued job's
+    `started_at` as its creation time.
+    """
+    repo_url = f"{api_root}/repos/{job.repository}"
+    created = format_time(job.queued_at)
+    started = format_time(job.started_at) if job.started_at else created
+    return {
+        "id": job.id,
+        "run_id": job.run_id,
+        "run_url": f"{repo_url}/actions/runs/{job.run_id}",
+        "run_attempt": job.run_attempt,
+        "node_id": node_id("CheckRun", job.id),
+        "head_sha": job.head_sha,
+        "head_branch": job.head_branch,
+        "url": f"{repo_url}/actions/jobs/{job.id}",
+        "html_url": f"{web_root}/{job.repository}/actions/runs/{job.run_id}/job/{job.id}",
+        "status": job.status,
+        "conclusion": job.conclusion,
+        "created_at": created,
+        "started_at": started,
+        "completed_at": format_time(job.completed_at) if job.completed_at else None,
+        "name": job.name,
+        "steps": _steps(job, started),
+        "check_run_url": f"{repo_url}/check-runs/{job.id}",
+        "labels": list(job.labels),
+        "runner_id": job.runner_id,
+        "runner_name": job.runner_name,
+        "runner_group_id": job.runner_group_id,
+        "runner_group_name": job.runner_group_name,
+        "workflow_name": job.workflow_name,
+    }
+
+
+def _steps(job: SimJob, started: str) -> list[Json]:
+    """Two steps: setting up, then the job's own work."""
+    if job.status == "queued":
+        return []
+    done = format_time(job.completed_at) if job.completed_at else None
+    setup = {
+        "name": "Set up job",
+        "number": 1,
+        "status": "completed",
+        "conclusion": "success",
+        "started_at": started,
+        "completed_at": started,
+    }
+    work = {
+        "name": "Run the workload",
+        "number": 2,
+        "status": job.status,
+        "conclusion": job.conclusion,
+        "started_at": started,
+        "completed_at": done,
+    }
+    return [setup, work]
+
+
 def _runner_token_json(token: IssuedToken) -> Json:
     expires_at = token.expires_at.astimezone(PACIFIC).isoformat(timespec="milliseconds")
     return {"token": token.value, "expires_at": expires_at}
@@ -392,7 +775,7 @@ def _dump(payload: Json) -> bytes:
     return json.dumps(payload, separators=(",", ":")).encode()
 
 
-def _ok(call: Call, payload: Json, headers: dict[str, str] | None = None) -> Response:
+def _ok(call: Call, payload: Json, headers: dict[str, str] | None = None) -> ApiResponse:
     """A 200 a client may cache, or a 304 when its `If-None-Match` still matches."""
     body = _dump(payload)
     etag = f'W/"{hashlib.sha256(body).hexdigest()}"'
@@ -402,13 +785,13 @@ def _ok(call: Call, payload: Json, headers: dict[str, str] | None = None) -> Res
         "vary": "Accept, Authorization, Cookie, X-GitHub-OTP",
         **(headers or {}),
     }
-    if etag in _if_none_match(call.request):
-        return Response(status_code=HTTPStatus.NOT_MODIFIED, headers=all_headers)
-    return Response(body, HTTPStatus.OK, all_headers, media_type=JSON_MEDIA_TYPE)
+    if etag in _if_none_match(call):
+        return ApiResponse(HTTPStatus.NOT_MODIFIED, all_headers)
+    return ApiResponse(HTTPStatus.OK, {**all_headers, "content-type": JSON_MEDIA_TYPE}, body)
 
 
-def _created(payload: Json) -> Response:
-    return Response(_dump(payload), HTTPStatus.CREATED, media_type=JSON_MEDIA_TYPE)
+def _created(payload: Json) -> ApiResponse:
+    return ApiResponse(HTTPStatus.CREATED, {"content-type": JSON_MEDIA_TYPE}, _dump(payload))
 
 
 def _error(
@@ -416,12 +799,13 @@ def _error(
     message: str,
     documentation_url: str = DOCS_ROOT,
     headers: dict[str, str] | None = None,
-) -> Response:
+) -> ApiResponse:
     payload = {"message": message, "documentation_url": documentation_url, "status": str(status)}
-    return Response(_dump(payload), status, headers, media_type=JSON_MEDIA_TYPE)
+    all_headers = {**(headers or {}), "content-type": JSON_MEDIA_TYPE}
+    return ApiResponse(status, all_headers, _dump(payload))
 
 
-def _stamp(response: Response, budget: RateBudget, request_id: str) -> None:
+def _stamp(response: ApiResponse, budget: RateBudget, request_id: str) -> None:
     headers = response.headers
     headers["x-ratelimit-limit"] = str(budget.limit)
     headers["x-ratelimit-remaining"] = str(budget.remaining)
@@ -446,13 +830,12 @@ def _paginate(call: Call, items: Sequence[_T]) -> tuple[Sequence[_T], dict[str, 
         rels += [("next", page + 1), ("last", last)]
     if page > 1:
         rels.append(("first", 1))
-    url = call.request.url
-    link = ", ".join(f'<{url.include_query_params(page=n)}>; rel="{rel}"' for rel, n in rels)
+    link = ", ".join(f'<{call.url_with_page(n)}>; rel="{rel}"' for rel, n in rels)
     return items[(page - 1) * per_page : page * per_page], ({"link": link} if link else {})
 
 
-def _if_none_match(request: Request) -> set[str]:
-    header = request.headers.get("if-none-match", "")
+def _if_none_match(call: Call) -> set[str]:
+    header = call.headers.get("if-none-match", "")
     return {tag.strip() for tag in header.split(",") if tag.strip()}
 
 
@@ -472,15 +855,12 @@ def _docs_url(route: str | None) -> str:
         return f"{DOCS_ROOT}/apps/apps#create-an-installation-access-token-for-an-app"
     if "/runner-groups" in route:
         return f"{DOCS_ROOT}/actions/self-hosted-runner-groups"
+    if route.endswith("/jobs") or "/actions/jobs/" in route:
+        return f"{DOCS_ROOT}/actions/workflow-jobs"
+    if "/actions/runs" in route:
+        return f"{DOCS_ROOT}/actions/workflow-runs"
     return f"{DOCS_ROOT}/actions/self-hosted-runners"
 
 
 def _is_ghes(path: str) -> bool:
     return path == GHES_PREFIX or path.startswith(f"{GHES_PREFIX}/")
-
-
-def _api_path(path: str) -> str:
-    """The path as api.github.com would see it, without the GHES prefix."""
-    if _is_ghes(path):
-        return path[len(GHES_PREFIX) :] or "/"
-    return path

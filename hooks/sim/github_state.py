@@ -1,8 +1,15 @@
-"""State of the fake GitHub: runners, tokens, runner groups, API budgets and injected faults.
+"""State of the fake GitHub: runners, tokens, runner groups, workflow jobs, API budgets and
+injected faults.
 
 Plain Python with no HTTP in it. The REST layer (`hooks.sim.github_api`) reads and changes it one
 request at a time; tests and the simulated runners drive it through the public methods.
 Time comes only from the injected clock.
+
+Jobs: `submit_job` queues one; GitHub's rule (`hooks.sim.github_jobs`) hands it to an online,
+idle runner that may take it; the runner agent attached to that runner is told (`assign`) and
+later reports `complete_job` or `interrupt_job`. Whoever should hear about a change (runner
+agents, webhook senders) is called once the state operation is over and the lock released, so
+a callback always sees a consistent state and may call back in.
 """
 
 from __future__ import annotations
@@ -15,15 +22,30 @@ import random
 import string
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Concatenate, Literal, ParamSpec, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import jwt
 
 from hooks.clock import Clock
 from hooks.github.port import GitHubRunner, Scope
+from hooks.sim.github_jobs import (
+    DEFAULT_BRANCH,
+    DEFAULT_JOB_NAME,
+    DEFAULT_WORKFLOW,
+    JobAction,
+    JobBook,
+    JobEvent,
+    JobSummary,
+    JobTaker,
+    SimJob,
+    WorkflowRun,
+    covers,
+    labels_match,
+)
 
 DEFAULT_RUNNER_GROUP_ID = 1
 # config.sh gives every runner it registers these, on a Linux x64 machine.
@@ -39,9 +61,13 @@ RATE_LIMIT_WINDOW = timedelta(hours=1)
 MAX_JWT_LIFETIME_SECONDS = 600 + 60
 JWT_CLOCK_SKEW_SECONDS = 60
 
+DEFAULT_ERROR_STATUSES = (500, 502, 503)
+
 LabelType = Literal["read-only", "custom"]
 TokenKind = Literal["registration", "remove", "installation"]
 CallerKind = Literal["user", "installation", "app", "anonymous"]
+OwnerType = Literal["Organization", "User"]
+JobListener = Callable[[JobEvent], None]
 
 
 class FakeGitHubError(Exception):
@@ -164,6 +190,40 @@ class _Fault:
 
 
 @dataclass(frozen=True)
+class FaultKnobs:
+    """Faults a scenario sets for the whole run: a share of requests answered with a 5xx picked
+    by the seeded random generator, and a latency charged to each request in the log."""
+
+    error_rate: float = 0.0
+    error_statuses: tuple[int, ...] = DEFAULT_ERROR_STATUSES
+    latency_seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.error_rate <= 1.0:
+            raise ValueError(f"error_rate must be between 0 and 1, not {self.error_rate}")
+        if not self.error_statuses or any(not 500 <= s <= 599 for s in self.error_statuses):
+            raise ValueError(f"error_statuses must be 5xx statuses, not {self.error_statuses}")
+        if self.latency_seconds < 0:
+            raise ValueError(f"latency must not be negative, not {self.latency_seconds}")
+
+    @classmethod
+    def from_mapping(cls, config: Mapping[str, Any]) -> FaultKnobs:
+        """From a scenario's `github:` section: `error_rate`, `error_statuses`, `latency`
+        (seconds). Unknown keys are refused, so a typo cannot silently disable a fault."""
+        known = {"error_rate", "error_statuses", "latency"}
+        unknown = set(config) - known
+        if unknown:
+            raise ValueError(f"unknown GitHub fault settings: {sorted(unknown)}")
+        return cls(
+            error_rate=float(config.get("error_rate", 0.0)),
+            error_statuses=tuple(
+                int(s) for s in config.get("error_statuses", DEFAULT_ERROR_STATUSES)
+            ),
+            latency_seconds=float(config.get("latency", 0.0)),
+        )
+
+
+@dataclass(frozen=True)
 class RequestRecord:
     method: str
     route: str | None  # the path template, e.g. "/orgs/{org}/actions/runners"; None if unrouted
@@ -183,7 +243,7 @@ def _synchronized(
 ) -> Callable[Concatenate[GitHubState, _P], _R]:
     @functools.wraps(method)
     def locked(self: GitHubState, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with self.lock:
+        with self.atomic():
             return method(self, *args, **kwargs)
 
     return locked
@@ -240,8 +300,46 @@ class GitHubState:
         self._check_jwt_expiry = False
         self._budgets: dict[Caller, RateBudget] = {}
         self._faults: list[_Fault] = []
+        self._knobs = FaultKnobs()
+        # Its own generator, so turning random errors on does not change the tokens issued.
+        self._fault_random = random.Random(f"{seed}:faults")
         self._secondary_until: datetime | None = None
         self._secondary_status = 429
+        self._registered = 0
+        self._registered_peak = 0
+        # Accounts: organizations' enterprises, owners that are users, stable ids per name.
+        self._enterprises: dict[str, str] = {}
+        self._owner_types: dict[str, OwnerType] = {}
+        self._ids: dict[tuple[str, str], int] = {}
+        self._id_counts: Counter[str] = Counter()
+        # Jobs: the book (read it under `lock`; jobs change only through the methods here), who
+        # runs what, and who listens.
+        self.job_book = JobBook()
+        self._agents: dict[int, JobTaker] = {}
+        self._running: dict[int, int] = {}  # runner id -> job id
+        self._spent: set[int] = set()  # ephemeral runners that had their one job
+        self._job_listeners: list[JobListener] = []
+        # Callbacks of the operation in progress, run when it is over (see `atomic`).
+        self._depth = 0
+        self._outbox: list[Callable[[], None]] = []
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """One atomic step of GitHub: holds the lock, and once the outermost step is over and
+        the lock released, runs the callbacks it queued (agents, webhook listeners) in order."""
+        pending: list[Callable[[], None]] = []
+        try:
+            with self.lock:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                    if self._depth == 0:
+                        pending, self._outbox = self._outbox, []
+        finally:
+            for callback in pending:
+                callback()
 
     # Credentials
 
@@ -483,24 +581,29 @@ class GitHubState:
         else:
             record = replace(record, status="offline")
         self._store(record)
+        if online:
+            self._dispatch()
         return record.to_port()
 
     @_synchronized
     def set_busy(self, scope: Scope, runner_id: int, busy: bool) -> GitHubRunner:
+        """Mark a runner busy or idle by hand, outside the job machinery (tests)."""
         record = self.runner_record(scope, runner_id)
         if busy and record.status != "online":
             raise FakeGitHubError(f"runner {record.name!r} is offline: it cannot take a job")
         record = replace(record, busy=busy)
         self._store(record)
+        if not busy:
+            self._dispatch()
         return record.to_port()
 
     @_synchronized
     def delete_runner(self, scope: Scope, runner_id: int) -> None:
-        """The REST DELETE: refused while the runner runs a job."""
-        record = self.runner_record(scope, runner_id)
-        if record.busy:
-            raise RunnerBusyError(record.name)
-        del self._runners_of(scope)[runner_id]
+        """The REST DELETE: refused while the runner runs a job. The runner process attached to
+        the registration learns it lost it (`JobTaker.removed`)."""
+        agent = self._remove(scope, runner_id)
+        if agent is not None:
+            self._later(agent.removed)
 
     @_synchronized
     def unregister_runner(
@@ -510,7 +613,7 @@ class GitHubState:
         exit after its job (with its own credentials, so no token)."""
         if remove_token is not None:
             self._check_token(remove_token, "remove", scope)
-        self.delete_runner(scope, runner_id)
+        self._remove(scope, runner_id)
 
     @_synchronized
     def runner_record(self, scope: Scope, runner_id: int) -> RunnerRecord:
@@ -533,6 +636,151 @@ class GitHubState:
 
     def runners(self, scope: Scope) -> list[GitHubRunner]:
         return [r.to_port() for r in self.runner_records(scope)]
+
+    # Accounts
+
+    @_synchronized
+    def set_enterprise_of(self, organization: str, enterprise: str | None) -> None:
+        """Make `organization` one of `enterprise`'s: its repositories' jobs may then run on the
+        enterprise's runners (None detaches it)."""
+        if enterprise is None:
+            self._enterprises.pop(organization.casefold(), None)
+        else:
+            self._enterprises[organization.casefold()] = enterprise
+            self._dispatch()
+
+    @_synchronized
+    def enterprise_of(self, organization: str) -> str | None:
+        return self._enterprises.get(organization.casefold())
+
+    @_synchronized
+    def set_owner_type(self, owner: str, owner_type: OwnerType) -> None:
+        """Owners are organizations unless made users here (webhooks then carry no
+        `organization`)."""
+        self._owner_types[owner.casefold()] = owner_type
+
+    @_synchronized
+    def owner_type(self, owner: str) -> OwnerType:
+        return self._owner_types.get(owner.casefold(), "Organization")
+
+    @_synchronized
+    def account_id(self, kind: Literal["account", "repository", "enterprise"], name: str) -> int:
+        """A stable id for a user or organization, a repository or an enterprise, given out in
+        order of first use (so deterministic for a deterministic run)."""
+        key = (kind, name.casefold())
+        if key not in self._ids:
+            self._id_counts[kind] += 1
+            self._ids[key] = self._id_counts[kind]
+        return self._ids[key]
+
+    # Workflow jobs
+
+    @_synchronized
+    def submit_job(
+        self,
+        repository: str,
+        labels: Sequence[str],
+        duration_seconds: float,
+        *,
+        workflow_name: str = DEFAULT_WORKFLOW,
+        job_name: str = DEFAULT_JOB_NAME,
+        head_branch: str = DEFAULT_BRANCH,
+        run_id: int | None = None,
+    ) -> SimJob:
+        """Queue a job of `repository` asking for `labels` (its `runs-on`).
+
+        Each job gets a workflow run of its own unless `run_id` names one to join (created with
+        that id if it does not exist). The job starts at once if a runner may take it.
+        """
+        job = self.job_book.submit(
+            repository,
+            labels,
+            duration_seconds,
+            self.clock.now(),
+            name=job_name,
+            workflow_name=workflow_name,
+            head_branch=head_branch,
+            run_id=run_id,
+        )
+        self._announce("queued", job)
+        self._dispatch()
+        return self.job_book.job(job.id)
+
+    @_synchronized
+    def attach_agent(self, scope: Scope, runner_id: int, agent: JobTaker) -> None:
+        """Connect the process running as this runner: it is told of the jobs it gets.
+
+        A job the runner got before its agent was attached is handed over now.
+        """
+        self.runner_record(scope, runner_id)
+        self._agents[runner_id] = agent
+        job_id = self._running.get(runner_id)
+        if job_id is not None:
+            job = self.job_book.job(job_id)
+            self._later(lambda: agent.assign(job))
+        self._dispatch()
+
+    @_synchronized
+    def detach_agent(self, scope: Scope, runner_id: int) -> None:
+        """Disconnect the runner's process; a no-op when the registration is already gone."""
+        if runner_id in self._runners_of(scope):
+            self._agents.pop(runner_id, None)
+
+    @_synchronized
+    def complete_job(self, job_id: int) -> SimJob:
+        """The runner finished the job successfully. It is idle again, and may take the next
+        job unless it is ephemeral (an ephemeral runner runs one job, then unregisters)."""
+        job = self._in_progress(job_id)
+        job = replace(job, status="completed", conclusion="success", completed_at=self.clock.now())
+        self._finish(job, runner_online=True)
+        self._dispatch()
+        return job
+
+    @_synchronized
+    def interrupt_job(self, job_id: int) -> SimJob:
+        """The runner process died in the middle of the job (SIGTERM while busy): the job fails,
+        counted as interrupted, and the runner is offline from then on."""
+        job = self._in_progress(job_id)
+        job = replace(
+            job,
+            status="completed",
+            conclusion="failure",
+            completed_at=self.clock.now(),
+            interrupted=True,
+        )
+        self._finish(job, runner_online=False)
+        return job
+
+    @_synchronized
+    def job(self, job_id: int) -> SimJob:
+        try:
+            return self.job_book.job(job_id)
+        except KeyError:
+            raise NotFoundError(f"job {job_id}") from None
+
+    @_synchronized
+    def jobs(self) -> list[SimJob]:
+        return self.job_book.jobs()
+
+    @_synchronized
+    def workflow_run(self, repository: str, run_id: int) -> WorkflowRun:
+        """A run of `repository`; NotFoundError for a run of another repository too."""
+        try:
+            run = self.job_book.run(run_id)
+        except KeyError:
+            raise NotFoundError(f"run {run_id}") from None
+        if run.repository.casefold() != repository.casefold():
+            raise NotFoundError(f"run {run_id} in {repository}")
+        return run
+
+    @_synchronized
+    def add_job_listener(self, listener: JobListener) -> None:
+        """Call `listener` for each job queued, started and completed, in order."""
+        self._job_listeners.append(listener)
+
+    @_synchronized
+    def job_summary(self) -> JobSummary:
+        return self.job_book.summary(self.clock.now(), self._registered_peak, self._registered)
 
     # Rate limits
 
@@ -596,13 +844,24 @@ class GitHubState:
         self._faults.append(_Fault(status, count, method, path))
 
     @_synchronized
+    def configure_faults(self, knobs: FaultKnobs) -> None:
+        """Set the run-wide faults: random 5xx at `error_rate`, and the recorded latency."""
+        self._knobs = knobs
+        self.latency_seconds = knobs.latency_seconds
+
+    @_synchronized
     def take_fault(self, method: str, path: str) -> int | None:
+        """The status to fail this request with: a fault from `fail_next`, else a random 5xx
+        at the configured error rate, else None."""
         for fault in self._faults:
             if fault.matches(method, path):
                 fault.remaining -= 1
                 if fault.remaining <= 0:
                     self._faults.remove(fault)
                 return fault.status
+        knobs = self._knobs
+        if knobs.error_rate > 0 and self._fault_random.random() < knobs.error_rate:
+            return self._fault_random.choice(knobs.error_statuses)
         return None
 
     @_synchronized
@@ -666,7 +925,97 @@ class GitHubState:
         return None
 
     def _store(self, record: RunnerRecord) -> None:
-        self._runners_of(record.scope)[record.id] = record
+        runners = self._runners_of(record.scope)
+        if record.id not in runners:
+            self._registered += 1
+            self._registered_peak = max(self._registered_peak, self._registered)
+        runners[record.id] = record
+
+    def _remove(self, scope: Scope, runner_id: int) -> JobTaker | None:
+        """Delete a runner's registration (refused while busy); returns its agent, detached."""
+        record = self.runner_record(scope, runner_id)
+        if record.busy:
+            raise RunnerBusyError(record.name)
+        del self._runners_of(scope)[runner_id]
+        self._registered -= 1
+        self._spent.discard(runner_id)
+        return self._agents.pop(runner_id, None)
+
+    def _later(self, callback: Callable[[], None]) -> None:
+        self._outbox.append(callback)
+
+    def _announce(self, action: JobAction, job: SimJob) -> None:
+        event = JobEvent(action, job)
+        for listener in self._job_listeners:
+            self._later(functools.partial(listener, event))
+
+    def _can_take(self, runner: RunnerRecord, job: SimJob) -> bool:
+        if not covers(runner.scope, job.repository, self._enterprises.get):
+            return False
+        if not labels_match((label.name for label in runner.labels), job.labels):
+            return False
+        # An organization's runner group may be restricted to selected repositories.
+        return not runner.scope.organization or self._group(
+            runner.scope, runner.runner_group_id
+        ).visible_to(job.repository)
+
+    def _dispatch(self) -> None:
+        """Hand queued jobs, oldest first, to online idle runners that may take them; among
+        several, the runner with the lowest id (deterministic)."""
+        idle = [
+            r
+            for r in self.runner_records()
+            if r.status == "online" and not r.busy and r.id not in self._spent
+        ]
+        if not idle:
+            return
+        for job in self.job_book.queued():
+            runner = next((r for r in idle if self._can_take(r, job)), None)
+            if runner is None:
+                continue
+            idle.remove(runner)
+            self._start(job, runner)
+            if not idle:
+                return
+
+    def _start(self, job: SimJob, runner: RunnerRecord) -> None:
+        group = self._group(runner.scope, runner.runner_group_id)
+        job = replace(
+            job,
+            status="in_progress",
+            runner_id=runner.id,
+            runner_name=runner.name,
+            runner_group_id=group.id,
+            runner_group_name=group.name,
+            runner_scope=runner.scope,
+            started_at=self.clock.now(),
+        )
+        self.job_book.store(job)
+        self._store(replace(runner, busy=True))
+        self._running[runner.id] = job.id
+        if runner.ephemeral:
+            self._spent.add(runner.id)
+        self._announce("in_progress", job)
+        agent = self._agents.get(runner.id)
+        if agent is not None:
+            self._later(functools.partial(agent.assign, job))
+
+    def _in_progress(self, job_id: int) -> SimJob:
+        job = self.job(job_id)
+        if job.status != "in_progress":
+            raise FakeGitHubError(f"job {job_id} is {job.status}, not in progress")
+        return job
+
+    def _finish(self, job: SimJob, *, runner_online: bool) -> None:
+        self.job_book.store(job)
+        self._announce("completed", job)
+        if job.runner_id is None or job.runner_scope is None:
+            return
+        self._running.pop(job.runner_id, None)
+        record = self._runners_of(job.runner_scope).get(job.runner_id)
+        if record is not None:
+            status = record.status if runner_online else "offline"
+            self._store(replace(record, busy=False, status=status))
 
     def _new_runner_id(self) -> int:
         # Runner ids are unique across GitHub, not per scope.

@@ -19,6 +19,8 @@ from hooks.clock import Clock, format_time
 KubeObject = dict[str, Any]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 Watcher = Callable[[EventType, KubeObject], None]
+"""Told of every change, in order. The object is shared between watchers: read it, copy it
+before changing it."""
 
 # Parts of an object that are not its spec: changing them does not bump `generation`.
 _NOT_SPEC = ("apiVersion", "kind", "metadata", "status")
@@ -72,7 +74,11 @@ def group_of(api_version: str) -> str:
 
 
 class ObjectStore:
-    """Objects are keyed by kind, namespace and name (one version per kind in this world)."""
+    """Objects are keyed by kind, namespace and name (one version per kind in this world).
+
+    Reads (`get`, `list_objects`) return copies the caller may change. Writes return the stored
+    version itself, as watchers receive it: read it, copy it before changing it. Stored objects
+    are replaced on every change, never changed in place."""
 
     def __init__(self, clock: Clock, *, status_subresource: Iterable[str] = ()) -> None:
         self.clock = clock
@@ -80,6 +86,8 @@ class ObjectStore:
         self._versions = itertools.count(1)
         self._uids = itertools.count(1)
         self._watchers: list[Watcher] = []
+        self._terminated: set[Key] = set()  # terminating pods whose containers have stopped
+        self._dependents: dict[str, set[Key]] = {}  # owner uid -> objects it owns
         self._status_kinds = set(status_subresource) | {"Pod", "StatefulSet"}
 
     # --- watching
@@ -140,8 +148,9 @@ class ObjectStore:
         metadata["creationTimestamp"] = format_time(self.clock.now())
         metadata["resourceVersion"] = str(next(self._versions))
         self._objects[key] = stored
+        self._index_owners(key, None, stored)
         self._notify("ADDED", stored)
-        return copy.deepcopy(stored)
+        return stored
 
     def update(self, obj: KubeObject) -> KubeObject:
         """PUT: replaces everything but status (for kinds with the status subresource) and the
@@ -167,11 +176,12 @@ class ObjectStore:
     def update_status(self, obj: KubeObject) -> KubeObject:
         current = self._current(obj)
         self._check_version(current, obj)
-        updated = copy.deepcopy(current)
+        # Stored objects are never changed in place, so the new version may share everything
+        # but its metadata and status with the old one.
+        updated = {key: value for key, value in current.items() if key != "status"}
+        updated["metadata"] = dict(current["metadata"])
         if "status" in obj:
             updated["status"] = copy.deepcopy(obj["status"])
-        else:
-            updated.pop("status", None)
         return self._replace(current, updated)
 
     def patch_metadata(
@@ -226,7 +236,7 @@ class ObjectStore:
         graceful = kind == "Pod" and grace_period_seconds != 0
         if metadata.get("deletionTimestamp"):
             if kind == "Pod" and grace_period_seconds == 0:
-                metadata["podTerminated"] = True  # kubelet gave up: only finalizers remain
+                self._terminated.add(key)  # force deletion: only finalizers remain
                 self._remove_if_done(key)
             return
         if not metadata.get("finalizers") and not graceful:
@@ -240,7 +250,7 @@ class ObjectStore:
                 grace = (current.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
             updated["metadata"]["deletionGracePeriodSeconds"] = grace
             if grace == 0:
-                updated["metadata"]["podTerminated"] = True
+                self._terminated.add(key)
         self._replace(current, updated)
         self._remove_if_done(key)
 
@@ -250,7 +260,7 @@ class ObjectStore:
         current = self._objects.get(key)
         if current is None or not current["metadata"].get("deletionTimestamp"):
             return
-        current["metadata"]["podTerminated"] = True
+        self._terminated.add(key)
         self._remove_if_done(key)
 
     def remove_finalizer(self, kind: str, namespace: str, name: str, finalizer: str) -> None:
@@ -277,13 +287,14 @@ class ObjectStore:
 
     def _replace(self, current: KubeObject, updated: KubeObject) -> KubeObject:
         if updated == current:
-            return copy.deepcopy(current)
+            return current
         key = key_of(current)
         updated["metadata"]["resourceVersion"] = str(next(self._versions))
         self._objects[key] = updated
+        self._index_owners(key, current, updated)
         self._notify("MODIFIED", updated)
         self._remove_if_done(key)
-        return copy.deepcopy(updated)
+        return updated
 
     def _remove_if_done(self, key: Key) -> None:
         current = self._objects.get(key)
@@ -292,32 +303,42 @@ class ObjectStore:
         metadata = current["metadata"]
         if not metadata.get("deletionTimestamp") or metadata.get("finalizers"):
             return
-        if key.kind == "Pod" and not metadata.get("podTerminated"):
+        if key.kind == "Pod" and key not in self._terminated:
             return
         self._remove(key)
 
     def _remove(self, key: Key) -> None:
         removed = self._objects.pop(key)
-        removed["metadata"].pop("podTerminated", None)
+        self._terminated.discard(key)
+        self._index_owners(key, removed, None)
         self._notify("DELETED", removed)
         self._collect_dependents(removed["metadata"]["uid"])
 
     def _collect_dependents(self, owner_uid: str) -> None:
         """Garbage collection, background propagation: dependents of a removed owner go."""
-        dependents = [
-            key
-            for key, obj in self._objects.items()
-            if any(
-                ref.get("uid") == owner_uid for ref in obj["metadata"].get("ownerReferences", [])
-            )
-        ]
-        for key in sorted(dependents, key=str):
-            if key in self._objects and not self._objects[key]["metadata"].get("deletionTimestamp"):
+        for key in sorted(self._dependents.pop(owner_uid, set()), key=str):
+            dependent = self._objects.get(key)
+            if dependent is not None and not dependent["metadata"].get("deletionTimestamp"):
                 self.delete(key.kind, key.namespace, key.name)
 
+    def _index_owners(self, key: Key, before: KubeObject | None, after: KubeObject | None) -> None:
+        for obj, add in ((before, False), (after, True)):
+            if obj is None:
+                continue
+            for ref in obj["metadata"].get("ownerReferences") or []:
+                owner = ref.get("uid")
+                if not owner:
+                    continue
+                if add:
+                    self._dependents.setdefault(owner, set()).add(key)
+                else:
+                    self._dependents.get(owner, set()).discard(key)
+
     def _notify(self, event: EventType, obj: KubeObject) -> None:
+        # Watchers get the stored version itself: stored objects are replaced, never changed in
+        # place, and watchers only read (they copy before changing anything).
         for watcher in list(self._watchers):
-            watcher(event, copy.deepcopy(obj))
+            watcher(event, obj)
 
 
 def _labels(obj: KubeObject) -> dict[str, str]:

@@ -1,0 +1,219 @@
+"""Scenario files: a workload and a timeline replayed against the simulated world.
+
+The format is documented in docs/scenarios.md. Loading is strict: a mistake gets a message that
+names the field (`timeline[2].at: ...`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: object) -> float:
+    """`90`, `"90s"`, `"1h30m"`, `"50ms"` -> seconds."""
+    if isinstance(value, bool):
+        raise ValueError("a duration is a number of seconds or text like 10m, 1h30m, 50ms")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError("a duration cannot be negative")
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text and _DURATION_PART.sub("", text) == "":
+            return sum(
+                float(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(text)
+            )
+    raise ValueError(f"{value!r} is not a duration (use seconds, or text like 10m, 1h30m, 50ms)")
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class GitHubKnobs(_Model):
+    rate_limit_per_hour: int = Field(default=5000, ge=1)
+    error_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    latency: Duration = 0.05
+    token_ttl: Duration = 3600.0
+
+
+class WebhookKnobs(_Model):
+    loss_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    duplicate_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    delay: Duration = 1.0
+
+
+class ClusterKnobs(_Model):
+    nodes: int = Field(default=3, ge=0)
+    schedule_delay: Duration = 1.0
+    start_delay: Duration = 5.0
+    registration_delay: Duration = 3.0
+
+
+class ObjectRef(_Model):
+    kind: str
+    namespace: str = "default"
+    name: str
+
+
+class PodSelection(_Model):
+    namespace: str = "default"
+    label_selector: dict[str, Any] = {}
+    count: int = Field(default=1, ge=1)
+
+
+class HookOutage(_Model):
+    replica: int = Field(default=0, ge=0)
+    duration: Duration
+    mode: Literal["error", "timeout"] = "error"
+
+
+class GitHubOutage(_Model):
+    duration: Duration
+    mode: Literal["error", "rateLimit"] = "error"
+
+
+class TimelineEntry(_Model):
+    """One timed action; exactly one action field is set."""
+
+    at: Duration
+    apply: dict[str, Any] | None = None
+    delete: ObjectRef | None = None
+    evict_pods: PodSelection | None = None
+    delete_pods: PodSelection | None = None
+    lose_node: str | None = None
+    add_node: str | None = None
+    hook_outage: HookOutage | None = None
+    github_outage: GitHubOutage | None = None
+
+    @model_validator(mode="after")
+    def _one_action(self) -> TimelineEntry:
+        actions = [name for name in ACTIONS if getattr(self, name) is not None]
+        if len(actions) != 1:
+            wanted = ", ".join(to_camel(name) for name in ACTIONS)
+            raise ValueError(f"exactly one action is needed, one of: {wanted}")
+        return self
+
+    @property
+    def action(self) -> str:
+        return next(name for name in ACTIONS if getattr(self, name) is not None)
+
+
+ACTIONS = (
+    "apply",
+    "delete",
+    "evict_pods",
+    "delete_pods",
+    "lose_node",
+    "add_node",
+    "hook_outage",
+    "github_outage",
+)
+
+
+class JobStream(_Model):
+    """`count` jobs, the first at `start`, then one every `every`, each lasting `duration`."""
+
+    repository: str = Field(pattern=r"^[^/]+/[^/]+$")
+    labels: list[str] = ["self-hosted"]
+    count: int = Field(default=1, ge=0)
+    start: Duration = 0.0
+    every: Duration = 0.0
+    duration: Duration = 60.0
+
+
+class Scenario(_Model):
+    name: str
+    seed: int = 1
+    duration: Duration = 3600.0
+    hook_replicas: int = Field(default=2, ge=1)
+    settings: dict[str, str | int | float | bool] = {}
+    github: GitHubKnobs = GitHubKnobs()
+    webhooks: WebhookKnobs = WebhookKnobs()
+    cluster: ClusterKnobs = ClusterKnobs()
+    organizations: dict[str, str] = Field(
+        default={}, description="organization -> enterprise, for enterprise runners"
+    )
+    objects: list[dict[str, Any]] = []
+    timeline: list[TimelineEntry] = []
+    jobs: list[JobStream] = []
+    teardown: bool = True
+    quiet_period: Duration = Field(
+        default=7200.0, description="how long teardown may take to settle before giving up"
+    )
+
+    @model_validator(mode="after")
+    def _objects_are_manifests(self) -> Scenario:
+        for index, obj in enumerate(self.objects):
+            _check_manifest(obj, f"objects[{index}]")
+        for index, entry in enumerate(self.timeline):
+            if entry.apply is not None:
+                _check_manifest(entry.apply, f"timeline[{index}].apply")
+        return self
+
+
+def _check_manifest(obj: dict[str, Any], where: str) -> None:
+    for field in ("apiVersion", "kind"):
+        if not isinstance(obj.get(field), str):
+            raise ValueError(f"{where}.{field} is required")
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
+        raise ValueError(f"{where}.metadata.name is required")
+
+
+class ScenarioError(Exception):
+    """A scenario file that cannot be used, with a message that names the problem."""
+
+
+def load_scenario(source: str | Path) -> Scenario:
+    """From a path, or from YAML text."""
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source):
+        path = Path(source)
+        try:
+            text = path.read_text()
+        except OSError as error:
+            raise ScenarioError(f"cannot read {path}: {error.strerror}") from None
+    else:
+        text = str(source)
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ScenarioError(f"not valid YAML: {error}") from None
+    if not isinstance(document, dict):
+        raise ScenarioError("a scenario is a YAML mapping with at least `name`")
+    try:
+        return Scenario.model_validate(document)
+    except ValidationError as error:
+        raise ScenarioError(describe(error)) from None
+
+
+def describe(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        where = ""
+        for part in item["loc"]:
+            where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown field"
+        lines.append(f"{where or 'scenario'}: {message}")
+    return "; ".join(lines)

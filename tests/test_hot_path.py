@@ -1,0 +1,267 @@
+"""The hook hot path's helpers: the bounded memo, the parsed-parent memo of the Runner
+controller (never a change of answer), and the worker threads of the HTTP edge."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from hooks.app import create_app
+from hooks.clock import ManualClock, format_time
+from hooks.github.cached import CachedGitHub
+from hooks.github.port import Scope
+from hooks.memo import Memo
+from hooks.metacontroller import CompositeHookRequest
+from hooks.resources.runner import Runner
+from hooks.runner.controller import RunnerHookDeps, sync_runner
+from hooks.runner.pod import build_runner_pod
+from hooks.settings import Settings
+from hooks.workers import WorkerThreads
+from tests.hook_driver import HookDriver, HookResponse, new_runner, running_status
+from tests.in_memory_github import InMemoryGitHub
+
+ORG = Scope(organization="acme")
+SPEC = {"organization": "acme", "labels": ["linux"]}
+UID = re.compile(r"\b[a-z]+-uid-\d+\b")
+
+# ---------------------------------------------------------------- Memo
+
+
+def test_memo_keeps_the_most_recently_used_entries() -> None:
+    memo: Memo[str, int] = Memo(2)
+    memo.put("a", 1)
+    memo.put("b", 2)
+    assert memo.get("a") == 1  # "b" is now the least recently used
+    memo.put("c", 3)
+
+    assert memo.get("b") is None
+    assert (memo.get("a"), memo.get("c"), len(memo)) == (1, 3, 2)
+
+
+def test_memo_computes_on_a_miss_only() -> None:
+    memo: Memo[str, list[int]] = Memo(4)
+    calls: list[str] = []
+
+    def compute() -> list[int]:
+        calls.append("x")
+        return [1]
+
+    first = memo.get_or_compute("k", compute)
+    second = memo.get_or_compute("k", compute)
+
+    assert first is second and calls == ["x"]
+    with pytest.raises(ValueError, match="at least 1"):
+        Memo(0)
+
+
+# ---------------------------------------------------------------- parsed-parent memo
+
+
+class _Client:
+    """Sends each call to a fresh app (cold memo) or to one app (warm memo)."""
+
+    def __init__(self, settings: Settings, github: CachedGitHub, clock: ManualClock, warm: bool):
+        self._settings = settings
+        self._github = github
+        self._clock = clock
+        self._warm = self._make() if warm else None
+
+    def _make(self) -> TestClient:
+        return TestClient(create_app(self._settings, github=self._github, clock=self._clock))
+
+    def post(self, url: str, *, json: Any) -> HookResponse:
+        client = self._warm or self._make()
+        return client.post(url, json=json)
+
+
+def _lifecycle(warm: bool, annotations: dict[str, str]) -> list[str]:
+    """Answers of a Runner's whole life: creation, registration, resyncs, a template change
+    and deletion. Every call is made twice, as Metacontroller's resyncs do."""
+    clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
+    backend = InMemoryGitHub(clock)
+    settings = Settings.model_validate({"GITHUB_TOKEN": "ghp_" + "x" * 36})
+    github = CachedGitHub(backend, settings, clock)
+    client = _Client(settings, github, clock, warm)
+    driver = HookDriver(client, new_runner(SPEC, name="memo-runner", annotations=annotations))
+    answers: list[str] = []
+
+    def step(call: str) -> None:
+        for _ in range(2):
+            answer = driver.finalize() if call == "finalize" else driver.sync()
+            # Object uids come from a counter shared by both worlds; the rest must be equal.
+            answers.append(UID.sub("uid", json.dumps(answer, sort_keys=True)))
+
+    step("sync")
+    driver.set_pod_status(running_status(format_time(clock.now())))
+    if "memo-runner" not in {r.name for r in backend.list_runners(ORG)}:
+        backend.register(ORG, "memo-runner")
+    clock.advance(120)
+    step("sync")
+    driver.parent["spec"] = {**SPEC, "labels": ["linux", "x64"]}
+    driver.parent["metadata"]["generation"] += 1
+    step("sync")
+    step("sync")
+    clock.advance(120)
+    step("finalize")
+    step("finalize")
+    return answers
+
+
+@pytest.mark.parametrize("annotations", [{}, {"arc-hooks.dev/registration": "jit"}])
+def test_memo_never_changes_an_answer(annotations: dict[str, str]) -> None:
+    assert _lifecycle(warm=True, annotations=annotations) == _lifecycle(
+        warm=False, annotations=annotations
+    )
+
+
+def _request(parent: dict[str, Any]) -> CompositeHookRequest:
+    return CompositeHookRequest.model_validate({"parent": parent, "children": {}})
+
+
+@pytest.fixture
+def deps() -> Iterator[RunnerHookDeps]:
+    clock = ManualClock()
+    settings = Settings.model_validate({"GITHUB_TOKEN": "ghp_" + "x" * 36})
+    yield RunnerHookDeps(InMemoryGitHub(clock), clock, settings)
+
+
+def _pod_of(answer: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in answer["children"] if c["kind"] == "Pod")
+
+
+def test_a_memoized_pod_is_the_pod_built_now(deps: RunnerHookDeps) -> None:
+    parent = new_runner(SPEC)
+    first = _pod_of(sync_runner(_request(parent), deps).to_wire())
+    again = _pod_of(sync_runner(_request(json.loads(json.dumps(parent))), deps).to_wire())
+
+    fresh = build_runner_pod(
+        Runner.model_validate(parent),
+        deps.settings,
+        secret_name="example-runner-registration",
+        jit=False,
+    )
+    assert len(deps.parsed_parents) == 1
+    assert first == again == fresh
+
+
+def test_settings_that_reach_the_pod_are_part_of_the_key(deps: RunnerHookDeps) -> None:
+    parent = new_runner(SPEC)
+    before = _pod_of(sync_runner(_request(parent), deps).to_wire())
+    deps.settings.runner_image = "example.com/runner:2"
+
+    after = _pod_of(sync_runner(_request(parent), deps).to_wire())
+
+    assert before["spec"]["containers"][0]["image"] != "example.com/runner:2"
+    assert after["spec"]["containers"][0]["image"] == "example.com/runner:2"
+    assert len(deps.parsed_parents) == 2
+
+
+def test_a_parent_that_is_not_plain_json_is_parsed_without_the_memo(
+    deps: RunnerHookDeps,
+) -> None:
+    parent = new_runner(SPEC)
+    parent["metadata"]["creationTimestamp"] = datetime(2026, 1, 1, tzinfo=UTC)
+
+    answer = sync_runner(_request(parent), deps)
+
+    assert len(deps.parsed_parents) == 0
+    assert "InvalidSpec" in json.dumps(answer.to_wire())
+
+
+def test_invalid_parents_are_memoized_with_their_problems(deps: RunnerHookDeps) -> None:
+    parent = new_runner({"organization": "acme", "repository": "acme/app"})
+    answers = [sync_runner(_request(parent), deps).to_wire() for _ in range(2)]
+
+    assert answers[0] == answers[1]
+    assert "cannot have many fields" in answers[0]["status"]["message"]
+    assert len(deps.parsed_parents) == 1
+
+
+# ---------------------------------------------------------------- worker threads
+
+
+def test_workers_answer_raise_and_see_the_callers_context() -> None:
+    workers = WorkerThreads()
+    where: contextvars.ContextVar[str] = contextvars.ContextVar("where", default="-")
+
+    def fail() -> None:
+        raise KeyError("boom")
+
+    async def main() -> tuple[int, str, str]:
+        where.set("caller")
+        total = await workers.run(sum, [1, 2, 3])
+        seen = await workers.run(where.get)
+        with pytest.raises(KeyError, match="boom"):
+            await workers.run(fail)
+        return total, seen, threading.current_thread().name
+
+    total, seen, loop_thread = asyncio.run(main())
+    assert (total, seen) == (6, "caller")
+    assert not loop_thread.startswith("hook-worker")
+
+
+def test_workers_run_calls_side_by_side_up_to_their_limit() -> None:
+    workers = WorkerThreads(max_threads=3)
+    running = 0
+    most = 0
+    lock = threading.Lock()
+
+    def slow(index: int) -> int:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.05)
+        with lock:
+            running -= 1
+        return index
+
+    async def main() -> list[int]:
+        return list(await asyncio.gather(*(workers.run(slow, i) for i in range(8))))
+
+    assert asyncio.run(main()) == list(range(8))
+    assert most == 3
+    assert workers.threads == 3
+
+
+def test_idle_workers_end() -> None:
+    workers = WorkerThreads(idle_seconds=0.05)
+
+    async def main() -> None:
+        await asyncio.gather(*(workers.run(time.sleep, 0.01) for _ in range(3)))
+
+    asyncio.run(main())
+    assert workers.threads >= 1
+    deadline = time.monotonic() + 5
+    while workers.threads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert workers.threads == 0
+    asyncio.run(main())  # and start again when needed
+
+
+def test_a_cancelled_caller_drops_the_answer_quietly() -> None:
+    workers = WorkerThreads()
+    release = threading.Event()
+    problems: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _, ctx: problems.append(ctx))
+        call = asyncio.ensure_future(workers.run(release.wait))
+        await asyncio.sleep(0.01)
+        call.cancel()
+        release.set()
+        await asyncio.sleep(0.05)  # the answer arrives after the cancellation
+        assert call.cancelled()
+
+    asyncio.run(main())
+    assert problems == []
