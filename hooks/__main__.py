@@ -25,9 +25,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     crds.add_argument("--dir", type=Path, default=DEFAULT_CRD_DIR)
     crds.add_argument("--check", action="store_true", help="fail if a committed CRD is stale")
 
+    simulate = commands.add_parser(
+        "simulate", help="replay a scenario file in the simulated world (docs/scenarios.md)"
+    )
+    simulate.add_argument("file", type=Path)
+    simulate.add_argument(
+        "--json", action="store_true", help="end with the summary as one line of JSON"
+    )
+
+    commands.add_parser("demo", help="watch the system at work in the simulated world")
+
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args.host, args.port)
+    if args.command == "simulate":
+        return _simulate(args.file, args.json)
+    if args.command == "demo":
+        return _demo()
     return _crds(args.dir, args.check)
 
 
@@ -60,6 +74,40 @@ def _serve(host: str, port: int) -> int:
         timeout_graceful_shutdown=20,
     )
     return 0
+
+
+def _simulate(file: Path, as_json: bool) -> int:
+    import json
+    import logging
+
+    from hooks.sim.scenario import ScenarioError, load_scenario
+    from hooks.sim.world import World
+
+    logging.disable(logging.WARNING)  # the hooks' own log lines would drown the summary
+    try:
+        scenario = load_scenario(file)
+    except ScenarioError as error:
+        print(f"arc-hooks simulate: {file}: {error}", file=sys.stderr)
+        return 2
+    summary = World(scenario).run()
+    if as_json:
+        print(json.dumps(summary.to_json(), separators=(",", ":")))
+    else:
+        print(summary.table())
+    failed = summary.invariants.failed()
+    if failed:
+        print(f"invariants failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _demo() -> int:
+    import logging
+
+    from hooks.sim.demo import run_demo
+
+    logging.disable(logging.WARNING)
+    summary = run_demo()
+    return 0 if summary.invariants.hold() else 1
 
 
 def _crds(directory: Path, check: bool) -> int:

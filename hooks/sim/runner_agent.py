@@ -35,6 +35,7 @@ import base64
 import binascii
 import enum
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -148,6 +149,9 @@ class RunnerConfig:
     token: str = ""
     jit_config: str = ""
     graceful_stop_timeout: float = DEFAULT_GRACEFUL_STOP_TIMEOUT
+    stuck_registrations: int = 0
+    """Simulation knob (env SIMULATED_STUCK_REGISTRATIONS=N): the first N runner processes of
+    this name hang before registering, as a runner that cannot reach GitHub does."""
 
     def __repr__(self) -> str:  # never print the token or the JIT config
         return (
@@ -173,6 +177,7 @@ class RunnerConfig:
             token=env.get("RUNNER_TOKEN", ""),
             jit_config=env.get("ACTIONS_RUNNER_INPUT_JITCONFIG", ""),
             graceful_stop_timeout=_graceful_stop_timeout(env.get("RUNNER_GRACEFUL_STOP_TIMEOUT")),
+            stuck_registrations=_count(env.get(STUCK_REGISTRATIONS_ENV)),
         )
 
 
@@ -186,8 +191,10 @@ class RunnerAgent:
         github: RunnerGitHub,
         loop: EventLoop,
         registration_delay: tuple[float, float] = DEFAULT_REGISTRATION_DELAY,
+        attempt: int = 1,
     ) -> None:
         self.config = config
+        self.attempt = attempt  # the how-manieth runner process of this name
         self.github = github
         self.loop = loop
         self.registration_delay = registration_delay
@@ -216,6 +223,7 @@ class RunnerAgent:
         loop: EventLoop,
         container_name: str = RUNNER_CONTAINER,
         registration_delay: tuple[float, float] = DEFAULT_REGISTRATION_DELAY,
+        attempt: int = 1,
     ) -> RunnerAgent | None:
         """The agent of the pod's runner container; None when the pod has none.
 
@@ -227,7 +235,13 @@ class RunnerAgent:
             return None
         env = container_env(store, pod, container)
         config = RunnerConfig.from_env(env, default_name=pod["metadata"]["name"])
-        return cls(config, github=github, loop=loop, registration_delay=registration_delay)
+        return cls(
+            config,
+            github=github,
+            loop=loop,
+            registration_delay=registration_delay,
+            attempt=attempt,
+        )
 
     # --- what the kubelet sees
 
@@ -319,6 +333,8 @@ class RunnerAgent:
     def _register(self) -> None:
         self._timer = None
         config = self.config
+        if self.attempt <= config.stuck_registrations:
+            return  # hangs: never registers, never exits
         try:
             if config.jit_config:
                 scope = _scope_from_jit_config(config.jit_config) or config.scope
@@ -455,6 +471,13 @@ class RunnerAgent:
         self._timer = self._stop_timer = None
 
 
+STUCK_REGISTRATIONS_ENV = "SIMULATED_STUCK_REGISTRATIONS"
+
+
+def _count(value: str | None) -> int:
+    return int(value) if value and value.isdigit() else 0
+
+
 def runner_agent_factory(
     *,
     store: ObjectStore,
@@ -463,10 +486,18 @@ def runner_agent_factory(
     registration_delay: tuple[float, float] = DEFAULT_REGISTRATION_DELAY,
 ) -> Callable[[KubeObject], RunnerAgent | None]:
     """The kubelet's `agent_factory`: a runner agent for each pod with a `runner` container."""
+    starts: Counter[str] = Counter()
 
     def factory(pod: KubeObject) -> RunnerAgent | None:
+        metadata = pod["metadata"]
+        starts[f"{metadata.get('namespace')}/{metadata['name']}"] += 1
         return RunnerAgent.for_pod(
-            pod, store=store, github=github, loop=loop, registration_delay=registration_delay
+            pod,
+            store=store,
+            github=github,
+            loop=loop,
+            registration_delay=registration_delay,
+            attempt=starts[f"{metadata.get('namespace')}/{metadata['name']}"],
         )
 
     return factory

@@ -73,7 +73,13 @@ class World:
             self.apps, random.Random(scenario.seed * 7919 + 1), clock=self.clock
         )
         self.emulator = MetacontrollerEmulator(self.store, self.loop, self.transport)
-        self.emulator.load_directory(manifests or default_manifests())
+        directory = manifests or default_manifests()
+        if not directory.is_dir():
+            raise FileNotFoundError(
+                f"{directory} not found: the simulation loads the manifests of a source "
+                "checkout (pip install -e .)"
+            )
+        self.emulator.load_directory(directory)
         cluster = scenario.cluster
         delay = cluster.registration_delay
         self.kubelet = Kubelet(
@@ -336,6 +342,13 @@ class World:
                 converged=converged,
             ),
         )
+
+    @property
+    def scenario_start(self) -> datetime:
+        return START
+
+    def live_runner_pods(self) -> int:
+        return len(self._runner_pods)
 
     def leaked_registrations(self) -> list[str]:
         """Registrations on GitHub that no live runner pod owns."""
