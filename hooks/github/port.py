@@ -7,10 +7,10 @@ GitHub (and GitHub Enterprise Server); tests use the fake GitHub in `hooks.sim`.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,28 @@ class RemoveResult:
     outcome: RemoveOutcome
     retry_after: float | None = None  # seconds, for RATE_LIMITED
     message: str = ""
+
+
+DEFAULT_RUNNER_GROUP_ID = 1
+"""GitHub's "Default" runner group; the only one a repository has."""
+
+
+def pick_runner_group(groups: Sequence[Mapping[str, Any]], group_name: str) -> int:
+    """The id of the named group among GitHub's `runner_groups` (the default group when the
+    name is empty): an exact name first, then one that differs in case only."""
+    if not group_name:
+        for group in groups:
+            if group.get("default"):
+                return int(group["id"])
+        return DEFAULT_RUNNER_GROUP_ID
+    names = [(str(group.get("name", "")), group) for group in groups]
+    for name, group in names:
+        if name == group_name:
+            return int(group["id"])
+    for name, group in names:
+        if name.casefold() == group_name.casefold():
+            return int(group["id"])
+    raise GitHubError(f"no runner group named {group_name!r}", 404)
 
 
 class GitHubError(Exception):

@@ -34,6 +34,7 @@ from github.Requester import Requester
 from hooks.clock import Clock, parse_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import (
+    DEFAULT_RUNNER_GROUP_ID,
     ConflictError,
     GitHubError,
     GitHubPort,
@@ -44,6 +45,7 @@ from hooks.github.port import (
     RemoveOutcome,
     RemoveResult,
     Scope,
+    pick_runner_group,
 )
 from hooks.metrics import GITHUB_API_CALLS, GITHUB_RATE_LIMIT, GITHUB_RATE_LIMIT_REMAINING
 from hooks.settings import Settings
@@ -61,7 +63,6 @@ INSTALLATION_TOKEN_MARGIN = timedelta(minutes=5)
 MAX_IDLE_CLIENTS = 64  # about the thread pool's size; more concurrent calls get a fresh client
 MAX_PAGES = 1000  # a guard against a server whose Link header never ends
 BUSY_MESSAGE = "is still running a job"
-DEFAULT_RUNNER_GROUP_ID = 1  # GitHub's "Default" group; the only one a repository has
 
 
 def _version() -> str:
@@ -621,19 +622,7 @@ class PyGithubAdapter(GitHubPort):
             groups = self._get_all(
                 gh, f"{_scope_path(scope)}/actions/runner-groups", "runner_groups"
             )
-            if not group_name:
-                for group in groups:
-                    if group.get("default"):
-                        return int(group["id"])
-                return DEFAULT_RUNNER_GROUP_ID
-            for match in (
-                lambda g: g.get("name") == group_name,
-                lambda g: str(g.get("name", "")).casefold() == group_name.casefold(),
-            ):
-                for group in groups:
-                    if match(group):
-                        return int(group["id"])
-            raise GitHubError("no such runner group", 404)
+            return pick_runner_group(groups, group_name)
 
         return self._guard(f"find runner group {group_name!r}", scope, call)
 

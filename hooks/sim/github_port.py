@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from hooks.clock import Clock
 from hooks.github.port import (
+    DEFAULT_RUNNER_GROUP_ID,
     GitHubError,
     GitHubPort,
     GitHubRunner,
@@ -25,12 +26,12 @@ from hooks.github.port import (
     RemoveOutcome,
     RemoveResult,
     Scope,
+    pick_runner_group,
 )
 
 # The adapter's private functions are reused on purpose: the classification must be the same code.
 from hooks.github.pygithub_adapter import (
     _MALFORMED,
-    DEFAULT_RUNNER_GROUP_ID,
     MAX_PAGES,
     PER_PAGE,
     USER_AGENT,
@@ -130,20 +131,7 @@ class InProcessGitHub(GitHubPort):
         def call() -> int:
             path = f"{scope.api_path}/actions/runner-groups"
             groups = self._get_all(path, "runner_groups")
-            if not group_name:
-                for group in groups:
-                    if group.get("default"):
-                        return int(group["id"])
-                return DEFAULT_RUNNER_GROUP_ID
-            # An exact name first, then one that differs in case only.
-            for match in (
-                lambda g: g.get("name") == group_name,
-                lambda g: str(g.get("name", "")).casefold() == group_name.casefold(),
-            ):
-                for group in groups:
-                    if match(group):
-                        return int(group["id"])
-            raise GitHubError("no such runner group", 404)
+            return pick_runner_group(groups, group_name)
 
         return self._guard(f"find runner group {group_name!r}", scope, call)
 
