@@ -23,9 +23,15 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from hooks.clock import Clock, SystemClock
+from hooks.deployment.controller import (
+    DeploymentDeps,
+    customize_runner_deployment,
+    sync_runner_deployment,
+)
 from hooks.github.port import GitHubPort
 from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse
 from hooks.metrics import HOOK_LATENCY, REGISTRY
+from hooks.replicaset.controller import ReplicaSetDeps, sync_runner_replica_set
 from hooks.runner.controller import RunnerHookDeps, finalize_runner, sync_runner
 from hooks.settings import Settings
 from hooks.unconfigured import UnconfiguredGitHub
@@ -33,7 +39,7 @@ from hooks.workers import CallRunner, InlineCalls, WorkerThreads
 
 log = logging.getLogger("arc_hooks.hooks")
 
-CompositeHandler = Callable[[CompositeHookRequest, RunnerHookDeps], CompositeHookResponse]
+CompositeHandler = Callable[[CompositeHookRequest], CompositeHookResponse]
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """Metacontroller sends every child in one request; 1,000 runner pods fit well inside this."""
@@ -67,13 +73,32 @@ def create_app(
         workers=WorkerThreads() if github_blocks else InlineCalls(),
     )
 
-    routes = [
-        Route(
-            "/sync/runner", _composite_hook(state, "/sync/runner", sync_runner), methods=["POST"]
+    runner_deps = state.deps
+    replica_set_deps = ReplicaSetDeps(clock)
+    deployment_deps = DeploymentDeps(clock, tuple(settings.common_runner_labels))
+    # Handlers that may call GitHub run in worker threads; the others only compute.
+    composite: list[tuple[str, CompositeHandler, bool]] = [
+        ("/sync/runner", functools.partial(sync_runner, deps=runner_deps), True),
+        ("/finalize/runner", functools.partial(finalize_runner, deps=runner_deps), True),
+        (
+            "/sync/runnerreplicaset",
+            functools.partial(sync_runner_replica_set, deps=replica_set_deps),
+            False,
         ),
+        (
+            "/sync/runnerdeployment",
+            functools.partial(sync_runner_deployment, deps=deployment_deps),
+            False,
+        ),
+    ]
+    routes = [
+        Route(path, _composite_hook(state, path, handler, blocking), methods=["POST"])
+        for path, handler, blocking in composite
+    ]
+    routes += [
         Route(
-            "/finalize/runner",
-            _composite_hook(state, "/finalize/runner", finalize_runner),
+            "/customize/runnerdeployment",
+            _customize_hook("/customize/runnerdeployment", customize_runner_deployment),
             methods=["POST"],
         ),
         Route("/healthz", _healthz, methods=["GET"]),
@@ -100,7 +125,7 @@ class BadHookRequest(Exception):
 
 
 def _composite_hook(
-    state: AppState, path: str, handler: CompositeHandler
+    state: AppState, path: str, handler: CompositeHandler, blocking: bool
 ) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
         started = time.perf_counter()
@@ -108,7 +133,10 @@ def _composite_hook(
         try:
             hook_request = await _read_hook_request(request)
             parent = _parent_key(hook_request)
-            response = await state.workers.run(handler, hook_request, state.deps)
+            if blocking:
+                response = await state.workers.run(handler, hook_request)
+            else:
+                response = handler(hook_request)
         except BadHookRequest as error:
             return _finish(path, parent, "bad_request", started, error.status, str(error))
         except Exception:
@@ -132,6 +160,24 @@ def _composite_hook(
                 },
             )
         return _json_response(wire)
+
+    return endpoint
+
+
+def _customize_hook(
+    path: str, handler: Callable[[dict[str, Any]], dict[str, Any]]
+) -> Callable[[Request], Any]:
+    """Customize hooks name the related objects a parent wants to see."""
+
+    async def endpoint(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            hook_request = await _read_hook_request(request)
+        except BadHookRequest as error:
+            return _finish(path, "-", "bad_request", started, error.status, str(error))
+        answer = handler({"controller": hook_request.controller, "parent": hook_request.parent})
+        _record(path, "ok", started)
+        return _json_response(answer)
 
     return endpoint
 

@@ -46,6 +46,11 @@ class Settings(BaseSettings):
         alias="RUNNER_IMAGE_PULL_SECRETS",
         description="Comma-separated Secret names added to every runner pod.",
     )
+    common_runner_labels: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        alias="COMMON_RUNNER_LABELS",
+        description="Comma-separated labels added to every RunnerDeployment's runners.",
+    )
     runner_registration_mode: Literal["token", "jit"] = Field(
         default="token", alias="RUNNER_REGISTRATION_MODE"
     )
@@ -64,7 +69,7 @@ class Settings(BaseSettings):
 
     log_level: str = Field(default="INFO", alias="LOG_LEVEL")
 
-    @field_validator("runner_image_pull_secrets", mode="before")
+    @field_validator("runner_image_pull_secrets", "common_runner_labels", mode="before")
     @classmethod
     def _split_csv(cls, value: object) -> object:
         if isinstance(value, str):

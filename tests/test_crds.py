@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,27 +16,91 @@ import yaml
 from pydantic import Field
 
 from hooks.resources import crd as crdgen
+from hooks.resources.autoscaler import HorizontalRunnerAutoscaler
 from hooks.resources.common import ObjectMeta, ResourceModel
+from hooks.resources.replicaset import RunnerDeployment, RunnerReplicaSet
 from hooks.resources.runner import Runner, RunnerStatus
 
 ROOT = Path(__file__).resolve().parent.parent
 CRD_DIR = ROOT / "metacontroller" / "crds"
 REFERENCE = Path(__file__).resolve().parent / "reference"
-ARC_RUNNER_CRD = REFERENCE / "arc-legacy-crds" / "actions.summerwind.dev_runners.yaml"
-ARC_RUNNER_SAMPLES = REFERENCE / "arc-legacy-crds" / "runner-samples.yaml"
+ARC_CRDS = REFERENCE / "arc-legacy-crds"
+ARC_RUNNER_CRD = ARC_CRDS / "actions.summerwind.dev_runners.yaml"
 METACONTROLLER_CRDS = REFERENCE / "metacontroller" / "metacontroller-crds-v4.17.2.yaml"
 KUBERNETES_VERSION = "1.33.0"
-
-# ARC accepts these paths and we deliberately do not: the registration token never goes into
-# status (it lives in the Runner's Secret), so a migrated object's token is pruned.
-INTENTIONALLY_DROPPED = {("status", "registration", "token")}
 
 Schema = Mapping[str, Any]
 
 
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """One of ARC's resources: our model and generated CRD, ARC's CRD and manifests."""
+
+    kind: str
+    plural: str
+    model: type[ResourceModel]
+    crd: Callable[[], dict[str, Any]]
+    samples: str
+    # Paths ARC accepts and we deliberately do not.
+    dropped: frozenset[tuple[str, ...]] = frozenset()
+
+    @property
+    def arc_crd_path(self) -> Path:
+        return ARC_CRDS / f"actions.summerwind.dev_{self.plural}.yaml"
+
+    def schema(self) -> dict[str, Any]:
+        return crdgen.openapi_schema(self.crd())
+
+    def arc_crd(self) -> dict[str, Any]:
+        (arc,) = load_yaml_documents(self.arc_crd_path)
+        return arc
+
+    def arc_schema(self) -> dict[str, Any]:
+        return crdgen.openapi_schema(self.arc_crd())
+
+
+KINDS = {
+    k.kind: k
+    for k in (
+        # The registration token never goes into status (it lives in the Runner's Secret), so a
+        # migrated object's token is pruned.
+        Kind(
+            "Runner",
+            "runners",
+            Runner,
+            crdgen.runner_crd,
+            "runner-samples.yaml",
+            frozenset({("status", "registration", "token")}),
+        ),
+        Kind(
+            "RunnerReplicaSet",
+            "runnerreplicasets",
+            RunnerReplicaSet,
+            crdgen.runnerreplicaset_crd,
+            "runnerreplicaset-samples.yaml",
+        ),
+        Kind(
+            "RunnerDeployment",
+            "runnerdeployments",
+            RunnerDeployment,
+            crdgen.runnerdeployment_crd,
+            "runnerdeployment-samples.yaml",
+        ),
+        Kind(
+            "HorizontalRunnerAutoscaler",
+            "horizontalrunnerautoscalers",
+            HorizontalRunnerAutoscaler,
+            crdgen.horizontalrunnerautoscaler_crd,
+            "horizontalrunnerautoscaler-samples.yaml",
+        ),
+    )
+}
+KIND_NAMES = sorted(KINDS)
+
+
 @functools.cache
 def _parse(path: Path) -> list[dict[str, Any]]:
-    # ARC's CRD is ~10k lines; parse it once per run.
+    # ARC's CRDs are ~10k lines each; parse each once per run.
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with path.open(encoding="utf-8") as f:
         return [doc for doc in yaml.load_all(f, Loader=loader) if doc]
@@ -46,12 +111,14 @@ def load_yaml_documents(path: Path) -> list[dict[str, Any]]:
 
 
 def runner_schema() -> dict[str, Any]:
-    return crdgen.openapi_schema(crdgen.runner_crd())
+    return KINDS["Runner"].schema()
 
 
-def arc_runner_schema() -> dict[str, Any]:
-    (arc,) = load_yaml_documents(ARC_RUNNER_CRD)
-    return crdgen.openapi_schema(arc)
+@functools.cache
+def _validator(kind: str, arc: bool) -> Any:
+    """A validator for a kind's schema, built once: ARC's schemas are large."""
+    k = KINDS[kind]
+    return validator(k.arc_schema() if arc else k.schema())
 
 
 def validator(schema: Schema, *, reject_unknown: bool = True) -> Any:
@@ -342,7 +409,10 @@ def test_crd_serves_one_storage_version_with_status_subresource(name: str) -> No
 
 def test_structural_checker_accepts_the_upstream_crds() -> None:
     # The checker itself is checked on CRDs real API servers accept.
-    crds = [*load_yaml_documents(ARC_RUNNER_CRD), *load_yaml_documents(METACONTROLLER_CRDS)]
+    crds = [
+        *(KINDS[kind].arc_crd() for kind in KIND_NAMES),
+        *load_yaml_documents(METACONTROLLER_CRDS),
+    ]
     for crd in crds:
         for version in crd["spec"]["versions"]:
             assert structural_violations(version["schema"]["openAPIV3Schema"]) == [], crd[
@@ -542,15 +612,22 @@ def test_generator_turns_int_or_string_unions_into_int_or_string() -> None:
 # Runner: a drop-in for ARC's Runner CRD
 
 
-def test_runner_names_and_printer_columns_are_arcs() -> None:
-    (arc,) = load_yaml_documents(ARC_RUNNER_CRD)
-    ours = crdgen.runner_crd()
+@pytest.mark.parametrize("kind", KIND_NAMES)
+def test_names_and_printer_columns_are_arcs(kind: str) -> None:
+    arc = KINDS[kind].arc_crd()
+    ours = KINDS[kind].crd()
     assert ours["metadata"]["name"] == arc["metadata"]["name"]
     assert ours["spec"]["names"] == arc["spec"]["names"]
     assert ours["spec"]["scope"] == arc["spec"]["scope"] == "Namespaced"
     (arc_version,) = arc["spec"]["versions"]
     (our_version,) = ours["spec"]["versions"]
     assert our_version["additionalPrinterColumns"] == arc_version["additionalPrinterColumns"]
+    assert our_version["subresources"] == arc_version["subresources"] == {"status": {}}
+
+
+def test_every_arc_kind_with_a_crd_is_covered() -> None:
+    generated = {crd["spec"]["names"]["kind"] for crd in crdgen.all_crds().values()}
+    assert generated == set(KINDS)
 
 
 def _paths(node: Schema, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Schema]]:
@@ -615,11 +692,12 @@ def _incompatibilities(arc: Schema, ours: Schema) -> list[str]:
     return problems
 
 
-def test_runner_accepts_every_field_arc_accepts() -> None:
-    ours = runner_schema()
+@pytest.mark.parametrize("kind", KIND_NAMES)
+def test_accepts_every_field_arc_accepts(kind: str) -> None:
+    ours = KINDS[kind].schema()
     problems = []
-    for path, arc_node in _paths(arc_runner_schema()):
-        if path in INTENTIONALLY_DROPPED:
+    for path, arc_node in _paths(KINDS[kind].arc_schema()):
+        if path in KINDS[kind].dropped:
             continue
         node, preserved = _lookup(ours, path)
         if node is None:
@@ -632,28 +710,69 @@ def test_runner_accepts_every_field_arc_accepts() -> None:
     assert problems == []
 
 
-def test_runner_spec_invents_no_field() -> None:
-    # Manifests written for arc-hooks stay portable back to ARC: same spec field names.
-    ours = set(runner_schema()["properties"]["spec"]["properties"])
-    arc = set(arc_runner_schema()["properties"]["spec"]["properties"])
-    assert ours == arc
+@pytest.mark.parametrize("kind", KIND_NAMES)
+def test_spec_invents_no_field(kind: str) -> None:
+    # Manifests written for arc-hooks stay portable back to ARC: every spec field path is one
+    # of ARC's (status may say more).
+    ours = KINDS[kind].schema()["properties"]["spec"]
+    arc = KINDS[kind].arc_schema()["properties"]["spec"]
+    assert set(ours["properties"]) == set(arc["properties"])
+    invented = [".".join(path) for path, _ in _paths(ours) if _lookup(arc, path) == (None, False)]
+    assert invented == []
 
 
-def _arc_samples() -> list[dict[str, Any]]:
-    return load_yaml_documents(ARC_RUNNER_SAMPLES)
+def _arc_samples() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (kind, sample)
+        for kind in KIND_NAMES
+        for sample in load_yaml_documents(ARC_CRDS / KINDS[kind].samples)
+    ]
 
 
-@pytest.mark.parametrize("sample", _arc_samples(), ids=lambda s: str(s["metadata"]["name"]))
-def test_arc_sample_runners_validate(sample: dict[str, Any]) -> None:
+def _kept(wire: Any, sample: Any) -> bool:
+    """Whether `wire` still says everything `sample` does (it may add defaults)."""
+    if isinstance(sample, dict):
+        return isinstance(wire, dict) and all(
+            key in wire and _kept(wire[key], value) for key, value in sample.items()
+        )
+    if isinstance(sample, list):
+        return (
+            isinstance(wire, list)
+            and len(wire) == len(sample)
+            and all(_kept(w, v) for w, v in zip(wire, sample, strict=True))
+        )
+    return bool(wire == sample)
+
+
+def test_every_kind_has_arc_samples() -> None:
+    assert {kind for kind, _ in _arc_samples()} == set(KINDS)
+
+
+@pytest.mark.parametrize(
+    ("kind", "sample"),
+    _arc_samples(),
+    ids=lambda v: str(v["metadata"]["name"]) if isinstance(v, dict) else str(v),
+)
+def test_arc_manifests_apply_unchanged(kind: str, sample: dict[str, Any]) -> None:
+    assert sample["kind"] == kind
     # Against ARC's schema first: the samples are what ARC accepts, unknown fields included.
-    validator(arc_runner_schema()).validate(sample)
-    validator(runner_schema()).validate(sample)
+    _validator(kind, True).validate(sample)
+    _validator(kind, False).validate(sample)
     # Nothing of a valid ARC manifest is lost on the way into our CRD and our model.
-    assert crdgen.prune(sample, runner_schema()) == sample
-    runner = Runner.model_validate(sample)
-    assert runner.metadata.name == sample["metadata"]["name"]
-    wire = runner.to_wire()["spec"]
-    assert {key: wire.get(key) for key in sample["spec"]} == sample["spec"]
+    assert crdgen.prune(sample, KINDS[kind].schema()) == sample
+    obj = KINDS[kind].model.model_validate(sample)
+    wire = obj.to_wire()
+    assert wire["metadata"]["name"] == sample["metadata"]["name"]
+    assert _kept(wire["spec"], sample["spec"])
+    # What the model writes back validates too.
+    _validator(kind, False).validate({**sample, "spec": wire["spec"]})
+
+
+def test_kept_compares_deeply() -> None:
+    assert _kept({"a": [{"b": 1, "c": []}], "d": 2}, {"a": [{"b": 1}]})
+    assert not _kept({"a": [{"b": 1}]}, {"a": [{"b": 2}]})
+    assert not _kept({"a": [{"b": 1}]}, {"a": [{"b": 1}, {"b": 1}]})
+    assert not _kept({"a": {}}, {"a": {"b": None}})
 
 
 def test_schema_rejects_what_arc_rejects() -> None:
@@ -736,3 +855,122 @@ def test_status_schema_accepts_what_the_hooks_write() -> None:
     assert crdgen.prune(status, status_schema, root=False) == status
     assert "observedGeneration" in status_schema["properties"]
     assert "conditions" in status_schema["properties"]
+
+
+def _errors(kind: str, obj: dict[str, Any], *, arc: bool) -> set[str]:
+    return {".".join(map(str, e.path)) for e in _validator(kind, arc).iter_errors(obj)}
+
+
+def test_autoscaler_schema_rejects_what_arc_rejects() -> None:
+    bad = {
+        "apiVersion": "actions.summerwind.dev/v1alpha1",
+        "kind": "HorizontalRunnerAutoscaler",
+        "metadata": {"name": "bad"},
+        "spec": {
+            "scaleTargetRef": {"kind": "Deployment", "name": "x"},
+            "minReplicas": "1",
+            "metrics": [{"type": "PercentageRunnersBusy", "scaleUpFactor": 2}],
+            "scheduledOverrides": [
+                {"startTime": "2026-01-01T00:00:00Z", "minReplicas": -1},
+                {
+                    "startTime": "2026-01-01T00:00:00Z",
+                    "endTime": "2026-01-02T00:00:00Z",
+                    "recurrenceRule": {"frequency": "Hourly"},
+                },
+            ],
+        },
+    }
+    expected = {
+        "spec.scaleTargetRef.kind",
+        "spec.minReplicas",
+        "spec.metrics.0.scaleUpFactor",
+        "spec.scheduledOverrides.0",  # no endTime
+        "spec.scheduledOverrides.0.minReplicas",
+        "spec.scheduledOverrides.1.recurrenceRule.frequency",
+    }
+    kind = "HorizontalRunnerAutoscaler"
+    assert _errors(kind, bad, arc=True) == expected
+    assert _errors(kind, bad, arc=False) == expected
+
+
+@pytest.mark.parametrize("kind", ["RunnerReplicaSet", "RunnerDeployment"])
+def test_replica_set_schemas_reject_what_arc_rejects(kind: str) -> None:
+    bad = {
+        "apiVersion": "actions.summerwind.dev/v1alpha1",
+        "kind": kind,
+        "metadata": {"name": "bad"},
+        "spec": {
+            "replicas": "2",
+            "effectiveTime": 5,
+            "selector": {"matchExpressions": [{"key": "a"}]},
+            "template": {"spec": {"repository": "no-slash", "labels": "linux"}},
+        },
+    }
+    expected = {
+        "spec.replicas",
+        "spec.effectiveTime",
+        "spec.selector.matchExpressions.0",  # no operator
+        "spec.template.spec.repository",
+        "spec.template.spec.labels",
+    }
+    assert _errors(kind, bad, arc=True) == expected
+    assert _errors(kind, bad, arc=False) == expected
+
+
+_CONDITIONS = [
+    {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Ready",
+        "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+]
+_STATUSES: dict[str, dict[str, Any]] = {
+    "RunnerReplicaSet": {
+        "replicas": 3,
+        "readyReplicas": 2,
+        "availableReplicas": 2,
+        "registeredReplicas": 2,
+        "busyReplicas": 1,
+        "nextRunnerIndex": 4,
+        "conditions": _CONDITIONS,
+        "observedGeneration": 2,
+    },
+    "RunnerDeployment": {
+        "availableReplicas": 2,
+        "readyReplicas": 2,
+        "updatedReplicas": 2,
+        "desiredReplicas": 2,
+        "replicas": 3,
+        "registeredReplicas": 2,
+        "busyReplicas": 1,
+        "conditions": _CONDITIONS,
+        "observedGeneration": 2,
+    },
+    "HorizontalRunnerAutoscaler": {
+        "desiredReplicas": 3,
+        "lastSuccessfulScaleOutTime": "2026-01-01T00:00:00Z",
+        "scheduledOverridesSummary": "min=0 time=2026-01-03 00:00:00 +0000 UTC",
+        "observedGeneration": 1,
+        "cacheEntries": [
+            {"key": "desiredReplicas", "value": 2, "expirationTime": "2026-01-01T00:10:00Z"}
+        ],
+        "conditions": _CONDITIONS,
+    },
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_STATUSES))
+def test_status_schemas_keep_what_the_hooks_write(kind: str) -> None:
+    model = KINDS[kind].model
+    obj = model.model_validate({"metadata": {"name": "x"}, "status": _STATUSES[kind]})
+    status = obj.to_wire()["status"]
+    assert status == _STATUSES[kind]
+    status_schema = KINDS[kind].schema()["properties"]["status"]
+    validator(status_schema).validate(status)
+    assert crdgen.prune(status, status_schema, root=False) == status
+    # ARC's own status fields keep their meaning: a status ARC wrote is read unchanged.
+    arc_status = KINDS[kind].arc_schema()["properties"]["status"]
+    arc_written = {k: v for k, v in status.items() if k in arc_status["properties"]}
+    assert crdgen.prune(arc_written, status_schema, root=False) == arc_written

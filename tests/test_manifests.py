@@ -18,7 +18,11 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from hooks.deployment.controller import customize_runner_deployment
 from hooks.resources import crd as crdgen
+from hooks.resources.autoscaler import HorizontalRunnerAutoscaler
+from hooks.resources.common import ResourceModel
+from hooks.resources.replicaset import RunnerDeployment, RunnerReplicaSet
 from hooks.resources.runner import Runner
 from hooks.settings import Settings
 
@@ -29,7 +33,20 @@ METACONTROLLER_CRDS = REFERENCE / "metacontroller" / "metacontroller-crds-v4.17.
 KUBERNETES_VERSION = "1.33.0"
 
 # The hook paths the app serves. Every webhook a controller names must be one of them.
-APP_HOOK_PATHS = {"/sync/runner", "/finalize/runner"}
+APP_HOOK_PATHS = {
+    "/sync/runner",
+    "/finalize/runner",
+    "/sync/runnerreplicaset",
+    "/sync/runnerdeployment",
+    "/customize/runnerdeployment",
+}
+ARC_API_VERSION = "actions.summerwind.dev/v1alpha1"
+MODELS: dict[str, type[ResourceModel]] = {
+    "Runner": Runner,
+    "RunnerReplicaSet": RunnerReplicaSet,
+    "RunnerDeployment": RunnerDeployment,
+    "HorizontalRunnerAutoscaler": HorizontalRunnerAutoscaler,
+}
 CONTAINER_PORT = 8080
 UID = 10001
 IMAGE = "ghcr.io/arc-hooks/arc-hooks"
@@ -194,14 +211,48 @@ def test_metacontroller_objects_validate_against_metacontrollers_crds(obj: dict[
     assert "namespace" not in obj["metadata"], "Metacontroller's controllers are cluster-scoped"
 
 
-def test_sample_runner_validates_against_our_crd() -> None:
-    (sample,) = _load(MANIFESTS / "samples" / "runner.yaml")
-    schema = crdgen.openapi_schema(crdgen.runner_crd())
+def _samples() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (path.name, sample)
+        for path in sorted((MANIFESTS / "samples").glob("*.yaml"))
+        for sample in _load(path)
+    ]
+
+
+def test_samples_cover_the_parents() -> None:
+    kinds = {sample["kind"] for _, sample in _samples()}
+    assert {"Runner", "RunnerReplicaSet", "RunnerDeployment"} <= kinds
+
+
+@pytest.mark.parametrize(
+    ("file", "sample"), _samples(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_samples_validate_against_our_crds(file: str, sample: dict[str, Any]) -> None:
+    (crd,) = [c for c in crdgen.all_crds().values() if c["spec"]["names"]["kind"] == sample["kind"]]
+    assert sample["apiVersion"] == f"{crd['spec']['group']}/{crd['spec']['versions'][0]['name']}"
+    schema = crdgen.openapi_schema(crd)
     jsonschema.Draft202012Validator(crdgen.to_json_schema(schema, reject_unknown=True)).validate(
         sample
     )
-    runner = Runner.model_validate(sample)
-    assert runner.spec.organization
+    assert crdgen.prune(sample, schema) == sample
+    obj = MODELS[sample["kind"]].model_validate(sample)
+    assert obj.to_wire()["metadata"]["name"] == sample["metadata"]["name"]
+
+
+def test_samples_are_the_documented_shapes() -> None:
+    for _, sample in _samples():
+        kind = sample["kind"]
+        if kind == "Runner":
+            assert Runner.model_validate(sample).spec.organization
+        elif kind == "RunnerReplicaSet":
+            replica_set = RunnerReplicaSet.model_validate(sample)
+            assert replica_set.spec.replicas == 2
+            assert replica_set.spec.template.spec.repository
+        elif kind == "RunnerDeployment":
+            deployment = RunnerDeployment.model_validate(sample)
+            assert deployment.spec.replicas == 2
+            assert deployment.spec.template.spec.organization
+            assert deployment.spec.template.spec.labels
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,23 +292,94 @@ def test_hooks_are_v2_webhooks_to_paths_the_app_serves() -> None:
             assert re.fullmatch(r"\d+s", webhook["timeout"])
 
 
+def _strategies(controller: dict[str, Any]) -> dict[tuple[str, str], str]:
+    return {
+        (child["apiVersion"], child["resource"]): child["updateStrategy"]["method"]
+        for child in controller["spec"]["childResources"]
+    }
+
+
+def _hook_paths(controller: dict[str, Any]) -> dict[str, str]:
+    return {name: urlsplit(hook["webhook"]["url"]).path for name, hook in _webhooks(controller)}
+
+
+def _installed_resources() -> set[tuple[str, str]]:
+    """(apiVersion, resource) of every custom resource the install serves."""
+    return {
+        (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["plural"])
+        for crd in _of_kind("CustomResourceDefinition")
+        for version in crd["spec"]["versions"]
+        if version["served"]
+    }
+
+
 def test_runner_controller() -> None:
     controller = _one("CompositeController", "arc-hooks-runner")
     spec = controller["spec"]
-    assert spec["parentResource"] == {
-        "apiVersion": "actions.summerwind.dev/v1alpha1",
-        "resource": "runners",
-    }
-    strategies = {
-        (child["apiVersion"], child["resource"]): child["updateStrategy"]["method"]
-        for child in spec["childResources"]
-    }
+    assert spec["parentResource"] == {"apiVersion": ARC_API_VERSION, "resource": "runners"}
     # Pods are replaced by the hook itself, after a graceful stop; never by Metacontroller.
-    assert strategies == {("v1", "pods"): "OnDelete", ("v1", "secrets"): "InPlace"}
+    assert _strategies(controller) == {
+        ("v1", "pods"): "OnDelete",
+        ("v1", "secrets"): "InPlace",
+    }
     assert spec["generateSelector"] is True
     assert spec["resyncPeriodSeconds"] == 60
-    paths = {name: urlsplit(hook["webhook"]["url"]).path for name, hook in _webhooks(controller)}
-    assert paths == {"sync": "/sync/runner", "finalize": "/finalize/runner"}
+    assert _hook_paths(controller) == {"sync": "/sync/runner", "finalize": "/finalize/runner"}
+
+
+def test_runnerreplicaset_controller() -> None:
+    controller = _one("CompositeController", "arc-hooks-runnerreplicaset")
+    spec = controller["spec"]
+    assert spec["parentResource"] == {
+        "apiVersion": ARC_API_VERSION,
+        "resource": "runnerreplicasets",
+    }
+    # Runners are removed by leaving them out (their finalize hook stops them gracefully),
+    # never updated or recreated by Metacontroller.
+    assert _strategies(controller) == {(ARC_API_VERSION, "runners"): "OnDelete"}
+    assert spec["generateSelector"] is True
+    assert spec["resyncPeriodSeconds"] == 60
+    # No finalize hook: deleting the replica set deletes its Runners, which finalize themselves.
+    assert _hook_paths(controller) == {"sync": "/sync/runnerreplicaset"}
+
+
+def test_runnerdeployment_controller() -> None:
+    controller = _one("CompositeController", "arc-hooks-runnerdeployment")
+    spec = controller["spec"]
+    assert spec["parentResource"] == {
+        "apiVersion": ARC_API_VERSION,
+        "resource": "runnerdeployments",
+    }
+    assert _strategies(controller) == {(ARC_API_VERSION, "runnerreplicasets"): "InPlace"}
+    assert spec["generateSelector"] is True
+    assert spec["resyncPeriodSeconds"] == 60
+    assert _hook_paths(controller) == {
+        "sync": "/sync/runnerdeployment",
+        "customize": "/customize/runnerdeployment",
+    }
+
+
+def test_custom_children_are_installed_crds() -> None:
+    installed = _installed_resources()
+    for controller in _of_kind("CompositeController"):
+        for child in controller["spec"]["childResources"]:
+            if _group(child) in CUSTOM_GROUPS:
+                assert (child["apiVersion"], child["resource"]) in installed, child
+
+
+def test_related_resources_of_customize_hooks_are_installed() -> None:
+    # Metacontroller fails a parent's sync when a related resource is not served.
+    parent = {
+        "apiVersion": ARC_API_VERSION,
+        "kind": "RunnerDeployment",
+        "metadata": {"name": "example", "namespace": "default", "uid": "1"},
+        "spec": {"template": {"spec": {"organization": "org"}}},
+    }
+    response = customize_runner_deployment({"controller": {}, "parent": parent})
+    rules = response["relatedResources"]
+    assert rules
+    for rule in rules:
+        assert (rule["apiVersion"], rule["resource"]) in _installed_resources(), rule
 
 
 # ---------------------------------------------------------------------------------------------

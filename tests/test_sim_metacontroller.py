@@ -1348,7 +1348,11 @@ def test_webhook_urls_come_from_url_or_from_service_and_path() -> None:
 def test_controllers_are_read_from_the_shipped_manifests(world: World) -> None:
     emulator = MetacontrollerEmulator(world.store, world.loop, world.transport)
     emulator.load_directory(ROOT / "metacontroller")
-    assert [controller.name for controller in emulator.controllers] == ["arc-hooks-runner"]
+    assert [controller.name for controller in emulator.controllers] == [
+        "arc-hooks-runner",
+        "arc-hooks-runnerdeployment",
+        "arc-hooks-runnerreplicaset",
+    ]
     manifest = yaml.safe_load((ROOT / "metacontroller" / "runner-controller.yaml").read_text())
     spec = read_controller(manifest, emulator.catalog)
     assert spec.hooks.sync is not None

@@ -57,6 +57,11 @@ class ResourceModel(BaseModel):
         """The JSON form, camelCase, without unset optional fields."""
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
+    def to_manifest(self) -> dict[str, Any]:
+        """The JSON form with only what was given: a template copied into a child stays as the
+        user wrote it, without the model's empty defaults."""
+        return self.model_dump(by_alias=True, exclude_unset=True, exclude_none=True, mode="json")
+
 
 class ObjectMeta(ResourceModel):
     name: str = ""

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from hooks.resources import runner
+from hooks.resources import autoscaler, replicaset, runner
 
 PrinterColumn = Mapping[str, Any]
 """One `additionalPrinterColumns` entry: `name`, `type`, `jsonPath`, optionally `priority`..."""
@@ -444,6 +444,71 @@ def runner_crd() -> dict[str, Any]:
     )
 
 
+def runnerreplicaset_crd() -> dict[str, Any]:
+    """The RunnerReplicaSet CRD, with ARC's names and printer columns."""
+    return crd_for(
+        replicaset.RunnerReplicaSet,
+        plural="runnerreplicasets",
+        singular="runnerreplicaset",
+        kind="RunnerReplicaSet",
+        short_names=("rrs",),
+        printer_columns=[
+            _column("Desired", ".spec.replicas", "number"),
+            _column("Current", ".status.replicas", "number"),
+            _column("Ready", ".status.readyReplicas", "number"),
+            _column("Age", ".metadata.creationTimestamp", "date"),
+        ],
+        description="A set of identical Runners, created and removed to match spec.replicas.",
+    )
+
+
+def runnerdeployment_crd() -> dict[str, Any]:
+    """The RunnerDeployment CRD, with ARC's names and printer columns."""
+    return crd_for(
+        replicaset.RunnerDeployment,
+        plural="runnerdeployments",
+        singular="runnerdeployment",
+        kind="RunnerDeployment",
+        short_names=("rdeploy",),
+        printer_columns=[
+            _column("Enterprise", ".spec.template.spec.enterprise"),
+            _column("Organization", ".spec.template.spec.organization"),
+            _column("Repository", ".spec.template.spec.repository"),
+            _column("Group", ".spec.template.spec.group"),
+            _column("Labels", ".spec.template.spec.labels"),
+            _column("Desired", ".spec.replicas", "number"),
+            _column("Current", ".status.replicas", "number"),
+            _column("Up-To-Date", ".status.updatedReplicas", "number"),
+            _column("Available", ".status.availableReplicas", "number"),
+            _column("Age", ".metadata.creationTimestamp", "date"),
+        ],
+        description=(
+            "Runners from a template, rolled out through one RunnerReplicaSet per template version."
+        ),
+    )
+
+
+def horizontalrunnerautoscaler_crd() -> dict[str, Any]:
+    """The HorizontalRunnerAutoscaler CRD, with ARC's names and printer columns."""
+    return crd_for(
+        autoscaler.HorizontalRunnerAutoscaler,
+        plural="horizontalrunnerautoscalers",
+        singular="horizontalrunnerautoscaler",
+        kind="HorizontalRunnerAutoscaler",
+        short_names=("hra",),
+        printer_columns=[
+            _column("Min", ".spec.minReplicas", "number"),
+            _column("Max", ".spec.maxReplicas", "number"),
+            _column("Desired", ".status.desiredReplicas", "number"),
+            _column("Schedule", ".status.scheduledOverridesSummary"),
+        ],
+        description=(
+            "Sizes a RunnerDeployment or RunnerSet from GitHub metrics, webhook capacity "
+            "reservations and scheduled overrides."
+        ),
+    )
+
+
 def crd_file_name(crd: Mapping[str, Any]) -> str:
     """The file name controller-gen (and so ARC) uses: `<group>_<plural>.yaml`."""
     spec = crd["spec"]
@@ -452,7 +517,12 @@ def crd_file_name(crd: Mapping[str, Any]) -> str:
 
 def all_crds() -> dict[str, dict[str, Any]]:
     """Every CRD this project serves, by file name."""
-    crds = [runner_crd()]
+    crds = [
+        runner_crd(),
+        runnerreplicaset_crd(),
+        runnerdeployment_crd(),
+        horizontalrunnerautoscaler_crd(),
+    ]
     return {crd_file_name(crd): crd for crd in crds}
 
 

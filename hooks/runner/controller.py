@@ -8,12 +8,12 @@ runner Pod (OnDelete: we decide ourselves when it is replaced) and the registrat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import orjson
 from pydantic import ValidationError
 
+from hooks.children import as_kept, describe_validation_error, label_value, merge_conditions
 from hooks.clock import Clock, format_time, parse_time
 from hooks.github.port import (
     ConflictError,
@@ -26,7 +26,6 @@ from hooks.github.port import (
 )
 from hooks.memo import Memo
 from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
-from hooks.resources.common import Condition
 from hooks.resources.runner import (
     GracefulStopStatus,
     Runner,
@@ -488,7 +487,7 @@ class _Sync:
             "metadata": {
                 "name": self.secret_name,
                 "namespace": self.namespace,
-                "labels": {"actions-runner": "", "runner-name": _label_value(self.name)},
+                "labels": {"actions-runner": "", "runner-name": label_value(self.name)},
             },
             "type": "Opaque",
             "data": secret_data(material),
@@ -533,7 +532,7 @@ class _Sync:
             runner_id=self.out.runner_id,
             online=github_runner.online if github_runner else previous.online,
             busy=github_runner.busy if github_runner else previous.busy,
-            conditions=_merge_conditions(previous.conditions, self.out.conditions, self.now),
+            conditions=merge_conditions(previous.conditions, self.out.conditions, self.now),
             graceful_stop=self.stop,
             failures=self.failures or None,
             last_failure_time=self.last_failure_time,
@@ -624,7 +623,9 @@ def _parse_now(parent: KubeObject, mode: str, defaults: PodDefaults) -> _Parsed:
     try:
         runner = Runner.model_validate(parent)
     except ValidationError as error:
-        return _Parsed(None, (_describe_validation_error(error),), jit=False, defaults=defaults)
+        return _Parsed(
+            None, (describe_validation_error(error, "Runner"),), jit=False, defaults=defaults
+        )
     jit = _registration_mode(runner, mode) == "jit"
     problems = validate_runner_spec(runner.spec, jit=jit)
     return _Parsed(runner, tuple(problems), jit=jit, defaults=defaults)
@@ -634,7 +635,7 @@ def _invalid(
     request: CompositeHookRequest, runner: Runner | None, problems: list[str], clock: Clock
 ) -> CompositeHookResponse:
     """An invalid Runner keeps what it has: its children are returned unchanged, no new pod."""
-    kept = [_as_kept(obj) for kind in ("Pod", "Secret") for obj in request.objects(kind)]
+    kept = [as_kept(obj) for kind in ("Pod", "Secret") for obj in request.objects(kind)]
     return CompositeHookResponse(status=_invalid_status(request, problems, clock), children=kept)
 
 
@@ -648,49 +649,15 @@ def _invalid_status(
     except ValidationError:
         conditions = []
     message = "; ".join(problems)
-    merged = _merge_conditions(
-        conditions, {"Valid": ("False", "InvalidSpec", message)}, clock.now()
-    )
+    merged = merge_conditions(conditions, {"Valid": ("False", "InvalidSpec", message)}, clock.now())
     previous.pop("observedGeneration", None)
     previous["conditions"] = [c.to_wire() for c in merged]
     previous["message"] = message
     return previous
 
 
-def _as_kept(obj: KubeObject) -> KubeObject:
-    """An observed child, as a desired object that changes nothing."""
-    metadata = obj.get("metadata") or {}
-    annotations = {
-        k: v
-        for k, v in (metadata.get("annotations") or {}).items()
-        if k != "metacontroller.k8s.io/last-applied-configuration"
-    }
-    kept: KubeObject = {
-        "apiVersion": obj.get("apiVersion", "v1"),
-        "kind": obj.get("kind"),
-        "metadata": {
-            "name": metadata.get("name"),
-            "namespace": metadata.get("namespace"),
-            "labels": metadata.get("labels") or {},
-            "annotations": annotations,
-        },
-    }
-    for key in ("spec", "data", "type"):
-        if key in obj:
-            kept[key] = obj[key]
-    return kept
-
-
 def _kept_secrets(request: CompositeHookRequest) -> list[KubeObject]:
-    return [_as_kept(secret) for secret in request.objects("Secret")]
-
-
-def _describe_validation_error(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors()[:5]:
-        where = ".".join(str(p) for p in item["loc"])
-        parts.append(f"{where}: {item['msg']}")
-    return "invalid Runner: " + "; ".join(parts)
+    return [as_kept(secret) for secret in request.objects("Secret")]
 
 
 def _registration_mode(runner: Runner, default_mode: str) -> str:
@@ -721,40 +688,6 @@ def _registered_scope(status: RunnerStatus) -> Scope | None:
 
 def _has_scope(scope: Scope) -> bool:
     return bool(scope.enterprise or scope.organization or scope.repository)
-
-
-def _label_value(text: str) -> str:
-    """Label values are limited to 63 characters."""
-    return text if len(text) <= 63 else text[:63].rstrip("-_.")
-
-
-def _merge_conditions(
-    previous: list[Condition], current: dict[str, tuple[str, str, str]], now: datetime
-) -> list[Condition]:
-    """Conditions set by this sync over the previous ones (kept when not re-evaluated);
-    lastTransitionTime moves only when a status flips."""
-    before = {c.type: c for c in previous}
-    merged: list[Condition] = [c for c in previous if c.type not in current]
-    for kind, (status, reason, message) in sorted(current.items()):
-        old = before.get(kind)
-        if (
-            old is not None
-            and old.last_transition_time
-            and (old.status, old.reason, old.message) == (status, reason, message)
-        ):
-            merged.append(old)  # unchanged: the same value, without building it again
-            continue
-        since = (
-            old.last_transition_time
-            if old is not None and old.status == status and old.last_transition_time
-            else format_time(now)
-        )
-        merged.append(
-            Condition(
-                type=kind, status=status, reason=reason, message=message, last_transition_time=since
-            )
-        )
-    return sorted(merged, key=lambda c: c.type)
 
 
 __all__ = ["ObservedPod", "RunnerHookDeps", "finalize_runner", "sync_runner"]

@@ -158,7 +158,16 @@ class World:
     # ------------------------------------------------------------------ running
 
     def run(self, progress: Callable[[World], None] | None = None) -> Summary:
+        """The whole scenario: start, run for its duration, tear down, summarize."""
         started = time.perf_counter()
+        self.begin()
+        self._run_until(self._at(self.scenario.duration), progress)
+        summary = self.finish(progress)
+        summary.wall_seconds = round(time.perf_counter() - started, 2)
+        return summary
+
+    def begin(self) -> None:
+        """Start Metacontroller, apply the objects, schedule the timeline and the jobs."""
         scenario = self.scenario
         self.emulator.start()
         for obj in scenario.objects:
@@ -171,18 +180,20 @@ class World:
                 self.loop.call_at(
                     when, self._submitter(stream.repository, stream.labels, stream.duration), "job"
                 )
-        end = self._at(scenario.duration)
-        self._run_until(end, progress)
-        converged = True
-        if scenario.teardown:
+
+    def run_to(self, seconds: float) -> None:
+        """Advance virtual time to `seconds` after the start (for tests that look inside)."""
+        self._run_until(self._at(seconds), None)
+
+    def finish(self, progress: Callable[[World], None] | None = None) -> Summary:
+        """Tear down (when the scenario says so) and summarize."""
+        if self.scenario.teardown:
             converged = self.teardown(progress)
         else:
             errors_before = sum(self.emulator.errors.values())
             self._run_until(self.clock.now() + timedelta(minutes=5), progress)
             converged = sum(self.emulator.errors.values()) == errors_before
-        summary = self.summary(converged)
-        summary.wall_seconds = round(time.perf_counter() - started, 2)
-        return summary
+        return self.summary(converged)
 
     def _run_until(self, end: datetime, progress: Callable[[World], None] | None) -> None:
         step = timedelta(minutes=1)

@@ -1,0 +1,80 @@
+"""Helpers every controller's answer uses: conditions, kept children, readable errors."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import ValidationError
+
+from hooks.clock import format_time
+from hooks.metacontroller import KubeObject
+from hooks.resources.common import Condition
+
+LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
+
+ConditionValue = tuple[str, str, str]
+"""(status "True"/"False", reason, message)."""
+
+
+def as_kept(obj: KubeObject) -> KubeObject:
+    """An observed child, as a desired object that changes nothing."""
+    metadata = obj.get("metadata") or {}
+    annotations = {
+        k: v for k, v in (metadata.get("annotations") or {}).items() if k != LAST_APPLIED
+    }
+    kept: KubeObject = {
+        "apiVersion": obj.get("apiVersion", "v1"),
+        "kind": obj.get("kind"),
+        "metadata": {
+            "name": metadata.get("name"),
+            "namespace": metadata.get("namespace"),
+            "labels": metadata.get("labels") or {},
+            "annotations": annotations,
+        },
+    }
+    for key in ("spec", "data", "type"):
+        if key in obj:
+            kept[key] = obj[key]
+    return kept
+
+
+def describe_validation_error(error: ValidationError, what: str) -> str:
+    parts = []
+    for item in error.errors()[:5]:
+        where = ".".join(str(p) for p in item["loc"])
+        parts.append(f"{where}: {item['msg']}")
+    return f"invalid {what}: " + "; ".join(parts)
+
+
+def label_value(text: str) -> str:
+    """Label values are limited to 63 characters."""
+    return text if len(text) <= 63 else text[:63].rstrip("-_.")
+
+
+def merge_conditions(
+    previous: list[Condition], current: dict[str, ConditionValue], now: datetime
+) -> list[Condition]:
+    """Conditions set by this sync over the previous ones (kept when not re-evaluated);
+    lastTransitionTime moves only when a status flips."""
+    before = {c.type: c for c in previous}
+    merged: list[Condition] = [c for c in previous if c.type not in current]
+    for kind, (status, reason, message) in sorted(current.items()):
+        old = before.get(kind)
+        if (
+            old is not None
+            and old.last_transition_time
+            and (old.status, old.reason, old.message) == (status, reason, message)
+        ):
+            merged.append(old)  # unchanged: the same value, without building it again
+            continue
+        since = (
+            old.last_transition_time
+            if old is not None and old.status == status and old.last_transition_time
+            else format_time(now)
+        )
+        merged.append(
+            Condition(
+                type=kind, status=status, reason=reason, message=message, last_transition_time=since
+            )
+        )
+    return sorted(merged, key=lambda c: c.type)

@@ -1,0 +1,223 @@
+"""The RunnerDeployment controller: one RunnerReplicaSet per runner template, and rollouts.
+
+Children: RunnerReplicaSets (InPlace). The newest set is the one whose template hash matches the
+current template (an existing set with that hash is taken over, e.g. after a rollback); it gets
+the effective replicas. Older sets keep theirs until the newest is ready, then go to zero, and
+are deleted once they report zero replicas. Their Runners leave through the Runner finalize hook,
+so a rollout never cuts off a job and never leaves a registration behind.
+
+Effective replicas: `status.desiredReplicas` of the HorizontalRunnerAutoscaler whose
+`scaleTargetRef` names this RunnerDeployment (a related object, read, never written), else
+`spec.replicas`, else 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from hooks.children import ConditionValue, as_kept, describe_validation_error, merge_conditions
+from hooks.clock import Clock
+from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
+from hooks.replicaset.controller import TEMPLATE_HASH_LABEL, template_hash
+from hooks.resources.replicaset import (
+    RunnerDeployment,
+    RunnerDeploymentStatus,
+    RunnerTemplate,
+)
+from hooks.resources.runner import API_VERSION
+from hooks.runner.validation import validate_runner_spec
+
+DEPLOYMENT_NAME_LABEL = "runner-deployment-name"
+
+
+@dataclass(frozen=True)
+class DeploymentDeps:
+    clock: Clock
+    common_runner_labels: tuple[str, ...] = ()
+
+
+def customize_runner_deployment(request: dict[str, Any]) -> dict[str, Any]:
+    """Ask for the HorizontalRunnerAutoscalers of the deployment's namespace."""
+    parent = request.get("parent") or {}
+    namespace = (parent.get("metadata") or {}).get("namespace") or ""
+    rule: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "resource": "horizontalrunnerautoscalers",
+        "labelSelector": {},
+    }
+    if namespace:
+        rule["namespace"] = namespace
+    return {"relatedResources": [rule]}
+
+
+@dataclass(frozen=True)
+class _Set:
+    obj: KubeObject
+    name: str
+    template_hash: str | None
+    spec_replicas: int
+    replicas: int
+    ready: int
+    available: int
+    registered: int
+    busy: int
+
+    @classmethod
+    def read(cls, obj: KubeObject) -> _Set:
+        metadata = obj.get("metadata") or {}
+        status = obj.get("status") or {}
+        spec = obj.get("spec") or {}
+        replicas = spec.get("replicas")
+        return cls(
+            obj=obj,
+            name=str(metadata.get("name", "")),
+            template_hash=(metadata.get("labels") or {}).get(TEMPLATE_HASH_LABEL),
+            spec_replicas=replicas if isinstance(replicas, int) else 1,
+            replicas=int(status.get("replicas") or 0),
+            ready=int(status.get("readyReplicas") or 0),
+            available=int(status.get("availableReplicas") or 0),
+            registered=int(status.get("registeredReplicas") or 0),
+            busy=int(status.get("busyReplicas") or 0),
+        )
+
+
+def effective_replicas(deployment: RunnerDeployment, related: list[KubeObject]) -> int:
+    for hra in related:
+        target = (hra.get("spec") or {}).get("scaleTargetRef") or {}
+        kind = target.get("kind") or "RunnerDeployment"
+        if kind != "RunnerDeployment" or target.get("name") != deployment.metadata.name:
+            continue
+        desired = (hra.get("status") or {}).get("desiredReplicas")
+        if isinstance(desired, int) and desired >= 0:
+            return desired
+    replicas = deployment.spec.replicas
+    return replicas if replicas is not None else 1
+
+
+def sync_runner_deployment(
+    request: CompositeHookRequest, deps: DeploymentDeps
+) -> CompositeHookResponse:
+    now = deps.clock.now()
+    try:
+        deployment = RunnerDeployment.model_validate(request.parent)
+    except ValidationError as error:
+        return _invalid(request, [describe_validation_error(error, "RunnerDeployment")], now)
+    problems = [
+        f"spec.template.spec: {p}" for p in validate_runner_spec(deployment.spec.template.spec)
+    ]
+    if deployment.spec.replicas is not None and deployment.spec.replicas < 0:
+        problems.append("spec.replicas must not be negative")
+    if problems:
+        return _invalid(request, problems, now)
+
+    template = _runner_template(deployment, deps.common_runner_labels)
+    hash_ = template_hash(template)
+    desired = effective_replicas(
+        deployment, request.objects("HorizontalRunnerAutoscaler", related=True)
+    )
+    sets = [
+        _Set.read(obj)
+        for obj in request.objects("RunnerReplicaSet")
+        if not (obj.get("metadata") or {}).get("deletionTimestamp")
+    ]
+    newest = next((s for s in sets if s.template_hash == hash_), None)
+    old = [s for s in sets if s is not newest]
+
+    children: list[KubeObject] = [_replica_set(deployment, template, hash_, desired)]
+    conditions: dict[str, ConditionValue] = {"Valid": ("True", "Valid", "")}
+    newest_ready = newest is not None and (desired == 0 or newest.ready >= desired)
+    for previous in old:
+        if not newest_ready:
+            children.append(as_kept(previous.obj))  # keeps its runners until the new set is up
+        elif previous.spec_replicas > 0 or previous.replicas > 0:
+            children.append(_scaled_to_zero(previous.obj))
+        # else: at zero and reporting zero: left out, so it is deleted
+    if old:
+        conditions["RollingOut"] = (
+            "True",
+            "NewRunnersReady" if newest_ready else "WaitingForNewRunners",
+            f"{len(old)} older RunnerReplicaSet(s) being retired",
+        )
+    else:
+        conditions["RollingOut"] = ("False", "UpToDate", "")
+
+    previous_status = deployment.status or RunnerDeploymentStatus()
+    status = RunnerDeploymentStatus(
+        available_replicas=sum(s.available for s in sets),
+        ready_replicas=sum(s.ready for s in sets),
+        updated_replicas=newest.replicas if newest is not None else 0,
+        desired_replicas=desired,
+        replicas=sum(s.replicas for s in sets),
+        registered_replicas=sum(s.registered for s in sets),
+        busy_replicas=sum(s.busy for s in sets),
+        conditions=merge_conditions(previous_status.conditions, conditions, now),
+    )
+    return CompositeHookResponse(status=status.to_wire(), children=children)
+
+
+def _runner_template(
+    deployment: RunnerDeployment, common_labels: tuple[str, ...]
+) -> RunnerTemplate:
+    """The template with ARC's --common-runner-labels appended (they take part in the hash)."""
+    template = deployment.spec.template
+    if not common_labels:
+        return template
+    labels = list(template.spec.labels)
+    labels += [label for label in common_labels if label not in labels]
+    spec = template.spec.model_copy(update={"labels": labels})
+    return template.model_copy(update={"spec": spec})
+
+
+def _replica_set(
+    deployment: RunnerDeployment, template: RunnerTemplate, hash_: str, replicas: int
+) -> KubeObject:
+    name = deployment.metadata.name
+    labels = {DEPLOYMENT_NAME_LABEL: name, TEMPLATE_HASH_LABEL: hash_}
+    template_wire = template.to_manifest()
+    template_metadata = template_wire.setdefault("metadata", {})
+    template_metadata["labels"] = {**template_metadata.get("labels", {}), **labels}
+    spec: dict[str, Any] = {
+        "replicas": replicas,
+        "selector": {"matchLabels": labels},
+        "template": template_wire,
+    }
+    if deployment.spec.effective_time is not None:
+        spec["effectiveTime"] = deployment.spec.effective_time
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "RunnerReplicaSet",
+        "metadata": {
+            "name": f"{name}-{hash_[:5]}",
+            "namespace": deployment.metadata.namespace,
+            "labels": {**deployment.metadata.labels, **labels},
+        },
+        "spec": spec,
+    }
+
+
+def _scaled_to_zero(obj: KubeObject) -> KubeObject:
+    kept = as_kept(obj)
+    kept["spec"] = {**kept.get("spec", {}), "replicas": 0}
+    return kept
+
+
+def _invalid(
+    request: CompositeHookRequest, problems: list[str], now: datetime
+) -> CompositeHookResponse:
+    raw = request.parent.get("status")
+    previous = dict(raw) if isinstance(raw, dict) else {}
+    try:
+        conditions = RunnerDeploymentStatus.model_validate(previous).conditions
+    except ValidationError:
+        conditions = []
+    merged = merge_conditions(
+        conditions, {"Valid": ("False", "InvalidSpec", "; ".join(problems))}, now
+    )
+    previous.pop("observedGeneration", None)
+    previous["conditions"] = [c.to_wire() for c in merged]
+    kept = [as_kept(obj) for obj in request.objects("RunnerReplicaSet")]
+    return CompositeHookResponse(status=previous, children=kept)

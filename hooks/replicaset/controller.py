@@ -1,0 +1,277 @@
+"""The RunnerReplicaSet controller: keeps `replicas` Runners, and chooses which ones go.
+
+Runners are children with the OnDelete strategy. A Runner is removed by leaving it out of the
+answer; Metacontroller deletes it and the Runner's own finalize hook stops it gracefully, so no
+decision here can cut off a job. What this controller decides is *which* Runners go: those that
+never registered first, then idle ones (newest first), busy ones last.
+
+New Runners get names that are unique over time (`<set>-<uid tag><counter>`): a retried sync
+yields the same names, and a name is never reused while GitHub may still know it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from hooks.children import ConditionValue, as_kept, describe_validation_error, merge_conditions
+from hooks.clock import Clock, format_time, parse_time
+from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
+from hooks.resources.replicaset import (
+    RunnerReplicaSet,
+    RunnerReplicaSetStatus,
+    RunnerTemplate,
+)
+from hooks.resources.runner import API_VERSION
+from hooks.runner.validation import validate_runner_spec
+
+TEMPLATE_HASH_LABEL = "runner-template-hash"
+SYNC_TIME_ANNOTATION = "actions-runner/sync-time"
+"""When the set created the Runner: the last of these is ARC's `lastSyncTime` (#1180)."""
+
+RECREATION_DELAY = timedelta(minutes=10)
+"""ARC's DefaultRunnerPodRecreationDelayAfterWebhookScale (#1180)."""
+
+_BASE36 = re.compile(r"[0-9a-z]+")
+
+
+@dataclass(frozen=True)
+class ReplicaSetDeps:
+    clock: Clock
+
+
+@dataclass(frozen=True)
+class RunnerChild:
+    """What the set knows of one of its Runners, from the Runner's status."""
+
+    obj: KubeObject
+    name: str
+    created: str
+    terminating: bool
+    phase: str
+    ready: bool
+    online: bool
+    busy: bool
+    template_hash: str | None
+
+    @property
+    def completed(self) -> bool:
+        return self.phase == "Completed"
+
+    @property
+    def registered(self) -> bool:
+        return self.online
+
+    @property
+    def removal_rank(self) -> int:
+        """0: never registered, 1: idle, 2: busy. Lower ranks go first."""
+        if not self.registered:
+            return 0
+        return 2 if self.busy else 1
+
+
+def read_child(obj: KubeObject) -> RunnerChild:
+    metadata = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    return RunnerChild(
+        obj=obj,
+        name=str(metadata.get("name", "")),
+        created=str(metadata.get("creationTimestamp") or ""),
+        terminating=bool(metadata.get("deletionTimestamp")),
+        phase=str(status.get("phase") or ""),
+        ready=bool(status.get("ready")),
+        online=bool(status.get("online")),
+        busy=bool(status.get("busy")),
+        template_hash=(metadata.get("labels") or {}).get(TEMPLATE_HASH_LABEL),
+    )
+
+
+def template_hash(template: RunnerTemplate) -> str:
+    """A hash of the runner template, stable across processes and Python versions."""
+    import orjson
+
+    canonical = orjson.dumps(template.to_manifest(), option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(canonical).hexdigest()[:10]
+
+
+def sync_runner_replica_set(
+    request: CompositeHookRequest, deps: ReplicaSetDeps
+) -> CompositeHookResponse:
+    now = deps.clock.now()
+    try:
+        replica_set = RunnerReplicaSet.model_validate(request.parent)
+    except ValidationError as error:
+        return _invalid(request, [describe_validation_error(error, "RunnerReplicaSet")], now)
+    problems = validate_runner_spec(replica_set.spec.template.spec)
+    if replica_set.spec.replicas is not None and replica_set.spec.replicas < 0:
+        problems.append("spec.replicas must not be negative")
+    if problems:
+        return _invalid(request, [f"spec.template.spec: {p}" for p in problems], now)
+    return _ReplicaSetSync(request, replica_set, now).answer()
+
+
+class _ReplicaSetSync:
+    def __init__(self, request: CompositeHookRequest, replica_set: RunnerReplicaSet, now: datetime):
+        self.request = request
+        self.replica_set = replica_set
+        self.now = now
+        self.status = replica_set.status or RunnerReplicaSetStatus()
+        spec = replica_set.spec
+        self.desired = spec.replicas if spec.replicas is not None else 1
+        labels = replica_set.metadata.labels
+        self.hash = labels.get(TEMPLATE_HASH_LABEL) or template_hash(spec.template)
+        self.children = [read_child(obj) for obj in request.objects("Runner")]
+        self.resync: list[float] = []
+        self.conditions: dict[str, ConditionValue] = {"Valid": ("True", "Valid", "")}
+
+    def answer(self) -> CompositeHookResponse:
+        live = [c for c in self.children if not c.terminating]
+        completed = [c for c in live if c.completed]
+        active = [c for c in live if not c.completed]
+        outdated = [c for c in active if c.template_hash not in (None, self.hash)]
+        keep = self._keep(active, outdated)
+        new = self._new_runners(self.desired - len(keep))
+        children = [as_kept(c.obj) for c in keep] + new
+        status = self._status(keep, new, completed)
+        resync = min(self.resync) if self.resync else None
+        return CompositeHookResponse(status=status, children=children, resync_after_seconds=resync)
+
+    def _keep(self, active: list[RunnerChild], outdated: list[RunnerChild]) -> list[RunnerChild]:
+        """The Runners that stay: up to `desired`, the most useful ones."""
+        # An outdated Runner is replaced when it can go without waiting: one at a time, and
+        # never while busy (the replacement's template is the current one).
+        replaceable = [c for c in outdated if c.removal_rank < 2][:1]
+        candidates = [c for c in active if c not in replaceable]
+        if len(candidates) <= self.desired:
+            return candidates
+        # Keep busy first, then idle, then never-registered; newest go first within a rank.
+        ordered = sorted(candidates, key=lambda c: (-c.removal_rank, c.created, c.name))
+        return sorted(ordered[: self.desired], key=lambda c: c.name)
+
+    def _new_runners(self, missing: int) -> list[KubeObject]:
+        if missing <= 0:
+            return []
+        hold = self._recreation_hold()
+        if hold is not None:
+            self.resync.append(hold)
+            self.conditions["Scaling"] = (
+                "False",
+                "RecreationDelayed",
+                "waiting after a webhook scale-up before creating more ephemeral runners",
+            )
+            return []
+        self.conditions["Scaling"] = ("True", "Created", f"created {missing} runner(s)")
+        start = self._next_index()
+        return [self._runner(self._name(start + i)) for i in range(missing)]
+
+    def _recreation_hold(self) -> float | None:
+        """ARC #1180: with webhook-driven scaling (effectiveTime set), an ephemeral set does not
+        recreate runners within 10 minutes of its last creation when that creation is newer
+        than effectiveTime, so a finished job does not leave a useless new runner behind."""
+        effective = self.replica_set.spec.effective_time
+        if effective is None or self.replica_set.spec.template.spec.ephemeral is False:
+            return None
+        last = self._last_sync_time()
+        if last is None or last <= parse_time(effective):
+            return None
+        remaining = (last + RECREATION_DELAY - self.now).total_seconds()
+        return remaining if remaining > 0 else None
+
+    def _last_sync_time(self) -> datetime | None:
+        times = []
+        for child in self.children:
+            value = (child.obj.get("metadata", {}).get("annotations") or {}).get(
+                SYNC_TIME_ANNOTATION
+            )
+            if value:
+                try:
+                    times.append(parse_time(value))
+                except ValueError:
+                    continue
+        return max(times) if times else None
+
+    def _next_index(self) -> int:
+        """Monotonic over the set's life: the recorded counter, or past any name observed."""
+        index = self.status.next_runner_index or 0
+        prefix = f"{self.replica_set.metadata.name}-{_uid_tag(self.replica_set.metadata.uid)}"
+        for child in self.children:
+            suffix = child.name.removeprefix(prefix)
+            if suffix != child.name and _BASE36.fullmatch(suffix):
+                index = max(index, int(suffix, 36) + 1)
+        return index
+
+    def _name(self, index: int) -> str:
+        return f"{self.replica_set.metadata.name}-{_uid_tag(self.replica_set.metadata.uid)}" + (
+            _base36(index)
+        )
+
+    def _runner(self, name: str) -> KubeObject:
+        template = self.replica_set.spec.template
+        labels = {**template.metadata.labels, TEMPLATE_HASH_LABEL: self.hash}
+        annotations = {**template.metadata.annotations, SYNC_TIME_ANNOTATION: format_time(self.now)}
+        return {
+            "apiVersion": API_VERSION,
+            "kind": "Runner",
+            "metadata": {
+                "name": name,
+                "namespace": self.replica_set.metadata.namespace,
+                "labels": labels,
+                "annotations": annotations,
+            },
+            "spec": template.spec.to_manifest(),
+        }
+
+    def _status(
+        self, keep: list[RunnerChild], new: list[KubeObject], completed: list[RunnerChild]
+    ) -> dict[str, Any]:
+        created = len(new)
+        status = RunnerReplicaSetStatus(
+            replicas=len(keep) + created,
+            ready_replicas=sum(1 for c in keep if c.ready),
+            available_replicas=sum(1 for c in keep if c.ready),
+            registered_replicas=sum(1 for c in keep if c.registered),
+            busy_replicas=sum(1 for c in keep if c.busy),
+            next_runner_index=self._next_index() + created,
+            conditions=merge_conditions(self.status.conditions, self.conditions, self.now),
+        )
+        return status.to_wire()
+
+
+def _invalid(
+    request: CompositeHookRequest, problems: list[str], now: datetime
+) -> CompositeHookResponse:
+    """An invalid set keeps its Runners as they are and creates none."""
+    raw = request.parent.get("status")
+    previous = dict(raw) if isinstance(raw, dict) else {}
+    try:
+        conditions = RunnerReplicaSetStatus.model_validate(previous).conditions
+    except ValidationError:
+        conditions = []
+    merged = merge_conditions(
+        conditions, {"Valid": ("False", "InvalidSpec", "; ".join(problems))}, now
+    )
+    previous.pop("observedGeneration", None)
+    previous["conditions"] = [c.to_wire() for c in merged]
+    kept = [as_kept(obj) for obj in request.objects("Runner")]
+    return CompositeHookResponse(status=previous, children=kept)
+
+
+def _uid_tag(uid: str) -> str:
+    """Four characters from the set's uid: a set recreated with the same name never reuses
+    the names of its predecessor's runners, which GitHub may still know."""
+    return _base36(int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16))[-4:].rjust(4, "0")
+
+
+def _base36(number: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    text = ""
+    while True:
+        number, remainder = divmod(number, 36)
+        text = digits[remainder] + text
+        if number == 0:
+            return text

@@ -1,0 +1,95 @@
+"""RunnerReplicaSet and RunnerDeployment (`actions.summerwind.dev/v1alpha1`), every field ARC
+accepts. Their CRDs in `metacontroller/` are generated from these models."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from hooks.resources.common import (
+    Condition,
+    DateTime,
+    ObjectMeta,
+    ResourceModel,
+)
+from hooks.resources.runner import API_VERSION, RunnerSpec
+
+
+class LabelSelectorRequirement(ResourceModel):
+    key: str
+    operator: str  # In, NotIn, Exists or DoesNotExist
+    values: list[str] = []
+
+
+class LabelSelector(ResourceModel):
+    match_labels: dict[str, str] = {}
+    match_expressions: list[LabelSelectorRequirement] = []
+
+
+class TemplateMeta(ResourceModel):
+    """The metadata a template may carry (ARC accepts the full ObjectMeta; labels and
+    annotations are what a Runner inherits)."""
+
+    name: str | None = None
+    namespace: str | None = None
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    finalizers: list[str] = []
+
+
+class RunnerTemplate(ResourceModel):
+    metadata: TemplateMeta = TemplateMeta()
+    spec: RunnerSpec = RunnerSpec()
+
+
+class RunnerReplicaSetSpec(ResourceModel):
+    replicas: int | None = None
+    effective_time: DateTime | None = None
+    selector: LabelSelector | None = None
+    template: RunnerTemplate = RunnerTemplate()
+
+
+class RunnerReplicaSetStatus(ResourceModel):
+    replicas: int | None = None
+    ready_replicas: int | None = None
+    available_replicas: int | None = None
+    # What this project adds: how many runners GitHub sees registered and busy.
+    registered_replicas: int | None = None
+    busy_replicas: int | None = None
+    next_runner_index: int | None = None
+    conditions: list[Condition] = []
+    observed_generation: int | None = None
+
+
+class RunnerReplicaSet(ResourceModel):
+    api_version: str = API_VERSION
+    kind: Literal["RunnerReplicaSet"] = "RunnerReplicaSet"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: RunnerReplicaSetSpec = RunnerReplicaSetSpec()
+    status: RunnerReplicaSetStatus | None = None
+
+
+class RunnerDeploymentSpec(ResourceModel):
+    replicas: int | None = None
+    effective_time: DateTime | None = None
+    selector: LabelSelector | None = None
+    template: RunnerTemplate = RunnerTemplate()
+
+
+class RunnerDeploymentStatus(ResourceModel):
+    available_replicas: int | None = None
+    ready_replicas: int | None = None
+    updated_replicas: int | None = None
+    desired_replicas: int | None = None
+    replicas: int | None = None
+    registered_replicas: int | None = None
+    busy_replicas: int | None = None
+    conditions: list[Condition] = []
+    observed_generation: int | None = None
+
+
+class RunnerDeployment(ResourceModel):
+    api_version: str = API_VERSION
+    kind: Literal["RunnerDeployment"] = "RunnerDeployment"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: RunnerDeploymentSpec = RunnerDeploymentSpec()
+    status: RunnerDeploymentStatus | None = None

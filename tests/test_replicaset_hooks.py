@@ -1,0 +1,397 @@
+"""RunnerReplicaSet and RunnerDeployment hooks over HTTP with Metacontroller-shaped requests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from hooks.app import create_app
+from hooks.clock import ManualClock, format_time
+from hooks.settings import Settings
+from tests.in_memory_github import InMemoryGitHub
+
+API = "actions.summerwind.dev/v1alpha1"
+SPEC = {"organization": "acme", "labels": ["linux"]}
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+def make_client(clock: ManualClock, **settings: str) -> TestClient:
+    configured = Settings.model_validate({"GITHUB_TOKEN": "ghp_" + "x" * 36, **settings})
+    return TestClient(create_app(configured, github=InMemoryGitHub(clock), clock=clock))
+
+
+@pytest.fixture
+def client(clock: ManualClock) -> Iterator[TestClient]:
+    with make_client(clock) as test_client:
+        yield test_client
+
+
+def replica_set(
+    replicas: int | None = None, *, status: dict[str, Any] | None = None, **spec: Any
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"template": {"metadata": {"labels": {"team": "ci"}}, "spec": SPEC}}
+    if replicas is not None:
+        body["replicas"] = replicas
+    body.update(spec)
+    return {
+        "apiVersion": API,
+        "kind": "RunnerReplicaSet",
+        "metadata": {"name": "pool", "namespace": "default", "uid": "rrs-1", "generation": 1},
+        "spec": body,
+        "status": status or {},
+    }
+
+
+def runner(
+    name: str,
+    created: str,
+    *,
+    online: bool = True,
+    busy: bool = False,
+    phase: str = "Running",
+    terminating: bool = False,
+    template_hash: str | None = None,
+    sync_time: str | None = None,
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": "default",
+        "uid": f"uid-{name}",
+        "creationTimestamp": created,
+        "labels": {"runner-template-hash": template_hash} if template_hash else {},
+        "annotations": {"actions-runner/sync-time": sync_time} if sync_time else {},
+    }
+    if terminating:
+        metadata["deletionTimestamp"] = created
+    return {
+        "apiVersion": API,
+        "kind": "Runner",
+        "metadata": metadata,
+        "spec": SPEC,
+        "status": {"phase": phase, "ready": phase == "Running", "online": online, "busy": busy},
+    }
+
+
+def sync_set(
+    client: TestClient, parent: dict[str, Any], runners: list[dict[str, Any]]
+) -> dict[str, Any]:
+    children = {f"default/{r['metadata']['name']}": r for r in runners}
+    request = {"controller": {}, "parent": parent, "children": {f"Runner.{API}": children}}
+    response = client.post("/sync/runnerreplicaset", json=request)
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def names(answer: dict[str, Any]) -> list[str]:
+    return sorted(child["metadata"]["name"] for child in answer["children"])
+
+
+# ------------------------------------------------------------ RunnerReplicaSet
+
+
+def test_replicas_absent_means_one_and_a_retry_gives_the_same_names(client: TestClient) -> None:
+    first = sync_set(client, replica_set(), [])
+    second = sync_set(client, replica_set(), [])
+
+    assert len(first["children"]) == 1
+    assert names(first) == names(second)
+    child = first["children"][0]
+    assert child["kind"] == "Runner" and child["spec"] == SPEC
+    assert child["metadata"]["labels"]["team"] == "ci"
+    assert "runner-template-hash" in child["metadata"]["labels"]
+    assert "actions-runner/sync-time" in child["metadata"]["annotations"]
+
+
+def test_names_are_never_reused(client: TestClient, clock: ManualClock) -> None:
+    first = sync_set(client, replica_set(2), [])
+    created = [c["metadata"]["name"] for c in first["children"]]
+    # Both runners went away (deleted, finalized); the recorded counter moves on.
+    later = sync_set(client, replica_set(2, status=first["status"]), [])
+
+    assert first["status"]["nextRunnerIndex"] == 2
+    assert set(names(later)).isdisjoint(created)
+
+
+def test_a_new_set_with_the_same_name_uses_new_names(client: TestClient) -> None:
+    first = sync_set(client, replica_set(1), [])
+    recreated = replica_set(1)
+    recreated["metadata"]["uid"] = "rrs-2"
+    second = sync_set(client, recreated, [])
+
+    assert names(first) != names(second)
+
+
+@pytest.mark.parametrize(
+    ("replicas", "kept"),
+    [
+        (3, ["busy-old", "idle-new", "idle-old"]),
+        (2, ["busy-old", "idle-old"]),
+        (1, ["busy-old"]),
+        (0, []),
+    ],
+)
+def test_scale_down_removes_unregistered_then_newest_idle_and_busy_last(
+    client: TestClient, replicas: int, kept: list[str]
+) -> None:
+    runners = [
+        runner("busy-old", "2026-01-01T00:00:00Z", busy=True),
+        runner("idle-old", "2026-01-01T00:01:00Z"),
+        runner("idle-new", "2026-01-01T00:05:00Z"),
+        runner("never-registered", "2026-01-01T00:00:30Z", online=False, phase="Pending"),
+    ]
+
+    answer = sync_set(client, replica_set(replicas), runners)
+
+    assert names(answer) == sorted(kept)
+
+
+def test_terminating_runners_are_left_alone_and_replaced_once(client: TestClient) -> None:
+    runners = [
+        runner("going", "2026-01-01T00:00:00Z", terminating=True),
+        runner("staying", "2026-01-01T00:00:00Z"),
+    ]
+
+    answer = sync_set(client, replica_set(2), runners)
+
+    assert "going" not in names(answer)
+    assert len(answer["children"]) == 2
+    assert answer["status"]["replicas"] == 2
+
+
+def test_completed_ephemeral_runner_is_removed_and_replaced(client: TestClient) -> None:
+    runners = [runner("done", "2026-01-01T00:00:00Z", phase="Completed", online=False)]
+
+    answer = sync_set(client, replica_set(1), runners)
+
+    assert "done" not in names(answer)
+    assert len(answer["children"]) == 1
+
+
+def test_recreation_waits_after_a_webhook_scale_up(client: TestClient, clock: ManualClock) -> None:
+    effective = format_time(clock.now())
+    clock.advance(60)
+    recent = format_time(clock.now())
+    runners = [runner("done", recent, phase="Completed", sync_time=recent)]
+    parent = replica_set(1, effectiveTime=effective)
+
+    held = sync_set(client, parent, runners)
+    clock.advance(600)
+    released = sync_set(client, parent, runners)
+
+    assert held["children"] == []
+    assert held["resyncAfterSeconds"] == pytest.approx(600)
+    assert len(released["children"]) == 1
+
+
+def test_recreation_is_immediate_without_effective_time(client: TestClient) -> None:
+    now = format_time(ManualClock().now())
+    runners = [runner("done", now, phase="Completed", sync_time=now)]
+    assert len(sync_set(client, replica_set(1), runners)["children"]) == 1
+
+
+def test_outdated_idle_runner_is_replaced_one_at_a_time(client: TestClient) -> None:
+    runners = [
+        runner("old-a", "2026-01-01T00:00:00Z", template_hash="stale"),
+        runner("old-b", "2026-01-01T00:00:00Z", template_hash="stale"),
+        runner("old-busy", "2026-01-01T00:00:00Z", template_hash="stale", busy=True),
+    ]
+
+    answer = sync_set(client, replica_set(3), runners)
+
+    kept = [n for n in names(answer) if n.startswith("old-")]
+    assert kept == ["old-b", "old-busy"]
+    assert len(answer["children"]) == 3
+
+
+def test_status_counts(client: TestClient) -> None:
+    runners = [
+        runner("a", "2026-01-01T00:00:00Z", busy=True),
+        runner("b", "2026-01-01T00:00:00Z"),
+        runner("c", "2026-01-01T00:00:00Z", online=False, phase="Pending"),
+    ]
+
+    status = sync_set(client, replica_set(3), runners)["status"]
+
+    assert status["replicas"] == 3
+    assert status["readyReplicas"] == status["availableReplicas"] == 2
+    assert status["registeredReplicas"] == 2 and status["busyReplicas"] == 1
+
+
+def test_invalid_template_keeps_runners_and_creates_none(client: TestClient) -> None:
+    parent = replica_set(3)
+    parent["spec"]["template"]["spec"] = {"labels": ["linux"]}
+    runners = [runner("a", "2026-01-01T00:00:00Z")]
+
+    answer = sync_set(client, parent, runners)
+
+    assert names(answer) == ["a"]
+    valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+    assert valid["status"] == "False"
+    assert "enterprise, organization or repository" in valid["message"]
+
+
+# ------------------------------------------------------------ RunnerDeployment
+
+
+def deployment(replicas: int | None = 2, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"template": {"spec": dict(SPEC, **spec)}}
+    if replicas is not None:
+        body["replicas"] = replicas
+    return {
+        "apiVersion": API,
+        "kind": "RunnerDeployment",
+        "metadata": {"name": "web", "namespace": "default", "uid": "rd-1", "generation": 1},
+        "spec": body,
+    }
+
+
+def sync_deployment(
+    client: TestClient,
+    parent: dict[str, Any],
+    sets: list[dict[str, Any]] | None = None,
+    hras: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    request = {
+        "controller": {},
+        "parent": parent,
+        "children": {f"RunnerReplicaSet.{API}": {s["metadata"]["name"]: s for s in sets or []}},
+        "related": {
+            f"HorizontalRunnerAutoscaler.{API}": {h["metadata"]["name"]: h for h in hras or []}
+        },
+    }
+    response = client.post("/sync/runnerdeployment", json=request)
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def observed(desired: dict[str, Any], *, replicas: int, ready: int) -> dict[str, Any]:
+    """A set as Metacontroller shows it back, with the status its own hook wrote."""
+    return {
+        **desired,
+        "status": {"replicas": replicas, "readyReplicas": ready, "availableReplicas": ready},
+    }
+
+
+def hra(name: str, target: str, desired: int) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "HorizontalRunnerAutoscaler",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"scaleTargetRef": {"name": target}, "minReplicas": 0, "maxReplicas": 10},
+        "status": {"desiredReplicas": desired},
+    }
+
+
+def test_new_deployment_gets_one_replica_set(client: TestClient) -> None:
+    answer = sync_deployment(client, deployment(2))
+
+    (child,) = answer["children"]
+    labels = child["metadata"]["labels"]
+    assert child["kind"] == "RunnerReplicaSet"
+    assert child["spec"]["replicas"] == 2
+    assert labels["runner-deployment-name"] == "web"
+    assert child["metadata"]["name"] == "web-" + labels["runner-template-hash"][:5]
+    assert child["spec"]["selector"]["matchLabels"] == labels
+    assert child["spec"]["template"]["metadata"]["labels"] == labels
+    assert answer["status"]["desiredReplicas"] == 2
+
+
+def test_replicas_absent_means_one(client: TestClient) -> None:
+    answer = sync_deployment(client, deployment(None))
+    assert answer["children"][0]["spec"]["replicas"] == 1
+
+
+def test_template_hash_ignores_replicas_and_effective_time_but_not_the_image(
+    client: TestClient,
+) -> None:
+    base = sync_deployment(client, deployment(2))["children"][0]["metadata"]["name"]
+    scaled = deployment(7)
+    scaled["spec"]["effectiveTime"] = "2026-01-01T00:00:00Z"
+    same = sync_deployment(client, scaled)["children"][0]
+    changed = sync_deployment(client, deployment(2, image="example/runner:2"))["children"][0]
+
+    assert same["metadata"]["name"] == base
+    assert same["spec"]["effectiveTime"] == "2026-01-01T00:00:00Z"
+    assert changed["metadata"]["name"] != base
+
+
+def test_replicas_come_from_the_autoscaler_that_targets_the_deployment(
+    client: TestClient,
+) -> None:
+    hras = [hra("other", "another-deployment", 9), hra("mine", "web", 5)]
+    answer = sync_deployment(client, deployment(2), hras=hras)
+
+    assert answer["children"][0]["spec"]["replicas"] == 5
+    assert answer["status"]["desiredReplicas"] == 5
+
+
+def test_rollout_keeps_old_runners_until_the_new_set_is_ready(client: TestClient) -> None:
+    old_desired = sync_deployment(client, deployment(2))["children"][0]
+    old = observed(old_desired, replicas=2, ready=2)
+    new_parent = deployment(2, image="example/runner:2")
+    new_desired = sync_deployment(client, new_parent, [old])["children"]
+
+    # Step 1: the new set is created; the old one keeps its replicas.
+    assert len(new_desired) == 2
+    kept_old = next(c for c in new_desired if c["metadata"]["name"] == old["metadata"]["name"])
+    assert kept_old["spec"]["replicas"] == 2
+    new = next(c for c in new_desired if c["metadata"]["name"] != old["metadata"]["name"])
+
+    # Step 2: the new set is ready; the old one goes to zero.
+    ready = sync_deployment(client, new_parent, [old, observed(new, replicas=2, ready=2)])
+    zeroed = next(c for c in ready["children"] if c["metadata"]["name"] == old["metadata"]["name"])
+    assert zeroed["spec"]["replicas"] == 0
+
+    # Step 3: the old set reports zero replicas; it is left out, so it is deleted.
+    old_at_zero = observed({**old, "spec": {**old["spec"], "replicas": 0}}, replicas=0, ready=0)
+    done = sync_deployment(client, new_parent, [old_at_zero, observed(new, replicas=2, ready=2)])
+    assert [c["metadata"]["name"] for c in done["children"]] == [new["metadata"]["name"]]
+    assert done["status"]["updatedReplicas"] == 2
+
+
+def test_common_runner_labels_are_appended_and_hashed(clock: ManualClock) -> None:
+    with make_client(clock) as plain, make_client(clock, COMMON_RUNNER_LABELS="fast,ssd") as extra:
+        without = sync_deployment(plain, deployment(1))["children"][0]
+        with_labels = sync_deployment(extra, deployment(1))["children"][0]
+
+    assert with_labels["spec"]["template"]["spec"]["labels"] == ["linux", "fast", "ssd"]
+    assert with_labels["metadata"]["name"] != without["metadata"]["name"]
+
+
+def test_customize_asks_for_the_autoscalers_of_the_namespace(client: TestClient) -> None:
+    response = client.post(
+        "/customize/runnerdeployment", json={"controller": {}, "parent": deployment(1)}
+    )
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "relatedResources": [
+            {
+                "apiVersion": API,
+                "resource": "horizontalrunnerautoscalers",
+                "labelSelector": {},
+                "namespace": "default",
+            }
+        ]
+    }
+
+
+def test_invalid_deployment_keeps_its_sets(client: TestClient) -> None:
+    existing = observed(sync_deployment(client, deployment(2))["children"][0], replicas=2, ready=2)
+    broken = deployment(2)
+    broken["spec"]["template"]["spec"] = {"organization": "a", "repository": "a/b"}
+
+    answer = sync_deployment(client, broken, [existing])
+
+    assert [c["metadata"]["name"] for c in answer["children"]] == [existing["metadata"]["name"]]
+    valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+    assert valid["status"] == "False"
