@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from pydantic import ValidationError
 
 from hooks.clock import format_time
-from hooks.metacontroller import KubeObject
+from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
 from hooks.resources.common import Condition
 
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
@@ -78,3 +79,33 @@ def merge_conditions(
             )
         )
     return sorted(merged, key=lambda c: c.type)
+
+
+def invalid_status(parent: KubeObject, problems: list[str], now: datetime) -> dict[str, Any]:
+    """The parent's previous status with a `Valid: False` condition naming the problems.
+
+    Everything else the status said is kept: an invalid spec changes what is reported about the
+    spec, not what was observed."""
+    raw = parent.get("status")
+    previous = dict(raw) if isinstance(raw, dict) else {}
+    conditions: list[Condition] = []
+    for item in previous.get("conditions") or []:
+        try:
+            conditions.append(Condition.model_validate(item))
+        except ValidationError:
+            continue
+    message = "; ".join(problems)
+    merged = merge_conditions(conditions, {"Valid": ("False", "InvalidSpec", message)}, now)
+    previous.pop("observedGeneration", None)  # Metacontroller writes it
+    previous["conditions"] = [c.to_wire() for c in merged]
+    return previous
+
+
+def invalid_answer(
+    request: CompositeHookRequest, problems: list[str], now: datetime, child_kinds: list[str]
+) -> CompositeHookResponse:
+    """An invalid parent keeps its children exactly as they are and gets nothing new."""
+    kept = [as_kept(obj) for kind in child_kinds for obj in request.objects(kind)]
+    return CompositeHookResponse(
+        status=invalid_status(request.parent, problems, now), children=kept
+    )

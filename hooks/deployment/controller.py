@@ -14,12 +14,17 @@ Effective replicas: `status.desiredReplicas` of the HorizontalRunnerAutoscaler w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
-from hooks.children import ConditionValue, as_kept, describe_validation_error, merge_conditions
+from hooks.children import (
+    ConditionValue,
+    as_kept,
+    describe_validation_error,
+    invalid_answer,
+    merge_conditions,
+)
 from hooks.clock import Clock
 from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
 from hooks.replicaset.controller import TEMPLATE_HASH_LABEL, template_hash
@@ -105,14 +110,19 @@ def sync_runner_deployment(
     try:
         deployment = RunnerDeployment.model_validate(request.parent)
     except ValidationError as error:
-        return _invalid(request, [describe_validation_error(error, "RunnerDeployment")], now)
+        return invalid_answer(
+            request,
+            [describe_validation_error(error, "RunnerDeployment")],
+            now,
+            ["RunnerReplicaSet"],
+        )
     problems = [
         f"spec.template.spec: {p}" for p in validate_runner_spec(deployment.spec.template.spec)
     ]
     if deployment.spec.replicas is not None and deployment.spec.replicas < 0:
         problems.append("spec.replicas must not be negative")
     if problems:
-        return _invalid(request, problems, now)
+        return invalid_answer(request, problems, now, ["RunnerReplicaSet"])
 
     template = _runner_template(deployment, deps.common_runner_labels)
     hash_ = template_hash(template)
@@ -203,21 +213,3 @@ def _scaled_to_zero(obj: KubeObject) -> KubeObject:
     kept = as_kept(obj)
     kept["spec"] = {**kept.get("spec", {}), "replicas": 0}
     return kept
-
-
-def _invalid(
-    request: CompositeHookRequest, problems: list[str], now: datetime
-) -> CompositeHookResponse:
-    raw = request.parent.get("status")
-    previous = dict(raw) if isinstance(raw, dict) else {}
-    try:
-        conditions = RunnerDeploymentStatus.model_validate(previous).conditions
-    except ValidationError:
-        conditions = []
-    merged = merge_conditions(
-        conditions, {"Valid": ("False", "InvalidSpec", "; ".join(problems))}, now
-    )
-    previous.pop("observedGeneration", None)
-    previous["conditions"] = [c.to_wire() for c in merged]
-    kept = [as_kept(obj) for obj in request.objects("RunnerReplicaSet")]
-    return CompositeHookResponse(status=previous, children=kept)

@@ -19,7 +19,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hooks.children import ConditionValue, as_kept, describe_validation_error, merge_conditions
+from hooks.children import (
+    ConditionValue,
+    as_kept,
+    describe_validation_error,
+    invalid_answer,
+    merge_conditions,
+)
 from hooks.clock import Clock, format_time, parse_time
 from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
 from hooks.resources.replicaset import (
@@ -106,12 +112,15 @@ def sync_runner_replica_set(
     try:
         replica_set = RunnerReplicaSet.model_validate(request.parent)
     except ValidationError as error:
-        return _invalid(request, [describe_validation_error(error, "RunnerReplicaSet")], now)
+        return invalid_answer(
+            request, [describe_validation_error(error, "RunnerReplicaSet")], now, ["Runner"]
+        )
     problems = validate_runner_spec(replica_set.spec.template.spec)
     if replica_set.spec.replicas is not None and replica_set.spec.replicas < 0:
         problems.append("spec.replicas must not be negative")
     if problems:
-        return _invalid(request, [f"spec.template.spec: {p}" for p in problems], now)
+        problems = [f"spec.template.spec: {p}" for p in problems]
+        return invalid_answer(request, problems, now, ["Runner"])
     return _ReplicaSetSync(request, replica_set, now).answer()
 
 
@@ -240,25 +249,6 @@ class _ReplicaSetSync:
             conditions=merge_conditions(self.status.conditions, self.conditions, self.now),
         )
         return status.to_wire()
-
-
-def _invalid(
-    request: CompositeHookRequest, problems: list[str], now: datetime
-) -> CompositeHookResponse:
-    """An invalid set keeps its Runners as they are and creates none."""
-    raw = request.parent.get("status")
-    previous = dict(raw) if isinstance(raw, dict) else {}
-    try:
-        conditions = RunnerReplicaSetStatus.model_validate(previous).conditions
-    except ValidationError:
-        conditions = []
-    merged = merge_conditions(
-        conditions, {"Valid": ("False", "InvalidSpec", "; ".join(problems))}, now
-    )
-    previous.pop("observedGeneration", None)
-    previous["conditions"] = [c.to_wire() for c in merged]
-    kept = [as_kept(obj) for obj in request.objects("Runner")]
-    return CompositeHookResponse(status=previous, children=kept)
 
 
 def _uid_tag(uid: str) -> str:

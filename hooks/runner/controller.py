@@ -13,7 +13,13 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from hooks.children import as_kept, describe_validation_error, label_value, merge_conditions
+from hooks.children import (
+    as_kept,
+    describe_validation_error,
+    invalid_status,
+    label_value,
+    merge_conditions,
+)
 from hooks.clock import Clock, format_time, parse_time
 from hooks.github.port import (
     ConflictError,
@@ -642,18 +648,9 @@ def _invalid(
 def _invalid_status(
     request: CompositeHookRequest, problems: list[str], clock: Clock
 ) -> dict[str, Any]:
-    raw = request.parent.get("status")
-    previous = dict(raw) if isinstance(raw, dict) else {}
-    try:
-        conditions = RunnerStatus.model_validate(previous).conditions
-    except ValidationError:
-        conditions = []
-    message = "; ".join(problems)
-    merged = merge_conditions(conditions, {"Valid": ("False", "InvalidSpec", message)}, clock.now())
-    previous.pop("observedGeneration", None)
-    previous["conditions"] = [c.to_wire() for c in merged]
-    previous["message"] = message
-    return previous
+    status = invalid_status(request.parent, problems, clock.now())
+    status["message"] = "; ".join(problems)
+    return status
 
 
 def _kept_secrets(request: CompositeHookRequest) -> list[KubeObject]:
