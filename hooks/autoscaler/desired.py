@@ -1,0 +1,226 @@
+"""The HRA's desired replicas, as ARC's `horizontalrunnerautoscaler_controller.go` computes them.
+
+1. min: the first active scheduled override's `minReplicas`, else `spec.minReplicas` (1 when
+   unset or negative);
+2. suggested: from the metrics (none: nothing suggested, so min);
+3. desired = suggested + the replicas of the reservations that count;
+4. clamped: below min gives min, else above max gives max (so min wins only from below);
+5. anti-flap: within `scaleDownDelaySecondsAfterScaleOut` (default 10 minutes) of the last
+   scale-out, a value not above the current `status.desiredReplicas` keeps the current one;
+6. `lastSuccessfulScaleOutTime` becomes now when the value goes up (from nothing: above 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from hooks.autoscaler.activity import ActivitySource
+from hooks.autoscaler.errors import AutoscalingError
+from hooks.autoscaler.metrics import (
+    RunnerScope,
+    busy_rule,
+    check_metric_types,
+    suggest_by_busy_runners,
+    suggest_by_workflow_runs,
+)
+from hooks.autoscaler.reservations import (
+    Reservation,
+    ReservationCount,
+    count_reservations,
+    reservations_from_spec,
+)
+from hooks.autoscaler.schedule import (
+    match_overrides,
+    min_replicas_with,
+    next_boundary,
+    summarize_overrides,
+)
+from hooks.clock import format_time, parse_time
+from hooks.resources.autoscaler import (
+    METRIC_PERCENTAGE_RUNNERS_BUSY,
+    HorizontalRunnerAutoscaler,
+    HorizontalRunnerAutoscalerStatus,
+    MetricSpec,
+)
+
+DEFAULT_SCALE_DOWN_DELAY = timedelta(minutes=10)
+
+# Why the value is what it is (`Decision.reason`).
+SUGGESTED = "Suggested"
+RAISED_TO_MIN = "MinReplicas"
+CAPPED_AT_MAX = "MaxReplicas"
+SCALE_DOWN_DELAYED = "ScaleDownDelay"
+
+
+@dataclass(frozen=True)
+class ScaleTarget:
+    """The RunnerDeployment or RunnerSet the HRA sizes."""
+
+    scope: RunnerScope
+    replicas: int | None = None  # in effect now: what PercentageRunnersBusy scales from
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    replicas: int | None  # None: no metric, or none that suggests anything
+    metric: str = ""  # the metric that suggested it
+
+
+@dataclass(frozen=True)
+class Decision:
+    desired_replicas: int
+    last_scale_out_time: datetime | None  # the value `status.lastSuccessfulScaleOutTime` holds
+    scheduled_overrides_summary: str | None  # None: ARC leaves the previous summary as it is
+    reason: str
+    message: str
+    next_change_at: datetime | None  # the next moment the answer may change without new input
+    min_replicas: int
+    suggestion: Suggestion
+    reservations: ReservationCount
+
+
+@dataclass(frozen=True)
+class _Hold:
+    replicas: int
+    until: datetime
+
+
+def desired_replicas(
+    hra: HorizontalRunnerAutoscaler,
+    target: ScaleTarget,
+    activity: ActivitySource,
+    now: datetime,
+    *,
+    reservations: Sequence[Reservation] = (),
+    default_scale_down_delay: timedelta = DEFAULT_SCALE_DOWN_DELAY,
+) -> Decision:
+    """Size the target. `reservations` come in addition to `spec.capacityReservations`.
+
+    Raises AutoscalingError (with ARC's message where ARC has one) for an HRA that cannot be
+    sized as configured.
+    """
+    spec = hra.spec
+    overrides = match_overrides(spec.scheduled_overrides, now)
+    minimum = min_replicas_with(overrides, spec.min_replicas)
+    suggestion = suggest_replicas(hra, target, activity)
+    suggested = minimum if suggestion.replicas is None else suggestion.replicas
+    counted = count_reservations(
+        [*reservations_from_spec(spec.capacity_reservations), *reservations],
+        spec.max_replicas,
+        now,
+    )
+    clamped, reason = _clamp(suggested + counted.reserved, minimum, spec.max_replicas)
+    delay = _scale_down_delay(hra, default_scale_down_delay)
+    hold = _scale_down_hold(hra.status, clamped, delay, now)
+    desired = hold.replicas if hold else clamped
+    message = _message(suggestion, minimum, counted.reserved, spec.max_replicas, desired)
+    if hold:
+        reason = SCALE_DOWN_DELAYED
+        message += f"; {clamped} after the scale-down delay, at {format_time(hold.until)}"
+    return Decision(
+        desired_replicas=desired,
+        last_scale_out_time=_last_scale_out_time(hra.status, desired, now),
+        scheduled_overrides_summary=summarize_overrides(overrides, spec.min_replicas),
+        reason=reason,
+        message=message,
+        next_change_at=_earliest(
+            next_boundary(spec.scheduled_overrides, now),
+            counted.next_expiry,
+            hold.until if hold else None,
+        ),
+        min_replicas=minimum,
+        suggestion=suggestion,
+        reservations=counted,
+    )
+
+
+def suggest_replicas(
+    hra: HorizontalRunnerAutoscaler, target: ScaleTarget, activity: ActivitySource
+) -> Suggestion:
+    """ARC's `suggestDesiredReplicas`: the second metric is asked only when the first
+    suggests nothing (0), which is how PercentageRunnersBusy scales up from zero."""
+    spec = hra.spec
+    name = f"{hra.metadata.namespace}/{hra.metadata.name}"
+    if spec.min_replicas is None:
+        raise AutoscalingError(f"horizontalrunnerautoscaler {name} is missing minReplicas")
+    if spec.max_replicas is None:
+        raise AutoscalingError(f"horizontalrunnerautoscaler {name} is missing maxReplicas")
+    check_metric_types(spec.metrics)
+    suggestion = Suggestion(replicas=None)
+    for metric in spec.metrics:
+        suggestion = Suggestion(_suggest_by(metric, target, activity), metric.type or "")
+        if suggestion.replicas is not None and suggestion.replicas > 0:
+            break
+    return suggestion
+
+
+def _suggest_by(metric: MetricSpec, target: ScaleTarget, activity: ActivitySource) -> int:
+    if metric.type == METRIC_PERCENTAGE_RUNNERS_BUSY:
+        rule = busy_rule(metric)
+        return suggest_by_busy_runners(rule, target.replicas, activity.busy_runners())
+    return suggest_by_workflow_runs(metric, target.scope, activity).total
+
+
+def _clamp(value: int, minimum: int, maximum: int | None) -> tuple[int, str]:
+    if value < minimum:
+        return minimum, RAISED_TO_MIN
+    if maximum is not None and value > maximum:
+        return maximum, CAPPED_AT_MAX
+    return value, SUGGESTED
+
+
+def _scale_down_delay(hra: HorizontalRunnerAutoscaler, default: timedelta) -> timedelta:
+    seconds = hra.spec.scale_down_delay_seconds_after_scale_out
+    return default if seconds is None else timedelta(seconds=seconds)
+
+
+def _scale_down_hold(
+    status: HorizontalRunnerAutoscalerStatus | None,
+    value: int,
+    delay: timedelta,
+    now: datetime,
+) -> _Hold | None:
+    """The current value kept above `value` by the scale-down delay, if it is. (ARC also
+    "keeps" an equal value; that changes nothing, so it is no hold here.)"""
+    if status is None or status.desired_replicas is None or status.desired_replicas <= value:
+        return None
+    if status.last_successful_scale_out_time is None:
+        return None
+    until = _status_time(status.last_successful_scale_out_time) + delay
+    return _Hold(status.desired_replicas, until) if until > now else None
+
+
+def _last_scale_out_time(
+    status: HorizontalRunnerAutoscalerStatus | None, desired: int, now: datetime
+) -> datetime | None:
+    current = status.desired_replicas if status else None
+    if (current is None and desired > 1) or (current is not None and desired > current):
+        return now
+    recorded = status.last_successful_scale_out_time if status else None
+    return _status_time(recorded) if recorded else None
+
+
+def _status_time(text: str) -> datetime:
+    try:
+        return parse_time(text)
+    except ValueError as error:
+        raise AutoscalingError(
+            f"status.lastSuccessfulScaleOutTime: {text!r} is not an RFC 3339 time"
+        ) from error
+
+
+def _message(
+    suggestion: Suggestion, minimum: int, reserved: int, maximum: int | None, desired: int
+) -> str:
+    source = (
+        f"{suggestion.replicas} suggested by {suggestion.metric}"
+        if suggestion.replicas is not None
+        else "no metric suggestion"
+    )
+    return f"{desired} replicas: {source}, {reserved} reserved, min {minimum}, max {maximum}"
+
+
+def _earliest(*moments: datetime | None) -> datetime | None:
+    return min((moment for moment in moments if moment is not None), default=None)

@@ -1,0 +1,127 @@
+"""Capacity reservations: replicas added for a while, one reservation per queued workflow job.
+
+A reservation counts while its expiry is after now; one expiring exactly now no longer counts
+(ARC's `ExpirationTime.After(now)`). Its lifetime is `expirationTime - effectiveTime`.
+
+Waiting reservations (ARC #2254 and #2502). When more jobs are queued than `maxReplicas` allows,
+the reservations beyond `maxReplicas` wait: their jobs cannot start until an earlier job ends.
+Were their lifetime to run while they wait, a burst longer than the lifetime would let them
+expire before their jobs ever got a runner, and the HRA would shrink while jobs are still
+queued. So the lifetime of a reservation runs from `started_at`, not from its effective time:
+
+- reservations are taken in arrival order (effective time, then name); those whose cumulative
+  replicas fit within `maxReplicas` are *in place*, the others *wait*;
+- a reservation with a `started_at` expires at `started_at + lifetime`, wherever it stands;
+- one without a `started_at` has not started: while it waits, it counts and never expires; the
+  first time it is in place its lifetime starts now, and it is reported in `started` so that the
+  caller records `started_at = now` (a transition, written once).
+
+Reservations whose lifetime began when they were made (ARC's `spec.capacityReservations`, or
+objects whose creator saw room for them) carry `started_at = effective_time` from the start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from hooks.autoscaler.errors import AutoscalingError
+from hooks.clock import parse_time
+from hooks.resources.autoscaler import CapacityReservation
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """`started_at` has no default on purpose: None means "not started, restart its lifetime at
+    every sync until told otherwise", so a caller that cannot record `started` must pass the
+    effective time (ARC's behaviour before #2254) or its reservations would never expire."""
+
+    name: str
+    effective_time: datetime
+    expiration_time: datetime
+    started_at: datetime | None  # None: beyond maxReplicas since it was made, not started yet
+    replicas: int = 1
+
+    @property
+    def lifetime(self) -> timedelta:
+        return self.expiration_time - self.effective_time
+
+    def expires_at(self, now: datetime) -> datetime:
+        """When it stops counting; a reservation that has not started starts now."""
+        return (self.started_at or now) + self.lifetime
+
+
+@dataclass(frozen=True)
+class ReservationCount:
+    reserved: int  # replicas of the reservations that count (in place or waiting)
+    expired: tuple[str, ...]  # no longer count: to be removed
+    waiting: tuple[str, ...]  # beyond maxReplicas and not started
+    started: tuple[str, ...]  # their lifetime starts now: record `started_at = now`
+    next_expiry: datetime | None  # the first moment one of the counted ones expires
+
+
+def count_reservations(
+    reservations: Sequence[Reservation], max_replicas: int | None, now: datetime
+) -> ReservationCount:
+    reserved = 0
+    placed = 0  # replicas of the earlier reservations, counted or not yet started
+    expired: list[str] = []
+    waiting: list[str] = []
+    started: list[str] = []
+    expiries: list[datetime] = []
+    for reservation in sorted(reservations, key=lambda r: (r.effective_time, r.name)):
+        in_place = max_replicas is None or placed + reservation.replicas <= max_replicas
+        if reservation.started_at is None and not in_place:
+            waiting.append(reservation.name)
+        else:
+            expires_at = reservation.expires_at(now)
+            if expires_at <= now:
+                expired.append(reservation.name)
+                continue
+            expiries.append(expires_at)
+            if reservation.started_at is None:
+                started.append(reservation.name)
+        reserved += reservation.replicas
+        placed += reservation.replicas
+    return ReservationCount(
+        reserved=reserved,
+        expired=tuple(expired),
+        waiting=tuple(waiting),
+        started=tuple(started),
+        next_expiry=min(expiries, default=None),
+    )
+
+
+def reservations_from_spec(spec_reservations: Sequence[CapacityReservation]) -> list[Reservation]:
+    """ARC's `spec.capacityReservations`: lifetimes started when made. One without an expiration
+    time never counts (ARC compares Go's zero time), so it is left out."""
+    reservations = []
+    for index, given in enumerate(spec_reservations):
+        if not given.expiration_time:
+            continue
+        expiration = _parse(given.expiration_time, index, "expirationTime")
+        effective = (
+            _parse(given.effective_time, index, "effectiveTime")
+            if given.effective_time
+            else expiration
+        )
+        reservations.append(
+            Reservation(
+                name=given.name or f"capacityReservations[{index}]",
+                effective_time=effective,
+                expiration_time=expiration,
+                replicas=given.replicas or 0,
+                started_at=effective,
+            )
+        )
+    return reservations
+
+
+def _parse(text: str, index: int, field: str) -> datetime:
+    try:
+        return parse_time(text)
+    except ValueError as error:
+        raise AutoscalingError(
+            f"spec.capacityReservations[{index}].{field}: {text!r} is not an RFC 3339 time"
+        ) from error

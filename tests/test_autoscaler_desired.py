@@ -1,0 +1,680 @@
+"""Desired replicas: a port of ARC's `TestDetermineDesiredReplicas_RepositoryRunner` and
+`_OrganizationalRunner` (autoscaling_test.go), then metric combinations, clamps, the scale-down
+delay, scheduled overrides and reservations as `desired_replicas` combines them.
+
+ARC's cases give canned JSON for the runs listed as queued and as in_progress and for the jobs
+of each run id; they also give a list of all runs, which ARC never requests, so it is left out.
+A run without an `id` is ARC's `{"status": ...}` run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from hooks.autoscaler import (
+    AutoscalingError,
+    RecordedActivity,
+    Reservation,
+    RunnerScope,
+    ScaleTarget,
+    WorkflowJob,
+    WorkflowRun,
+    desired_replicas,
+)
+from hooks.autoscaler.desired import CAPPED_AT_MAX, RAISED_TO_MIN, SCALE_DOWN_DELAYED, SUGGESTED
+from hooks.clock import format_time
+from hooks.resources.autoscaler import (
+    METRIC_PERCENTAGE_RUNNERS_BUSY,
+    METRIC_QUEUED_AND_IN_PROGRESS_WORKFLOW_RUNS,
+    CapacityReservation,
+    HorizontalRunnerAutoscaler,
+    HorizontalRunnerAutoscalerSpec,
+    HorizontalRunnerAutoscalerStatus,
+    MetricSpec,
+    ScheduledOverride,
+)
+from hooks.resources.common import ObjectMeta
+
+NOW = datetime(2022, 3, 1, 12, 0, tzinfo=UTC)
+REPO = "test/valid"
+ORG_REPOSITORY_NAMES_ERROR = (
+    "validating autoscaling metrics: spec.autoscaling.metrics[].repositoryNames is required "
+    "and must have one more more entries for organizational runner deployment"
+)
+
+
+def run(status: str, run_id: int = 0) -> WorkflowRun:
+    return WorkflowRun(id=run_id, status=status)
+
+
+def job(status: str, *labels: str) -> WorkflowJob:
+    return WorkflowJob(status=status, labels=labels)
+
+
+Q, P, C = run("queued"), run("in_progress"), run("completed")
+
+# ARC's job-level runs: 1 queued, 2 and 3 in progress, and a completed run without an id that
+# the in_progress listing still returned.
+JOB_LEVEL_QUEUED = (run("queued", 1),)
+JOB_LEVEL_IN_PROGRESS = (run("in_progress", 2), run("in_progress", 3), C)
+
+
+def jobs_labelled(*labels: str) -> dict[int, tuple[WorkflowJob, ...]]:
+    return {
+        1: (job("queued", *labels),),
+        2: (job("in_progress", *labels), job("completed", *labels)),
+        3: (job("in_progress", *labels), job("queued", *labels)),
+    }
+
+
+@dataclass(frozen=True)
+class Case:
+    description: str
+    want: int = 0
+    err: str = ""
+    repo: str = ""
+    org: str = ""
+    repository_names: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    fixed: int | None = None  # the target's spec.replicas
+    min: int | None = None
+    max: int | None = None
+    s_replicas: int | None = None  # status.desiredReplicas
+    s_time: datetime | None = None  # status.lastSuccessfulScaleOutTime
+    queued: tuple[WorkflowRun, ...] = ()
+    in_progress: tuple[WorkflowRun, ...] = ()
+    jobs: dict[int, tuple[WorkflowJob, ...]] = field(default_factory=dict)
+    other_repo_queued: tuple[WorkflowRun, ...] = ()  # runs of test/other
+
+
+@dataclass(frozen=True)
+class Target:
+    """Repository or organization runners, applied to a shared case."""
+
+    repo: str = ""
+    org: str = ""
+    repository_names: tuple[str, ...] = ()
+
+    def apply(self, case: Case) -> Case:
+        return replace(case, repo=self.repo, org=self.org, repository_names=self.repository_names)
+
+
+REPOSITORY_RUNNERS = Target(repo=REPO)
+ORGANIZATION_RUNNERS = Target(org="test", repository_names=("valid",))
+
+
+def legacy_cases(target: Target) -> list[Case]:
+    """ARC's run-level cases, the same for repository and organization runners."""
+    cases = [
+        Case("3 demanded, max at 3", 3, min=2, max=3, queued=(Q,), in_progress=(P, P)),
+        Case(
+            "3 demanded, max at 3, explicit self-hosted label",
+            3,
+            labels=("self-hosted",),
+            min=2,
+            max=3,
+            queued=(Q,),
+            in_progress=(P, P),
+        ),
+        Case(
+            "2 demanded, max at 3, currently 3, delay scaling down due to grace period",
+            3,
+            min=2,
+            max=3,
+            s_replicas=3,
+            s_time=NOW,
+            queued=(Q,),
+            in_progress=(P,),
+        ),
+        Case("3 demanded, max at 2", 2, min=2, max=2, queued=(Q,), in_progress=(P, P)),
+        Case("2 demanded, min at 2", 2, min=2, max=3, queued=(Q,), in_progress=(P,)),
+        Case("1 demanded (queued), min at 2", 2, min=2, max=3, queued=(Q,)),
+        Case("1 demanded (in progress), min at 2", 2, min=2, max=3, in_progress=(P,)),
+        Case("1 demanded (queued), min at 1", 1, min=1, max=3, queued=(Q,)),
+        Case("1 demanded (in progress), min at 1", 1, min=1, max=3, in_progress=(P,)),
+        Case("fixed at 3", 3, min=1, max=3, fixed=3, in_progress=(P, P, P)),
+    ]
+    return [target.apply(case) for case in cases]
+
+
+def job_level_cases(target: Target) -> list[Case]:
+    """ARC's job-level cases: a job counts when the runners have all its labels."""
+    cases = [
+        Case(
+            "job-level autoscaling: 4 jobs from 3 runs",
+            4,
+            labels=("label1",),
+            min=2,
+            max=10,
+            jobs=jobs_labelled("label1"),
+        ),
+        Case(
+            "skipped job-level autoscaling with no explicit runner label",
+            2,
+            min=2,
+            max=10,
+            jobs=jobs_labelled("label1"),
+        ),
+        Case(
+            "skipped job-level autoscaling with no label",
+            2,
+            labels=("label1",),
+            min=2,
+            max=10,
+            jobs=jobs_labelled(),
+        ),
+        Case(
+            "job-level autoscaling with the default runner label only",
+            4,
+            labels=("label1",),
+            min=2,
+            max=10,
+            jobs=jobs_labelled("self-hosted"),
+        ),
+        Case(
+            "job-level autoscaling with the default and a runner label",
+            4,
+            labels=("label1",),
+            min=2,
+            max=10,
+            jobs=jobs_labelled("self-hosted", "label1"),
+        ),
+        Case(
+            "skipped job-level autoscaling with a label the runners lack",
+            2,
+            labels=("label1",),
+            min=2,
+            max=10,
+            jobs=jobs_labelled("self-hosted", "label1", "label2"),
+        ),
+        Case(
+            "job-level autoscaling with the empty jobs in the first run",
+            4,
+            labels=("label1",),
+            min=2,
+            max=10,
+            jobs={**jobs_labelled("label1"), 1: ()},
+        ),
+    ]
+    runs = [
+        replace(case, queued=JOB_LEVEL_QUEUED, in_progress=JOB_LEVEL_IN_PROGRESS) for case in cases
+    ]
+    return [target.apply(case) for case in runs]
+
+
+HOSTED_JOBS = {
+    1: (job("queued", "ubuntu-latest"),),
+    2: (job("in_progress", "label1"), job("completed", "label1")),
+    3: (job("in_progress", "windows-latest"), job("queued", "self-hosted", "label1")),
+}
+
+REPOSITORY_CASES = [
+    *legacy_cases(REPOSITORY_RUNNERS),
+    *job_level_cases(REPOSITORY_RUNNERS),
+    Case(
+        "job-level autoscaling with some hosted runner jobs",
+        2,
+        repo=REPO,
+        labels=("label1",),
+        min=1,
+        max=10,
+        queued=JOB_LEVEL_QUEUED,
+        in_progress=JOB_LEVEL_IN_PROGRESS,
+        jobs=HOSTED_JOBS,
+    ),
+    Case(
+        "labels match exactly, case included",
+        2,
+        repo=REPO,
+        labels=("Label1",),
+        min=2,
+        max=10,
+        queued=JOB_LEVEL_QUEUED,
+        in_progress=JOB_LEVEL_IN_PROGRESS,
+        jobs=jobs_labelled("label1"),
+    ),
+    Case(
+        "2 demanded, max at 3, currently 3, grace period over",
+        2,
+        repo=REPO,
+        min=2,
+        max=3,
+        s_replicas=3,
+        s_time=NOW - timedelta(minutes=10),
+        queued=(Q,),
+        in_progress=(P,),
+    ),
+]
+
+ORGANIZATION_CASES = [
+    *legacy_cases(ORGANIZATION_RUNNERS),
+    Case(
+        "organizational runners without repositoryNames",
+        err=ORG_REPOSITORY_NAMES_ERROR,
+        org="test",
+        min=2,
+        max=3,
+        queued=(Q,),
+        in_progress=(P, P),
+    ),
+    *job_level_cases(ORGANIZATION_RUNNERS),
+    Case(
+        "runs of every named repository count",
+        3,
+        org="test",
+        repository_names=("valid", "other"),
+        min=1,
+        max=10,
+        queued=(Q,),
+        in_progress=(P,),
+        other_repo_queued=(Q,),
+    ),
+]
+
+
+def hra(
+    min_replicas: int | None = 1,
+    max_replicas: int | None = 10,
+    metrics: Sequence[MetricSpec] = (),
+    *,
+    desired: int | None = None,
+    scaled_out_at: datetime | None = None,
+    delay_seconds: int | None = None,
+    overrides: Sequence[ScheduledOverride] = (),
+    spec_reservations: Sequence[CapacityReservation] = (),
+) -> HorizontalRunnerAutoscaler:
+    status = None
+    if desired is not None or scaled_out_at is not None:
+        status = HorizontalRunnerAutoscalerStatus(
+            desired_replicas=desired,
+            last_successful_scale_out_time=format_time(scaled_out_at) if scaled_out_at else None,
+        )
+    return HorizontalRunnerAutoscaler(
+        metadata=ObjectMeta(name="testhra", namespace="testns"),
+        spec=HorizontalRunnerAutoscalerSpec(
+            min_replicas=min_replicas,
+            max_replicas=max_replicas,
+            metrics=list(metrics),
+            scale_down_delay_seconds_after_scale_out=delay_seconds,
+            scheduled_overrides=list(overrides),
+            capacity_reservations=list(spec_reservations),
+        ),
+        status=status,
+    )
+
+
+QUEUED_RUNS = MetricSpec(type=METRIC_QUEUED_AND_IN_PROGRESS_WORKFLOW_RUNS)
+
+
+def check(case: Case) -> None:
+    org_repo = f"{case.org}/valid" if case.org else REPO
+    activity = RecordedActivity(
+        runs={
+            (org_repo, "queued"): case.queued,
+            (org_repo, "in_progress"): case.in_progress,
+            ("test/other", "queued"): case.other_repo_queued,
+        },
+        jobs={(org_repo, run_id): jobs for run_id, jobs in case.jobs.items()},
+    )
+    metric = MetricSpec(
+        type=METRIC_QUEUED_AND_IN_PROGRESS_WORKFLOW_RUNS,
+        repository_names=list(case.repository_names),
+    )
+    autoscaler = hra(
+        case.min, case.max, [metric], desired=case.s_replicas, scaled_out_at=case.s_time
+    )
+    target = ScaleTarget(
+        RunnerScope(organization=case.org, repository=case.repo, labels=case.labels),
+        replicas=case.fixed,
+    )
+
+    if case.err:
+        with pytest.raises(AutoscalingError) as raised:
+            desired_replicas(autoscaler, target, activity, NOW)
+        assert str(raised.value) == case.err
+        return
+    assert desired_replicas(autoscaler, target, activity, NOW).desired_replicas == case.want
+
+
+def test_the_tables_have_arcs_case_counts() -> None:
+    assert len(REPOSITORY_CASES) == 20
+    assert len(ORGANIZATION_CASES) == 19
+
+
+@pytest.mark.parametrize("case", REPOSITORY_CASES, ids=[c.description for c in REPOSITORY_CASES])
+def test_determine_desired_replicas_repository_runner(case: Case) -> None:
+    check(case)
+
+
+@pytest.mark.parametrize(
+    "case", ORGANIZATION_CASES, ids=[c.description for c in ORGANIZATION_CASES]
+)
+def test_determine_desired_replicas_organizational_runner(case: Case) -> None:
+    check(case)
+
+
+# The HRA and its metrics.
+
+
+class NoGitHub:
+    """An activity source that fails when asked: proves a metric was not consulted."""
+
+    def __init__(self, busy: int | None = None) -> None:
+        self.busy = busy
+
+    def busy_runners(self) -> int:
+        if self.busy is None:
+            raise AssertionError("busy runners were asked for")
+        return self.busy
+
+    def workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
+        raise AssertionError(f"workflow runs of {repository} were asked for")
+
+    def workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
+        raise AssertionError(f"jobs of {repository} run {run_id} were asked for")
+
+
+REPO_TARGET = ScaleTarget(RunnerScope(repository=REPO, labels=("label1",)), replicas=4)
+BUSY = MetricSpec(type=METRIC_PERCENTAGE_RUNNERS_BUSY)
+THREE_QUEUED = RecordedActivity(busy=0, runs={(REPO, "queued"): (Q, Q, Q)})
+
+
+def test_no_metric_gives_min_plus_reserved_without_asking_github() -> None:
+    decision = desired_replicas(hra(2, 10), REPO_TARGET, NoGitHub(), NOW)
+
+    assert decision.desired_replicas == 2
+    assert decision.suggestion.replicas is None
+    assert decision.reason == SUGGESTED
+
+
+def test_percentage_runners_busy_scales_the_replicas_in_effect() -> None:
+    decision = desired_replicas(hra(1, 10, [BUSY]), REPO_TARGET, NoGitHub(busy=4), NOW)
+
+    assert decision.desired_replicas == 6  # ceil(4 x 1.3)
+    assert decision.suggestion.metric == METRIC_PERCENTAGE_RUNNERS_BUSY
+
+
+def test_the_second_metric_is_asked_only_when_the_first_suggests_zero() -> None:
+    idle = ScaleTarget(REPO_TARGET.scope, replicas=1)  # int(1 x 0.7) = 0
+
+    fallback = desired_replicas(hra(0, 10, [BUSY, QUEUED_RUNS]), idle, THREE_QUEUED, NOW)
+    busy = desired_replicas(hra(0, 10, [BUSY, QUEUED_RUNS]), REPO_TARGET, NoGitHub(busy=4), NOW)
+
+    assert (fallback.desired_replicas, fallback.suggestion.metric) == (
+        3,
+        METRIC_QUEUED_AND_IN_PROGRESS_WORKFLOW_RUNS,
+    )
+    assert busy.desired_replicas == 6
+
+
+def test_a_suggestion_of_zero_is_not_replaced_by_min_before_the_clamp() -> None:
+    decision = desired_replicas(hra(2, 10, [QUEUED_RUNS]), REPO_TARGET, RecordedActivity(), NOW)
+
+    assert decision.suggestion.replicas == 0
+    assert (decision.desired_replicas, decision.reason) == (2, RAISED_TO_MIN)
+
+
+@pytest.mark.parametrize(
+    ("autoscaler", "error"),
+    [
+        (hra(None, 10), "horizontalrunnerautoscaler testns/testhra is missing minReplicas"),
+        (hra(1, None), "horizontalrunnerautoscaler testns/testhra is missing maxReplicas"),
+        (
+            hra(1, 10, [BUSY, QUEUED_RUNS, BUSY]),
+            "too many autoscaling metrics configured: It must be 0 to 2, but got 3",
+        ),
+        (
+            hra(1, 10, [MetricSpec(type="Unknown")]),
+            'validating autoscaling metrics: unsupported metric type "Unknown"',
+        ),
+        (
+            hra(1, 10, [QUEUED_RUNS, BUSY]),
+            "invalid HRA Spec: Metrics[0] of TotalNumberOfQueuedAndInProgressWorkflowRuns cannot "
+            "be combined with Metrics[1] of PercentageRunnersBusy: The only allowed combination "
+            "is 0=PercentageRunnersBusy and 1=TotalNumberOfQueuedAndInProgressWorkflowRuns",
+        ),
+        (
+            hra(
+                1, 10, [BUSY, MetricSpec(type=METRIC_PERCENTAGE_RUNNERS_BUSY, scale_up_factor="x")]
+            ),
+            "invalid HRA Spec: Metrics[0] of PercentageRunnersBusy cannot be combined with "
+            "Metrics[1] of PercentageRunnersBusy: The only allowed combination is "
+            "0=PercentageRunnersBusy and 1=TotalNumberOfQueuedAndInProgressWorkflowRuns",
+        ),
+    ],
+)
+def test_invalid_autoscalers(autoscaler: HorizontalRunnerAutoscaler, error: str) -> None:
+    with pytest.raises(AutoscalingError) as raised:
+        desired_replicas(autoscaler, REPO_TARGET, NoGitHub(busy=4), NOW)
+
+    assert str(raised.value) == error
+
+
+def test_enterprise_runners_cannot_use_workflow_runs() -> None:
+    enterprise = ScaleTarget(RunnerScope(enterprise="acme"))
+
+    with pytest.raises(AutoscalingError, match="enterprise runners have no repositories"):
+        desired_replicas(hra(1, 10, [QUEUED_RUNS]), enterprise, NoGitHub(), NOW)
+
+
+# Clamps.
+
+
+@pytest.mark.parametrize(
+    ("min_replicas", "max_replicas", "queued", "want", "reason"),
+    [
+        (2, 5, 1, 2, RAISED_TO_MIN),
+        (2, 5, 4, 4, SUGGESTED),
+        (2, 5, 7, 5, CAPPED_AT_MAX),
+        (0, 5, 0, 0, SUGGESTED),
+        # min > max: min wins from below, max from above (ARC's if / else-if).
+        (5, 3, 4, 5, RAISED_TO_MIN),
+        (5, 3, 6, 3, CAPPED_AT_MAX),
+    ],
+)
+def test_clamps(min_replicas: int, max_replicas: int, queued: int, want: int, reason: str) -> None:
+    activity = RecordedActivity(runs={(REPO, "queued"): (Q,) * queued})
+
+    decision = desired_replicas(
+        hra(min_replicas, max_replicas, [QUEUED_RUNS]), REPO_TARGET, activity, NOW
+    )
+
+    assert (decision.desired_replicas, decision.reason) == (want, reason)
+
+
+# The scale-down delay and the last scale-out time.
+
+
+@dataclass(frozen=True)
+class DelayCase:
+    description: str
+    queued: int
+    desired: int | None
+    scaled_out_at: datetime | None
+    want: int
+    want_scaled_out_at: datetime | None
+    delay_seconds: int | None = None
+    want_next_change: datetime | None = None
+
+
+DELAY_CASES = [
+    DelayCase(
+        "held within the default 10 minutes",
+        2,
+        5,
+        NOW - timedelta(minutes=4),
+        5,
+        NOW - timedelta(minutes=4),
+        want_next_change=NOW + timedelta(minutes=6),
+    ),
+    DelayCase(
+        "held until the delay of the spec",
+        2,
+        5,
+        NOW - timedelta(seconds=30),
+        5,
+        NOW - timedelta(seconds=30),
+        delay_seconds=60,
+        want_next_change=NOW + timedelta(seconds=30),
+    ),
+    DelayCase(
+        "over once the delay of the spec passed",
+        2,
+        5,
+        NOW - timedelta(minutes=4),
+        2,
+        NOW - timedelta(minutes=4),
+        delay_seconds=60,
+    ),
+    DelayCase(
+        "over when the delay ends exactly now",
+        2,
+        5,
+        NOW - timedelta(minutes=10),
+        2,
+        NOW - timedelta(minutes=10),
+    ),
+    DelayCase("no delay without a scale-out time", 2, 5, None, 2, None),
+    DelayCase(
+        "no delay without a previous value",
+        1,
+        None,
+        NOW - timedelta(minutes=1),
+        1,
+        NOW - timedelta(minutes=1),
+    ),
+    DelayCase(
+        "scaling out is never delayed, and records the time",
+        7,
+        5,
+        NOW - timedelta(minutes=1),
+        7,
+        NOW,
+    ),
+    DelayCase(
+        "same value: no new scale-out time",
+        5,
+        5,
+        NOW - timedelta(hours=1),
+        5,
+        NOW - timedelta(hours=1),
+    ),
+    DelayCase("first value above 1 is a scale-out", 2, None, None, 2, NOW),
+    DelayCase("first value of 1 is not", 1, None, None, 1, None),
+]
+
+
+@pytest.mark.parametrize("case", DELAY_CASES, ids=[c.description for c in DELAY_CASES])
+def test_scale_down_delay(case: DelayCase) -> None:
+    autoscaler = hra(
+        1,
+        10,
+        [QUEUED_RUNS],
+        desired=case.desired,
+        scaled_out_at=case.scaled_out_at,
+        delay_seconds=case.delay_seconds,
+    )
+    activity = RecordedActivity(runs={(REPO, "queued"): (Q,) * case.queued})
+
+    decision = desired_replicas(autoscaler, REPO_TARGET, activity, NOW)
+
+    assert decision.desired_replicas == case.want
+    assert decision.last_scale_out_time == case.want_scaled_out_at
+    assert decision.next_change_at == case.want_next_change
+    assert (decision.reason == SCALE_DOWN_DELAYED) == (case.want_next_change is not None)
+
+
+def test_the_default_delay_is_passed_in() -> None:
+    autoscaler = hra(1, 10, desired=5, scaled_out_at=NOW - timedelta(minutes=2))
+
+    held = desired_replicas(autoscaler, REPO_TARGET, NoGitHub(), NOW)
+    short = desired_replicas(
+        autoscaler, REPO_TARGET, NoGitHub(), NOW, default_scale_down_delay=timedelta(minutes=1)
+    )
+
+    assert (held.desired_replicas, short.desired_replicas) == (5, 1)
+    assert "1 after the scale-down delay" in held.message
+
+
+def test_the_delay_keeps_a_value_above_a_lowered_max() -> None:
+    autoscaler = hra(1, 3, desired=5, scaled_out_at=NOW - timedelta(minutes=2))
+
+    assert desired_replicas(autoscaler, REPO_TARGET, NoGitHub(), NOW).desired_replicas == 5
+
+
+# Scheduled overrides and reservations in the decision.
+
+
+def test_an_active_override_sets_min_and_its_end_is_the_next_change() -> None:
+    weekend = ScheduledOverride(
+        start_time="2022-03-01T00:00:00Z", end_time="2022-03-02T00:00:00Z", min_replicas=4
+    )
+
+    decision = desired_replicas(hra(1, 10, overrides=[weekend]), REPO_TARGET, NoGitHub(), NOW)
+
+    assert decision.min_replicas == decision.desired_replicas == 4
+    assert decision.scheduled_overrides_summary == "min=1 time=2022-03-02 00:00:00 +0000 UTC"
+    assert decision.next_change_at == datetime(2022, 3, 2, tzinfo=UTC)
+
+
+def test_spec_and_object_reservations_add_up_and_expire() -> None:
+    in_spec = CapacityReservation(
+        name="from-spec",
+        effective_time=format_time(NOW - timedelta(minutes=5)),
+        expiration_time=format_time(NOW + timedelta(minutes=25)),
+        replicas=2,
+    )
+    expired_in_spec = CapacityReservation(
+        effective_time=format_time(NOW - timedelta(minutes=30)),
+        expiration_time=format_time(NOW),
+        replicas=5,
+    )
+    job_reservation = Reservation(
+        "job-42",
+        NOW - timedelta(minutes=1),
+        NOW + timedelta(minutes=9),
+        started_at=NOW - timedelta(minutes=1),
+    )
+
+    decision = desired_replicas(
+        hra(1, 10, spec_reservations=[in_spec, expired_in_spec]),
+        REPO_TARGET,
+        NoGitHub(),
+        NOW,
+        reservations=[job_reservation],
+    )
+
+    assert decision.desired_replicas == 4  # min 1 + 2 + 1
+    assert decision.reservations.expired == ("capacityReservations[1]",)
+    assert decision.next_change_at == NOW + timedelta(minutes=9)
+
+
+def test_reservations_add_to_the_metric_suggestion() -> None:
+    reservation = Reservation("job-1", NOW, NOW + timedelta(minutes=30), replicas=1, started_at=NOW)
+
+    decision = desired_replicas(
+        hra(1, 10, [QUEUED_RUNS]), REPO_TARGET, THREE_QUEUED, NOW, reservations=[reservation]
+    )
+
+    assert decision.desired_replicas == 4
+    assert decision.message == (
+        "4 replicas: 3 suggested by TotalNumberOfQueuedAndInProgressWorkflowRuns, "
+        "1 reserved, min 1, max 10"
+    )
+
+
+def test_the_earliest_change_wins() -> None:
+    override = ScheduledOverride(
+        start_time="2022-03-01T12:20:00Z", end_time="2022-03-01T13:00:00Z", min_replicas=3
+    )
+    reservation = Reservation("job-1", NOW, NOW + timedelta(minutes=30), started_at=NOW)
+
+    decision = desired_replicas(
+        hra(1, 10, overrides=[override]), REPO_TARGET, NoGitHub(), NOW, reservations=[reservation]
+    )
+
+    assert decision.next_change_at == datetime(2022, 3, 1, 12, 20, tzinfo=UTC)

@@ -1,0 +1,147 @@
+"""Capacity reservations: expiry at the boundary, spec reservations, and reservations waiting
+beyond maxReplicas, whose lifetime starts only once they are in place."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from hooks.autoscaler import AutoscalingError, Reservation, count_reservations
+from hooks.autoscaler.reservations import reservations_from_spec
+from hooks.clock import format_time
+from hooks.resources.autoscaler import CapacityReservation
+
+NOW = datetime(2022, 3, 1, 12, 0, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+
+
+def made(name: str, minutes_ago: int, lifetime: int = 10, *, started: bool = True) -> Reservation:
+    """A one-replica reservation made `minutes_ago`, its lifetime started then or not yet."""
+    effective = NOW - minutes_ago * MINUTE
+    return Reservation(
+        name,
+        effective_time=effective,
+        expiration_time=effective + lifetime * MINUTE,
+        started_at=effective if started else None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("reservation", "counts"),
+    [
+        (made("fresh", 0), True),
+        (made("expiring-exactly-now", 10, lifetime=10), False),
+        (
+            Reservation(
+                "just", NOW - 10 * MINUTE, NOW + timedelta(seconds=1), started_at=NOW - 10 * MINUTE
+            ),
+            True,
+        ),
+        (made("old", 11), False),
+    ],
+    ids=["fresh", "expiring-exactly-now", "one-second-left", "expired"],
+)
+def test_a_reservation_counts_while_its_expiry_is_after_now(
+    reservation: Reservation, counts: bool
+) -> None:
+    count = count_reservations([reservation], None, NOW)
+
+    assert count.reserved == (1 if counts else 0)
+    assert count.expired == (() if counts else (reservation.name,))
+
+
+def test_replicas_add_up_and_the_first_expiry_is_next() -> None:
+    big = Reservation("big", NOW, NOW + 30 * MINUTE, replicas=3, started_at=NOW)
+
+    count = count_reservations([big, made("small", 5)], None, NOW)
+
+    assert count.reserved == 4
+    assert count.next_expiry == NOW + 5 * MINUTE
+
+
+def test_reservations_beyond_max_wait_and_never_expire_while_waiting() -> None:
+    reservations = [
+        made("a", 50, lifetime=60),
+        made("b", 40, lifetime=60),
+        made("c", 30, lifetime=10, started=False),  # its lifetime would be over long ago
+        made("d", 20, lifetime=10, started=False),
+    ]
+
+    count = count_reservations(reservations, 2, NOW)
+
+    assert count.reserved == 4
+    assert count.waiting == ("c", "d")
+    assert count.expired == count.started == ()
+    assert count.next_expiry == NOW + 10 * MINUTE  # a
+
+
+def test_a_waiting_reservation_starts_its_lifetime_once_in_place() -> None:
+    # `a` completed (its object is gone): `c` is in place now, `d` still waits.
+    reservations = [
+        made("b", 40, lifetime=60),
+        made("c", 30, lifetime=10, started=False),
+        made("d", 20, lifetime=10, started=False),
+    ]
+
+    count = count_reservations(reservations, 2, NOW)
+
+    assert count.reserved == 3
+    assert count.started == ("c",)
+    assert count.waiting == ("d",)
+    assert count.next_expiry == NOW + 10 * MINUTE  # c, from now
+
+
+def test_a_started_reservation_expires_a_lifetime_after_it_started() -> None:
+    waited = Reservation("c", NOW - 30 * MINUTE, NOW - 20 * MINUTE, started_at=NOW - 9 * MINUTE)
+
+    assert count_reservations([waited], 2, NOW).next_expiry == NOW + MINUTE
+    assert count_reservations([waited], 2, NOW + MINUTE).expired == ("c",)
+
+
+def test_expired_reservations_leave_their_place_to_waiting_ones() -> None:
+    reservations = [made("a", 20, lifetime=10), made("b", 15, lifetime=5, started=False)]
+
+    count = count_reservations(reservations, 1, NOW)
+
+    assert (count.expired, count.started, count.reserved) == (("a",), ("b",), 1)
+
+
+def test_arrival_order_is_effective_time_then_name() -> None:
+    same_time = [made(name, 5, started=False) for name in ("z", "y", "x")]
+
+    count = count_reservations(same_time, 1, NOW)
+
+    assert (count.started, count.waiting) == (("x",), ("y", "z"))
+
+
+def test_without_max_every_reservation_is_in_place() -> None:
+    count = count_reservations([made(str(i), 1, started=False) for i in range(5)], None, NOW)
+
+    assert (len(count.started), count.waiting) == (5, ())
+
+
+def test_spec_reservations_count_from_their_effective_time() -> None:
+    spec = [
+        CapacityReservation(
+            name="r",
+            effective_time=format_time(NOW - MINUTE),
+            expiration_time=format_time(NOW + MINUTE),
+            replicas=2,
+        ),
+        CapacityReservation(expiration_time=format_time(NOW + MINUTE), replicas=1),
+        CapacityReservation(effective_time=format_time(NOW), replicas=9),  # never counts
+    ]
+
+    reservations = reservations_from_spec(spec)
+
+    assert [(r.name, r.replicas, r.started_at) for r in reservations] == [
+        ("r", 2, NOW - MINUTE),
+        ("capacityReservations[1]", 1, NOW + MINUTE),
+    ]
+    assert count_reservations(reservations, 1, NOW).reserved == 3
+
+
+def test_an_unparsable_spec_reservation_is_an_autoscaling_error() -> None:
+    with pytest.raises(AutoscalingError, match=r"capacityReservations\[0\].expirationTime"):
+        reservations_from_spec([CapacityReservation(expiration_time="soon")])
