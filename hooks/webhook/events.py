@@ -96,10 +96,15 @@ def payload_from_body(content_type: str | None, body: bytes) -> bytes:
     if media_type == "application/json":
         return body
     if media_type == "application/x-www-form-urlencoded":
-        values = parse_qs(body, keep_blank_values=True).get(b"payload")
+        try:
+            form = body.decode("ascii")
+        except UnicodeDecodeError as error:
+            raise MalformedPayloadError("form-encoded delivery with non-ASCII bytes") from error
+        # surrogateescape hands the percent-decoded bytes back exactly, valid UTF-8 or not.
+        values = parse_qs(form, keep_blank_values=True, errors="surrogateescape").get("payload")
         if not values:
             raise MalformedPayloadError("form-encoded delivery without a payload field")
-        return values[0]
+        return values[0].encode("utf-8", errors="surrogateescape")
     raise MalformedPayloadError(
         f"unsupported Content-Type {content_type!r}: "
         "expected application/json or application/x-www-form-urlencoded"

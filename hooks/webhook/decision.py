@@ -1,0 +1,221 @@
+"""What one webhook delivery changes: ARC's webhook rules, as a pure function of the event.
+
+A `queued` job reserves one runner of the HRA that would serve it; its `completed` event
+removes that reservation. A reservation is an object named after the job id, so a redelivered
+`queued` event names the same object (creating it twice is a no-op) and `completed` removes
+exactly the job's own reservation, never another job's.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from hooks.webhook.events import PingEvent, WebhookEvent, WorkflowJobEvent
+from hooks.webhook.targets import (
+    RunnerGroup,
+    RunnerGroupVisibility,
+    ScaleTarget,
+    in_precedence_order,
+)
+
+PONG = "pong"
+NO_TARGET_MESSAGE = "no horizontalrunnerautoscaler to scale for this github event"
+RESERVATION_PREFIX = "job-"
+USER_OWNER_TYPE = "User"
+
+
+class Action(enum.Enum):
+    NONE = "none"
+    CREATE_RESERVATION = "create-reservation"
+    DELETE_RESERVATION = "delete-reservation"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of one delivery; `message` is the response body ARC would send.
+
+    For a reservation change, `target` is the HRA (the reservation's namespace and controller
+    owner) and `reservation_name` the object; a new reservation lasts from `effective_time`
+    to `expiration_time`. `notes` say why HRAs that were considered did not match.
+    """
+
+    action: Action
+    message: str
+    target: ScaleTarget | None = None
+    reservation_name: str | None = None
+    effective_time: datetime | None = None
+    expiration_time: datetime | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def amount(self) -> int:
+        """The change in reserved runners, as ARC reports it ("scaled <hra> by <amount>")."""
+        return {Action.CREATE_RESERVATION: 1, Action.DELETE_RESERVATION: -1}.get(self.action, 0)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """The HRA a job would scale (None when there is none), and why others were passed over."""
+
+    target: ScaleTarget | None
+    notes: tuple[str, ...] = ()
+
+
+def reservation_name(job_id: int) -> str:
+    """The capacity reservation object of a job: a valid DNS-1123 name, one per job."""
+    return f"{RESERVATION_PREFIX}{job_id}"
+
+
+def decide(
+    event: WebhookEvent,
+    targets: Sequence[ScaleTarget],
+    *,
+    now: datetime,
+    runner_group_visibility: RunnerGroupVisibility | None = None,
+) -> Decision:
+    """What a delivery changes, under ARC's rules.
+
+    - `ping`: nothing; the answer is "pong".
+    - `workflow_job` `queued`: reserve one runner of the matching HRA.
+    - `workflow_job` `completed`: remove the job's reservation, except for skipped jobs and
+      check-run completions (success without a runner: ARC #2118, #2119, #2520), which never
+      had one; cancelled jobs do remove theirs.
+    - other actions (`waiting`, `in_progress`): nothing.
+
+    `runner_group_visibility` is only called for organization repositories whose job no
+    repository HRA takes, and only when some HRA uses the organization's or enterprise's
+    runners; errors it raises propagate (ARC answers 500).
+    """
+    if isinstance(event, PingEvent):
+        return Decision(Action.NONE, PONG)
+    if event.action == "queued":
+        action = Action.CREATE_RESERVATION
+    elif event.action == "completed":
+        # Decided before the lookup (ARC looks up first), so ignoring costs no GitHub call.
+        if event.conclusion == "skipped":
+            return Decision(Action.NONE, "ignored the completion of a skipped job")
+        if event.conclusion == "success" and event.runner_id is None:
+            return Decision(Action.NONE, "ignored a check run's completion: it had no runner")
+        action = Action.DELETE_RESERVATION
+    else:
+        return Decision(
+            Action.NONE, f"ignored workflow_job action {event.action!r}: it does not scale"
+        )
+
+    lookup = find_scale_target(event, targets, runner_group_visibility=runner_group_visibility)
+    target = lookup.target
+    if target is None:
+        return Decision(Action.NONE, NO_TARGET_MESSAGE, notes=lookup.notes)
+    name = reservation_name(event.job_id)
+    if action is Action.DELETE_RESERVATION:
+        return Decision(
+            action,
+            f"scaled {target.name} by -1",
+            target=target,
+            reservation_name=name,
+            notes=lookup.notes,
+        )
+    duration, duration_note = target.reservation_duration()
+    notes = (*lookup.notes, duration_note) if duration_note else lookup.notes
+    return Decision(
+        action,
+        f"scaled {target.name} by 1",
+        target=target,
+        reservation_name=name,
+        effective_time=now,
+        expiration_time=now + duration,
+        notes=notes,
+    )
+
+
+def find_scale_target(
+    event: WorkflowJobEvent,
+    targets: Sequence[ScaleTarget],
+    *,
+    runner_group_visibility: RunnerGroupVisibility | None = None,
+) -> Lookup:
+    """The HRA that scales for a job, looked up in ARC's order.
+
+    1. HRAs of repository runners for the job's repository.
+    2. Nothing more for a repository owned by a user: only organizations have shared runners.
+    3. The runner groups some HRA uses in the repository's organization or its enterprise,
+       kept to those visible to the repository when `runner_group_visibility` is given
+       (otherwise every group counts as visible, as in ARC without GitHub credentials), then
+       tried default groups first, organization before enterprise.
+
+    Under each key the first fit wins, by namespace and name. A fit is an HRA that is not
+    being deleted, has exactly one scale-up trigger, a `workflowJob` one, and whose runners
+    carry every job label but `self-hosted`. A job without labels fits none, as ARC's
+    pull-based metric skips such jobs (its webhook would hand them to any HRA).
+    """
+    notes: list[str] = []
+    if not event.labels:
+        return Lookup(None, ("the job has no labels",))
+    ordered = sorted(targets, key=lambda target: (target.namespace, target.name))
+    keyed = [(target.runners.keys(), target) for target in ordered]
+
+    def first_fit(key: str) -> ScaleTarget | None:
+        wanted = key.casefold()
+        for keys, target in keyed:
+            if wanted not in keys:
+                continue
+            reason = target.unfit_reason(event.labels)
+            if reason is None:
+                return target
+            notes.append(f"{target.reference}: {reason}")
+        return None
+
+    found = first_fit(event.repository_key)
+    if found is not None:
+        return Lookup(found, tuple(notes))
+    if event.owner_type == USER_OWNER_TYPE:
+        notes.append(f"{event.owner_login} is a user: only repository runners serve its jobs")
+        return Lookup(None, tuple(notes))
+
+    groups = in_precedence_order(_managed_groups(event, ordered))
+    if groups and runner_group_visibility is not None:
+        visible = {
+            group.identity()
+            for group in runner_group_visibility(event.owner_login, event.repository_name)
+        }
+        hidden = [group for group in groups if group.identity() not in visible]
+        if hidden:
+            notes.append(
+                f"runner groups not visible to {event.repository_key}: "
+                + ", ".join(_describe_group(group) for group in hidden)
+            )
+        groups = [group for group in groups if group.identity() in visible]
+    for group in groups:
+        key = group.key(event.owner_login, event.enterprise)
+        if key is None:
+            continue
+        found = first_fit(key)
+        if found is not None:
+            return Lookup(found, tuple(notes))
+    return Lookup(None, tuple(notes))
+
+
+def _managed_groups(event: WorkflowJobEvent, targets: Sequence[ScaleTarget]) -> list[RunnerGroup]:
+    """The runner groups HRAs use in the event's organization or enterprise: the only ones
+    worth asking GitHub about."""
+    owner = event.owner_login.casefold()
+    enterprise = (event.enterprise or "").casefold()
+    groups = []
+    for target in targets:
+        runners = target.runners
+        group = runners.runner_group()
+        if group is None:
+            continue
+        if runners.organization.casefold() == owner or (
+            enterprise and runners.enterprise.casefold() == enterprise
+        ):
+            groups.append(group)
+    return groups
+
+
+def _describe_group(group: RunnerGroup) -> str:
+    scope = group.scope.name.lower()
+    return f"{scope} {group.name!r}" if group.name else f"{scope} default group"
