@@ -107,6 +107,16 @@ def pick_runner_group(groups: Sequence[Mapping[str, Any]], group_name: str) -> i
     raise GitHubError(f"no runner group named {group_name!r}", 404)
 
 
+def repository_runner_group(scope: Scope, group_name: str) -> int:
+    """Repositories have no runner groups: their runners belong to the default group."""
+    if group_name in ("", "Default", "default"):
+        return DEFAULT_RUNNER_GROUP_ID
+    raise GitHubError(
+        f"runner group {group_name!r} in {scope}: "
+        "runner groups exist only for organizations and enterprises"
+    )
+
+
 class GitHubError(Exception):
     """A GitHub call failed. The message never carries a credential or a token."""
 

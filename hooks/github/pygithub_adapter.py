@@ -34,7 +34,6 @@ from github.Requester import Requester
 from hooks.clock import Clock, parse_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import (
-    DEFAULT_RUNNER_GROUP_ID,
     ConflictError,
     GitHubError,
     GitHubPort,
@@ -46,6 +45,7 @@ from hooks.github.port import (
     RemoveResult,
     Scope,
     pick_runner_group,
+    repository_runner_group,
 )
 from hooks.metrics import GITHUB_API_CALLS, GITHUB_RATE_LIMIT, GITHUB_RATE_LIMIT_REMAINING
 from hooks.settings import Settings
@@ -610,13 +610,7 @@ class PyGithubAdapter(GitHubPort):
 
     def runner_group_id(self, scope: Scope, group_name: str) -> int:
         if scope.repository:
-            # Repositories have no runner groups; their runners belong to the default group.
-            if group_name in ("", "Default", "default"):
-                return DEFAULT_RUNNER_GROUP_ID
-            raise GitHubError(
-                f"runner group {group_name!r} in {scope}: "
-                "runner groups exist only for organizations and enterprises"
-            )
+            return repository_runner_group(scope, group_name)
 
         def call(gh: Github) -> int:
             groups = self._get_all(

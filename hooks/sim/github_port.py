@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 
 from hooks.clock import Clock
 from hooks.github.port import (
-    DEFAULT_RUNNER_GROUP_ID,
     GitHubError,
     GitHubPort,
     GitHubRunner,
@@ -27,6 +26,7 @@ from hooks.github.port import (
     RemoveResult,
     Scope,
     pick_runner_group,
+    repository_runner_group,
 )
 
 # The adapter's private functions are reused on purpose: the classification must be the same code.
@@ -120,13 +120,7 @@ class InProcessGitHub(GitHubPort):
 
     def runner_group_id(self, scope: Scope, group_name: str) -> int:
         if scope.repository:
-            # Repositories have no runner groups; their runners belong to the default group.
-            if group_name in ("", "Default", "default"):
-                return DEFAULT_RUNNER_GROUP_ID
-            raise GitHubError(
-                f"runner group {group_name!r} in {scope}: "
-                "runner groups exist only for organizations and enterprises"
-            )
+            return repository_runner_group(scope, group_name)
 
         def call() -> int:
             path = f"{scope.api_path}/actions/runner-groups"

@@ -30,8 +30,8 @@ from hooks.sim.metacontroller.spec import CompositeSpec
 from hooks.sim.metacontroller.wire import (
     composite_request,
     encode,
-    object_map,
     read_composite_answer,
+    request_maps,
 )
 from hooks.sim.metacontroller.workqueue import WorkQueue
 from hooks.sim.store import (
@@ -215,22 +215,10 @@ class CompositeController:
         if hook is None:
             raise SyncFailure("invalid", "the controller has no sync hook")
         namespace = parent["metadata"].get("namespace") or ""
-        body = composite_request(
-            self._controller_json,
-            parent,
-            object_map(
-                ((group, members.values()) for group, members in observed.items()),
-                parent_namespace=namespace,
-                v2=hook.v2,
-            ),
-            object_map(
-                related,
-                parent_namespace=namespace,
-                v2=hook.v2,
-                parent_namespace_only=bool(namespace) and not hook.v2,
-            ),
-            finalizing,
+        children, related_map = request_maps(
+            observed, related, parent_namespace=namespace, v2=hook.v2
         )
+        body = composite_request(self._controller_json, parent, children, related_map, finalizing)
         answer = read_composite_answer(context.hooks.call(hook, body), hook.strict)
         for child in answer.children:
             metadata = child.setdefault("metadata", {})

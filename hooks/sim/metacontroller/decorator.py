@@ -30,8 +30,8 @@ from hooks.sim.metacontroller.wire import (
     DecoratorAnswer,
     decorator_request,
     encode,
-    object_map,
     read_decorator_answer,
+    request_maps,
 )
 from hooks.sim.metacontroller.workqueue import WorkQueue
 from hooks.sim.store import (
@@ -194,22 +194,10 @@ class DecoratorController:
         if hook is None:
             raise SyncFailure("invalid", "the controller has no sync hook")
         namespace = obj["metadata"].get("namespace") or ""
-        body = decorator_request(
-            self._controller_json,
-            obj,
-            object_map(
-                ((group, members.values()) for group, members in observed.items()),
-                parent_namespace=namespace,
-                v2=hook.v2,
-            ),
-            object_map(
-                related,
-                parent_namespace=namespace,
-                v2=hook.v2,
-                parent_namespace_only=bool(namespace) and not hook.v2,
-            ),
-            finalizing,
+        children, related_map = request_maps(
+            observed, related, parent_namespace=namespace, v2=hook.v2
         )
+        body = decorator_request(self._controller_json, obj, children, related_map, finalizing)
         answer = read_decorator_answer(context.hooks.call(hook, body), hook.strict)
         for attachment in answer.attachments:
             metadata = attachment.setdefault("metadata", {})

@@ -8,7 +8,7 @@ are decoded case-sensitively; strict mode (v2's default) rejects unknown and dup
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -49,6 +49,29 @@ def object_map(
             qualified = namespace and (v2 or not parent_namespace)
             members[f"{namespace}/{name}" if qualified else name] = obj
     return result
+
+
+def request_maps(
+    observed: Mapping[str, Mapping[Any, KubeObject]],
+    related: Iterable[tuple[str, Iterable[KubeObject]]],
+    *,
+    parent_namespace: str,
+    v2: bool,
+) -> tuple[ObjectMap, ObjectMap]:
+    """The children (or attachments) and related maps of a request, keyed per hook version;
+    v1 drops related objects outside a namespaced parent's namespace."""
+    children = object_map(
+        ((group, members.values()) for group, members in observed.items()),
+        parent_namespace=parent_namespace,
+        v2=v2,
+    )
+    related_map = object_map(
+        related,
+        parent_namespace=parent_namespace,
+        v2=v2,
+        parent_namespace_only=bool(parent_namespace) and not v2,
+    )
+    return children, related_map
 
 
 def composite_request(
