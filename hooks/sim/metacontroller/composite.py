@@ -18,7 +18,7 @@ from hooks.sim.metacontroller.children import (
 )
 from hooks.sim.metacontroller.context import Context
 from hooks.sim.metacontroller.customize import RelatedObjects
-from hooks.sim.metacontroller.failures import SyncFailure, Throttled
+from hooks.sim.metacontroller.failures import SyncFailure
 from hooks.sim.metacontroller.finalizers import (
     has_finalizer,
     is_deleting,
@@ -39,7 +39,6 @@ from hooks.sim.store import (
     EventType,
     KubeObject,
     NotFound,
-    StoreError,
     selector_matches,
 )
 
@@ -172,23 +171,13 @@ class CompositeController:
             self.related.forget(key)
             self.queue.forget(key)
             return
-        self.context.stats.syncs[self.name] += 1
-        try:
-            self._sync_parent(key, parent)
-        except Throttled as throttled:
-            self.queue.add_after(key, throttled.retry_after)
-            return
-        except StoreError as error:  # a write the API server refused outside the apply
-            self._failed(key, SyncFailure("apply", str(error)))
-            return
-        except SyncFailure as failure:
-            self._failed(key, failure)
-            return
-        self.queue.forget(key)
-
-    def _failed(self, key: ParentKey, failure: SyncFailure) -> None:
-        self.context.record_failure(self.name, _describe(key), failure)
-        self.queue.add_rate_limited(key)
+        self.context.attempt(
+            self.name,
+            self.queue,
+            key,
+            _describe(key),
+            lambda: self._sync_parent(key, parent),
+        )
 
     def _sync_parent(self, key: ParentKey, parent: KubeObject) -> None:
         spec, context = self.spec, self.context

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from hooks.sim.events import EventLoop
 from hooks.sim.metacontroller.cache import ObjectCache
-from hooks.sim.metacontroller.failures import SyncFailure
+from hooks.sim.metacontroller.failures import SyncFailure, Throttled
 from hooks.sim.metacontroller.resources import ResourceCatalog
 from hooks.sim.metacontroller.stats import EmulatorStats, SyncErrorEvent
 from hooks.sim.metacontroller.webhook import HookCaller
-from hooks.sim.store import ObjectStore
+from hooks.sim.metacontroller.workqueue import WorkQueue
+from hooks.sim.store import ObjectStore, StoreError
+
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -29,3 +34,29 @@ class Context:
         self.stats.recent_errors.append(
             SyncErrorEvent(self.loop.now, controller, parent, failure.kind, str(failure))
         )
+
+    def attempt(
+        self,
+        controller: str,
+        queue: WorkQueue[K],
+        key: K,
+        described: str,
+        sync: Callable[[], None],
+    ) -> None:
+        """One sync, and what its outcome does to the queue: success resets the backoff, a 429
+        requeues after Retry-After, a failure is recorded and retried with backoff."""
+        self.stats.syncs[controller] += 1
+        try:
+            sync()
+        except Throttled as throttled:
+            queue.add_after(key, throttled.retry_after)
+            return
+        except StoreError as error:  # a write the API server refused outside the apply
+            failure = SyncFailure("apply", str(error))
+        except SyncFailure as error:
+            failure = error
+        else:
+            queue.forget(key)
+            return
+        self.record_failure(controller, described, failure)
+        queue.add_rate_limited(key)

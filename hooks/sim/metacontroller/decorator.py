@@ -18,7 +18,7 @@ from hooks.sim.metacontroller.cache import (
 from hooks.sim.metacontroller.children import ChildMap, child_map, manage_children
 from hooks.sim.metacontroller.context import Context
 from hooks.sim.metacontroller.customize import RelatedObjects
-from hooks.sim.metacontroller.failures import SyncFailure, Throttled
+from hooks.sim.metacontroller.failures import SyncFailure
 from hooks.sim.metacontroller.finalizers import (
     has_finalizer,
     is_deleting,
@@ -39,7 +39,6 @@ from hooks.sim.store import (
     EventType,
     KubeObject,
     NotFound,
-    StoreError,
     selector_matches,
 )
 
@@ -158,23 +157,13 @@ class DecoratorController:
             self.related.forget(key)
             self.queue.forget(key)
             return
-        self.context.stats.syncs[self.name] += 1
-        try:
-            self._sync_object(key, obj)
-        except Throttled as throttled:
-            self.queue.add_after(key, throttled.retry_after)
-            return
-        except StoreError as error:  # a write the API server refused outside the apply
-            self._failed(key, SyncFailure("apply", str(error)))
-            return
-        except SyncFailure as failure:
-            self._failed(key, failure)
-            return
-        self.queue.forget(key)
-
-    def _failed(self, key: ObjectKey, failure: SyncFailure) -> None:
-        self.context.record_failure(self.name, _describe(key), failure)
-        self.queue.add_rate_limited(key)
+        self.context.attempt(
+            self.name,
+            self.queue,
+            key,
+            _describe(key),
+            lambda: self._sync_object(key, obj),
+        )
 
     def _sync_object(self, key: ObjectKey, obj: KubeObject) -> None:
         spec, context = self.spec, self.context
