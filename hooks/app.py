@@ -7,11 +7,13 @@ the latency. Decisions live in the controller modules.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import orjson
@@ -22,19 +24,30 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from hooks.autoscaler.controller import (
+    AutoscalerDeps,
+    customize_horizontal_runner_autoscaler,
+    sync_horizontal_runner_autoscaler,
+)
 from hooks.clock import Clock, SystemClock
 from hooks.deployment.controller import (
     DeploymentDeps,
     customize_runner_deployment,
     sync_runner_deployment,
 )
-from hooks.github.port import GitHubPort
+from hooks.github.port import GitHubPort, RunnerGroupInfo
+from hooks.kube.cluster import ClusterKube
+from hooks.kube.port import KubePort
 from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse
 from hooks.metrics import HOOK_LATENCY, REGISTRY
 from hooks.replicaset.controller import ReplicaSetDeps, sync_runner_replica_set
 from hooks.runner.controller import RunnerHookDeps, finalize_runner, sync_runner
 from hooks.settings import Settings
+from hooks.telemetry import record_autoscaler, record_delivery
 from hooks.unconfigured import UnconfiguredGitHub
+from hooks.webhook.decision import Decision
+from hooks.webhook.receiver import FAILED, Reply, WebhookReceiver
+from hooks.webhook.targets import GroupScope, RunnerGroup, RunnerGroupVisibility
 from hooks.workers import CallRunner, InlineCalls, WorkerThreads
 
 log = logging.getLogger("arc_hooks.hooks")
@@ -46,6 +59,12 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 
 
 JSON_MEDIA_TYPE = "application/json"
+
+MAX_WEBHOOK_BYTES = 25 * 1024 * 1024
+"""GitHub caps webhook payloads at 25 MB."""
+
+WEBHOOK_DEADLINE_SECONDS = 8.0
+"""GitHub gives up on a delivery after 10 s; answer before it does."""
 
 
 @dataclass(frozen=True)
@@ -61,9 +80,12 @@ def create_app(
     github: GitHubPort | None = None,
     clock: Clock | None = None,
     github_blocks: bool = True,
+    kube: KubePort | None = None,
 ) -> Starlette:
     """The hook server. `github_blocks=False` says the GitHub port never waits on I/O (the
-    simulated world's in-process GitHub): hooks then run on the event loop, without threads."""
+    simulated world's in-process GitHub): hooks then run on the event loop, without threads.
+    `kube` is the webhook receiver's Kubernetes API access (default: the cluster's, via the
+    pod's service account or a kubeconfig)."""
     clock = clock or SystemClock()
     if github is None:
         github = _github_from_settings(settings, clock)
@@ -76,6 +98,14 @@ def create_app(
     runner_deps = state.deps
     replica_set_deps = ReplicaSetDeps(clock)
     deployment_deps = DeploymentDeps(clock, tuple(settings.common_runner_labels))
+    autoscaler_deps = AutoscalerDeps(
+        github,
+        clock,
+        sync_period=settings.sync_period,
+        default_scale_down_delay=timedelta(seconds=settings.default_scale_down_delay),
+        observe=record_autoscaler,
+    )
+    receiver = _webhook_receiver(settings, github, clock, kube, state.workers)
     # Handlers that may call GitHub run in worker threads; the others only compute.
     composite: list[tuple[str, CompositeHandler, bool]] = [
         ("/sync/runner", functools.partial(sync_runner, deps=runner_deps), True),
@@ -90,6 +120,11 @@ def create_app(
             functools.partial(sync_runner_deployment, deps=deployment_deps),
             False,
         ),
+        (
+            "/sync/horizontalrunnerautoscaler",
+            functools.partial(sync_horizontal_runner_autoscaler, deps=autoscaler_deps),
+            True,
+        ),
     ]
     routes = [
         Route(path, _composite_hook(state, path, handler, blocking), methods=["POST"])
@@ -101,6 +136,14 @@ def create_app(
             _customize_hook("/customize/runnerdeployment", customize_runner_deployment),
             methods=["POST"],
         ),
+        Route(
+            "/customize/horizontalrunnerautoscaler",
+            _customize_hook(
+                "/customize/horizontalrunnerautoscaler", customize_horizontal_runner_autoscaler
+            ),
+            methods=["POST"],
+        ),
+        Route("/webhook/github", _webhook(receiver), methods=["GET", "POST"]),
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/readyz", _readyz(state), methods=["GET"]),
         Route("/metrics", _metrics, methods=["GET"]),
@@ -114,6 +157,100 @@ def _github_from_settings(settings: Settings, clock: Clock) -> GitHubPort:
     from hooks.github.factory import github_from_settings
 
     return github_from_settings(settings, clock)
+
+
+def _webhook_receiver(
+    settings: Settings,
+    github: GitHubPort,
+    clock: Clock,
+    kube: KubePort | None,
+    workers: CallRunner,
+) -> WebhookReceiver:
+    secret = settings.github_webhook_secret_token
+    visibility: RunnerGroupVisibility | None = None
+    if settings.webhook_runner_group_visibility and settings.has_github_credentials:
+        visibility = functools.partial(_visible_runner_groups, github)
+
+    async def run_blocking(call: Callable[[], Decision]) -> Decision:
+        return await workers.run(call)
+
+    return WebhookReceiver(
+        kube if kube is not None else ClusterKube(),
+        clock,
+        secret=secret.get_secret_value().encode() if secret else None,
+        allow_unsigned=settings.webhook_allow_unsigned,
+        namespace=settings.watch_namespace or None,
+        targets_ttl=settings.webhook_targets_cache_ttl,
+        runner_group_visibility=visibility,
+        run_blocking=run_blocking if visibility is not None else _inline_decision,
+    )
+
+
+async def _inline_decision(call: Callable[[], Decision]) -> Decision:
+    return call()
+
+
+def _visible_runner_groups(
+    github: GitHubPort, organization: str, repository_name: str
+) -> list[RunnerGroup]:
+    return [
+        _runner_group(group)
+        for group in github.visible_runner_groups(organization, repository_name)
+    ]
+
+
+def _runner_group(group: RunnerGroupInfo) -> RunnerGroup:
+    """As ARC reads GitHub's answer: the default group has no name, inherited ones are the
+    enterprise's."""
+    scope = GroupScope.ENTERPRISE if group.inherited else GroupScope.ORGANIZATION
+    return RunnerGroup(scope, "" if group.default else group.name)
+
+
+def _webhook(receiver: WebhookReceiver) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        if request.method == "GET":
+            return PlainTextResponse("webhook server is running")
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(WEBHOOK_DEADLINE_SECONDS):
+                body = await _bounded_body(request, MAX_WEBHOOK_BYTES)
+                reply = (
+                    await receiver.handle(request.headers, body)
+                    if body is not None
+                    else Reply(413, "payload too large", outcome="rejected")
+                )
+        except TimeoutError:
+            reply = Reply(503, "timed out before GitHub's 10-second limit", outcome=FAILED)
+        except Exception:
+            log.exception("webhook failed")
+            reply = Reply(500, "internal error; see the logs", outcome=FAILED)
+        elapsed = time.perf_counter() - started
+        record_delivery(reply, elapsed)
+        log.log(
+            logging.INFO if reply.status < 500 else logging.WARNING,
+            "webhook",
+            extra={
+                "delivery": request.headers.get("x-github-delivery", "-"),
+                "event": reply.event or "-",
+                "action": reply.action or "-",
+                "outcome": reply.outcome,
+                "status": reply.status,
+                "autoscaler": reply.autoscaler or "-",
+                "detail": reply.message,
+                "duration_ms": round(elapsed * 1000, 2),
+            },
+        )
+        return PlainTextResponse(reply.message, status_code=reply.status)
+
+    return endpoint
+
+
+async def _bounded_body(request: Request, limit: int) -> bytes | None:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        return None
+    body = await request.body()
+    return body if len(body) <= limit else None
 
 
 class BadHookRequest(Exception):

@@ -67,9 +67,10 @@ class CompositeHookRequest(BaseModel):
                 found.extend(members.values())
         return sorted(found, key=_object_name)
 
-    def object_named(self, kind: str, name: str) -> KubeObject | None:
+    def object_named(self, kind: str, name: str, *, related: bool = False) -> KubeObject | None:
         """The first of `objects(kind)` named `name`, found without sorting (the sort is stable)."""
-        for group_key, members in self.children.items():
+        groups = self.related if related else self.children
+        for group_key, members in groups.items():
             if group_key.split(".", 1)[0] == kind:
                 for obj in members.values():
                     if _object_name(obj) == name:

@@ -35,3 +35,113 @@ GITHUB_RATE_LIMIT = Gauge(
     ["resource"],
     registry=REGISTRY,
 )
+
+# HorizontalRunnerAutoscaler gauges, named and labelled as ARC exports them. Each hook replica
+# sets them when it syncs an HRA; scrape every replica and take the latest sample.
+_HRA = ["horizontalrunnerautoscaler", "namespace"]
+_HRA_TARGET = [*_HRA, "kind", "name", "enterprise", "organization", "repository"]
+
+
+def _gauge(name: str, documentation: str, labels: list[str]) -> Gauge:
+    return Gauge(name, documentation, labels, registry=REGISTRY)
+
+
+HRA_SPEC_MIN_REPLICAS = _gauge(
+    "horizontalrunnerautoscaler_spec_min_replicas", "spec.minReplicas of the HRA.", _HRA
+)
+HRA_SPEC_MAX_REPLICAS = _gauge(
+    "horizontalrunnerautoscaler_spec_max_replicas", "spec.maxReplicas of the HRA.", _HRA
+)
+HRA_STATUS_DESIRED_REPLICAS = _gauge(
+    "horizontalrunnerautoscaler_status_desired_replicas",
+    "status.desiredReplicas of the HRA.",
+    _HRA,
+)
+HRA_REPLICAS_DESIRED = _gauge(
+    "horizontalrunnerautoscaler_replicas_desired",
+    "Replicas PercentageRunnersBusy suggested.",
+    _HRA_TARGET,
+)
+HRA_RUNNERS = _gauge(
+    "horizontalrunnerautoscaler_runners", "Runners of the scale target.", _HRA_TARGET
+)
+HRA_RUNNERS_REGISTERED = _gauge(
+    "horizontalrunnerautoscaler_runners_registered",
+    "Runners of the scale target registered on GitHub.",
+    _HRA_TARGET,
+)
+HRA_RUNNERS_BUSY = _gauge(
+    "horizontalrunnerautoscaler_runners_busy",
+    "Runners of the scale target running a job.",
+    _HRA_TARGET,
+)
+HRA_NECESSARY_REPLICAS = _gauge(
+    "horizontalrunnerautoscaler_necessary_replicas",
+    "Replicas TotalNumberOfQueuedAndInProgressWorkflowRuns asked for.",
+    _HRA_TARGET,
+)
+HRA_WORKFLOW_RUNS_QUEUED = _gauge(
+    "horizontalrunnerautoscaler_workflow_runs_queued",
+    "Queued jobs the scale target's runners could take.",
+    _HRA_TARGET,
+)
+HRA_WORKFLOW_RUNS_IN_PROGRESS = _gauge(
+    "horizontalrunnerautoscaler_workflow_runs_in_progress",
+    "Running jobs the scale target's runners could take.",
+    _HRA_TARGET,
+)
+HRA_RESERVED_REPLICAS = _gauge(
+    "arc_hooks_horizontalrunnerautoscaler_reserved_replicas",
+    "Replicas of the capacity reservations the HRA counts.",
+    _HRA,
+)
+
+# The webhook receiver.
+WEBHOOK_DELIVERIES = Counter(
+    "arc_hooks_webhook_deliveries",
+    "GitHub webhook deliveries, by event, workflow_job action and outcome.",
+    ["event", "action", "outcome"],
+    registry=REGISTRY,
+)
+WEBHOOK_DURATION = Histogram(
+    "arc_hooks_webhook_duration_seconds",
+    "Time to answer a webhook delivery (GitHub gives up after 10 s).",
+    registry=REGISTRY,
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+
+# ARC's actions metrics (its optional actions-metrics-server), from workflow_job deliveries.
+_JOB = ["repository"]
+_JOB_DURATION_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 21600)
+WORKFLOW_JOBS_QUEUED = Counter(
+    "github_workflow_jobs_queued", "workflow_job queued events.", _JOB, registry=REGISTRY
+)
+WORKFLOW_JOBS_STARTED = Counter(
+    "github_workflow_jobs_started", "workflow_job in_progress events.", _JOB, registry=REGISTRY
+)
+WORKFLOW_JOBS_COMPLETED = Counter(
+    "github_workflow_jobs_completed", "workflow_job completed events.", _JOB, registry=REGISTRY
+)
+WORKFLOW_JOB_CONCLUSIONS = Counter(
+    "github_workflow_job_conclusions",
+    "Completed jobs by conclusion.",
+    [*_JOB, "conclusion"],
+    registry=REGISTRY,
+)
+WORKFLOW_JOB_FAILURES = Counter(
+    "github_workflow_job_failures", "Jobs that concluded failure.", _JOB, registry=REGISTRY
+)
+WORKFLOW_JOB_QUEUE_DURATION = Histogram(
+    "github_workflow_job_queue_duration_seconds",
+    "From queued to started, reported when a job starts.",
+    _JOB,
+    registry=REGISTRY,
+    buckets=_JOB_DURATION_BUCKETS,
+)
+WORKFLOW_JOB_RUN_DURATION = Histogram(
+    "github_workflow_job_run_duration_seconds",
+    "From started to completed, reported when a job completes.",
+    _JOB,
+    registry=REGISTRY,
+    buckets=_JOB_DURATION_BUCKETS,
+)

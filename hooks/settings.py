@@ -64,7 +64,45 @@ class Settings(BaseSettings):
     pod_failure_backoff: float = Field(default=10.0, alias="RUNNER_POD_FAILURE_BACKOFF")
     pod_failure_backoff_max: float = Field(default=300.0, alias="RUNNER_POD_FAILURE_BACKOFF_MAX")
     pod_max_failures: int = Field(default=5, alias="RUNNER_POD_MAX_FAILURES")
+    sync_period: float = Field(
+        default=60.0,
+        alias="SYNC_PERIOD",
+        description="ARC's --sync-period: how often an HRA re-reads its pull metrics.",
+    )
+    default_scale_down_delay: float = Field(
+        default=600.0,
+        alias="DEFAULT_SCALE_DOWN_DELAY",
+        description="ARC's --default-scale-down-delay, for HRAs without their own.",
+    )
+
+    # The GitHub webhook receiver.
+    webhook_allow_unsigned: bool = Field(
+        default=False,
+        alias="WEBHOOK_ALLOW_UNSIGNED",
+        description="Accept deliveries without a signature check when no secret is set (unsafe).",
+    )
+    watch_namespace: str = Field(
+        default="",
+        alias="WATCH_NAMESPACE",
+        description="ARC's --watch-namespace: only HRAs of this namespace scale on webhooks.",
+    )
+    webhook_targets_cache_ttl: float = Field(
+        default=5.0,
+        alias="WEBHOOK_TARGETS_CACHE_TTL",
+        description="How long the receiver reuses its list of HRAs and their scale targets.",
+    )
+    webhook_runner_group_visibility: bool = Field(
+        default=True,
+        alias="WEBHOOK_RUNNER_GROUP_VISIBILITY",
+        description=(
+            "Ask GitHub which runner groups a repository may use before picking an "
+            "organization or enterprise HRA, as ARC does when it has credentials (one "
+            "cached API call per repository)."
+        ),
+    )
     list_runners_cache_ttl: float = Field(default=60.0, alias="GITHUB_LIST_RUNNERS_CACHE_TTL")
+    workflow_cache_ttl: float = Field(default=30.0, alias="GITHUB_WORKFLOW_CACHE_TTL")
+    runner_groups_cache_ttl: float = Field(default=60.0, alias="GITHUB_RUNNER_GROUPS_CACHE_TTL")
     github_request_timeout: float = Field(default=5.0, alias="GITHUB_REQUEST_TIMEOUT")
 
     log_level: str = Field(default="INFO", alias="LOG_LEVEL")

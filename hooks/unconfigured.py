@@ -16,7 +16,10 @@ from hooks.github.port import (
     RegistrationToken,
     RemoveOutcome,
     RemoveResult,
+    RunnerGroupInfo,
     Scope,
+    WorkflowJob,
+    WorkflowRun,
 )
 
 MESSAGE = "no GitHub credentials configured (GITHUB_TOKEN or a GitHub App)"
@@ -44,6 +47,17 @@ class UnconfiguredGitHub:
 
     def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
         return RemoveResult(RemoveOutcome.ERROR, message=MESSAGE)
+
+    def list_workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
+        self._fail()
+
+    def list_workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
+        self._fail()
+
+    def visible_runner_groups(
+        self, organization: str, repository_name: str
+    ) -> Sequence[RunnerGroupInfo]:
+        self._fail()
 
     @staticmethod
     def _fail() -> NoReturn:

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from hooks.clock import Clock
 from hooks.github.port import (
+    DEFAULT_RUNNER_GROUP_ID,
     ConflictError,
     GitHubError,
     GitHubRunner,
@@ -16,8 +17,14 @@ from hooks.github.port import (
     RegistrationToken,
     RemoveOutcome,
     RemoveResult,
+    RunnerGroupInfo,
     Scope,
+    WorkflowJob,
+    WorkflowRun,
 )
+
+# What every organization has, visible to all its repositories.
+DEFAULT_GROUP = RunnerGroupInfo(DEFAULT_RUNNER_GROUP_ID, "Default", default=True)
 
 
 @dataclass
@@ -30,6 +37,11 @@ class InMemoryGitHub:
     token_error: GitHubError | None = None
     next_id: int = 100
     tokens_issued: int = 0
+    # Set by tests: runs per (repository, status filter), jobs per (repository, run id), and
+    # the runner groups per (organization, repository name); the Default group when unset.
+    workflow_runs: dict[tuple[str, str], list[WorkflowRun]] = field(default_factory=dict)
+    workflow_jobs: dict[tuple[str, int], list[WorkflowJob]] = field(default_factory=dict)
+    visible_groups: dict[tuple[str, str], list[RunnerGroupInfo]] = field(default_factory=dict)
 
     def register(self, scope: Scope, name: str, *, busy: bool = False, online: bool = True) -> int:
         self.next_id += 1
@@ -102,6 +114,20 @@ class InMemoryGitHub:
             )
         self.runners[scope] = [r for r in runners if r.id != runner_id]
         return RemoveResult(RemoveOutcome.REMOVED)
+
+    def list_workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
+        self.calls.append(("list_workflow_runs", repository))
+        return list(self.workflow_runs.get((repository, status), []))
+
+    def list_workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
+        self.calls.append(("list_workflow_jobs", repository))
+        return list(self.workflow_jobs.get((repository, run_id), []))
+
+    def visible_runner_groups(
+        self, organization: str, repository_name: str
+    ) -> Sequence[RunnerGroupInfo]:
+        self.calls.append(("visible_runner_groups", organization))
+        return list(self.visible_groups.get((organization, repository_name), [DEFAULT_GROUP]))
 
 
 def rate_limited(seconds: float) -> RateLimitedError:

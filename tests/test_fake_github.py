@@ -623,11 +623,84 @@ def test_runner_groups_visible_to_a_repository(github: FakeGitHub, api: Api) -> 
     github.add_runner_group(
         ORG, "deploy", visibility="selected", selected_repositories=["octo-org/deploy"]
     )
+    github.add_runner_group(ORG, "everyone")
     path = f"{ORG.api_path}/actions/runner-groups"
-    visible = api.get(f"{path}?visible_to_repository=octo-org/hello-world").json()
-    assert [g["name"] for g in visible["runner_groups"]] == ["Default"]
-    visible = api.get(f"{path}?visible_to_repository=octo-org/deploy").json()
-    assert [g["name"] for g in visible["runner_groups"]] == ["Default", "deploy"]
+
+    def visible(repository_name: str) -> list[str]:
+        query = f"visible_to_repository={repository_name}"
+        return [g["name"] for g in api.get(f"{path}?{query}").json()["runner_groups"]]
+
+    # GitHub takes the repository's bare name, as ARC sends it.
+    assert visible("hello-world") == ["Default", "everyone"]
+    assert visible("DEPLOY") == ["Default", "deploy", "everyone"]
+    # An owner in the value names no repository of the organization.
+    assert visible("octo-org/deploy") == ["Default", "everyone"]
+    assert visible("") == ["Default", "deploy", "everyone"]  # no filter
+
+
+def test_an_organization_lists_the_groups_its_enterprise_shares(
+    github: FakeGitHub, api: Api
+) -> None:
+    github.set_enterprise_of("octo-org", "octo-enterprise")
+    github.add_runner_group(
+        ORG, "deploy", visibility="selected", selected_repositories=["octo-org/deploy"]
+    )
+    github.add_runner_group(ENTERPRISE, "shared")
+    github.add_runner_group(
+        ENTERPRISE, "octo-only", visibility="selected", selected_organizations=["Octo-Org"]
+    )
+    github.add_runner_group(
+        ENTERPRISE, "others-only", visibility="selected", selected_organizations=["other-org"]
+    )
+    path = f"{ORG.api_path}/actions/runner-groups"
+
+    def listed(query: str) -> list[tuple[str, bool, bool]]:
+        groups = api.get(f"{path}?{query}").json()["runner_groups"]
+        return [(g["name"], g["default"], g["inherited"]) for g in groups]
+
+    inherited = [("Default", True, True), ("shared", False, True), ("octo-only", False, True)]
+    assert listed("visible_to_repository=hello-world") == [("Default", True, False), *inherited]
+    everything = listed("")
+    assert everything == [("Default", True, False), ("deploy", False, False), *inherited]
+
+    paged = api.get(f"{path}?visible_to_repository=deploy&per_page=3&page=2").json()
+    assert paged["total_count"] == 5
+    assert [g["name"] for g in paged["runner_groups"]] == ["shared", "octo-only"]
+    shared = paged["runner_groups"][0]
+    # Listed as the organization's: its URLs, and open to all its repositories.
+    assert shared["visibility"] == "all"
+    assert shared["runners_url"].endswith(f"{path}/2/runners")
+
+    # The enterprise lists its own groups only, and other organizations inherit nothing.
+    enterprise_path = f"{ENTERPRISE.api_path}/actions/runner-groups"
+    enterprise_groups = api.get(enterprise_path).json()["runner_groups"]
+    assert [g["name"] for g in enterprise_groups] == [
+        "Default",
+        "shared",
+        "octo-only",
+        "others-only",
+    ]
+    lone = api.get("/orgs/lone-org/actions/runner-groups").json()["runner_groups"]
+    assert [(g["name"], g["inherited"]) for g in lone] == [("Default", False)]
+
+
+def test_enterprise_runners_take_jobs_of_the_organizations_their_group_is_shared_with(
+    github: FakeGitHub,
+) -> None:
+    for organization in ("octo-org", "other-org"):
+        github.set_enterprise_of(organization, "octo-enterprise")
+    group = github.add_runner_group(
+        ENTERPRISE, "octo-only", visibility="selected", selected_organizations=["octo-org"]
+    )
+    token = github.create_registration_token(ENTERPRISE).value
+    runner = github.register_runner(
+        ENTERPRISE, "ent-runner", ["linux-pool"], token, runner_group_id=group.id
+    )
+    github.set_online(ENTERPRISE, runner.id)
+    elsewhere = github.submit_job("other-org/app", ["linux-pool"], 60)
+    assert github.job(elsewhere.id).status == "queued"
+    here = github.submit_job("octo-org/app", ["linux-pool"], 60)
+    assert github.job(here.id).runner_id == runner.id
 
 
 def test_repositories_have_no_runner_groups(github: FakeGitHub, api: Api) -> None:
@@ -836,6 +909,40 @@ def test_workflow_runs_by_status(github: FakeGitHub, api: Api, clock: ManualCloc
     assert single["updated_at"] == "2026-01-01T00:00:30Z"
     assert api.get(f"/repos/octo-org/other/actions/runs/{running.run_id}").status_code == 404
     assert github.runner(ORG, runner_id).busy is False
+
+
+def test_a_runs_status_follows_its_jobs(github: FakeGitHub, api: Api) -> None:
+    run_id = 77
+    build = github.submit_job(HELLO, ["linux-pool"], 60, run_id=run_id)
+    deploy = github.submit_job(HELLO, ["gpu"], 60, run_id=run_id, job_name="deploy")
+
+    def listed_as() -> list[str]:
+        found = []
+        for status in ("queued", "in_progress", "completed"):
+            runs = api.get(f"{ACTIONS}/runs?status={status}").json()["workflow_runs"]
+            found += [status for run in runs if run["id"] == run_id]
+        return found
+
+    assert listed_as() == ["queued"]
+    register(github, ORG, "runner-a", online=True)  # takes the build job only
+    assert listed_as() == ["in_progress"]
+    github.complete_job(build.id)  # one job done, the other still queued
+    assert github.job(deploy.id).status == "queued"
+    assert listed_as() == ["in_progress"]
+    token = github.create_registration_token(ORG).value
+    gpu = github.register_runner(ORG, "runner-gpu", ["gpu"], token)
+    github.set_online(ORG, gpu.id)
+    github.complete_job(deploy.id)
+    assert listed_as() == ["completed"]
+
+
+def test_the_runs_list_pages_up_to_100(github: FakeGitHub, api: Api) -> None:
+    runs = [github.submit_job(HELLO, ["gpu"], 60).run_id for _ in range(120)]
+    first = api.get(f"{ACTIONS}/runs?status=queued&per_page=100")
+    body = first.json()
+    assert body["total_count"] == 120
+    assert [r["id"] for r in body["workflow_runs"]] == runs[::-1][:100]  # newest first
+    assert list(links(first)) == ["next", "last"]
 
 
 def test_jobs_of_a_run(github: FakeGitHub, api: Api, clock: ManualClock) -> None:

@@ -15,6 +15,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from github import Auth
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Send
 from starlette.types import Scope as AsgiScope
 
@@ -26,7 +30,10 @@ from hooks.github.port import (
     GitHubPort,
     RateLimitedError,
     RemoveOutcome,
+    RunnerGroupInfo,
     Scope,
+    WorkflowJob,
+    WorkflowRun,
 )
 from hooks.github.pygithub_adapter import (
     PyGithubAdapter,
@@ -230,6 +237,130 @@ def test_repository_has_only_the_default_group(adapter: PyGithubAdapter, fake: F
         adapter.runner_group_id(REPO, "gpu")
 
 
+# -- workflow runs, jobs and visible runner groups ----------------------------------------------
+
+RUNS = "/repos/{owner}/{repo}/actions/runs"
+RUN_JOBS = "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs"
+ORG_GROUPS = "/orgs/{org}/actions/runner-groups"
+
+
+def test_workflow_runs_are_the_first_page_of_the_status(
+    adapter: PyGithubAdapter, fake: FakeGitHub
+) -> None:
+    (runner_id,) = register(fake, ORG, 1)
+    fake.set_online(ORG, runner_id)
+    running = fake.submit_job(REPO.repository, ["k8s"], 60)  # the runner takes it
+    queued = [fake.submit_job(REPO.repository, ["gpu"], 60).run_id for _ in range(120)]
+
+    runs = adapter.list_workflow_runs(REPO.repository, "queued")
+    # One request of 100, newest first, as ARC reads them.
+    assert [r.id for r in runs] == queued[::-1][:100]
+    assert {r.status for r in runs} == {"queued"}
+    assert fake.count_requests("GET", RUNS) == 1
+    assert adapter.list_workflow_runs(REPO.repository, "in_progress") == [
+        WorkflowRun(id=running.run_id, status="in_progress")
+    ]
+    fake.complete_job(running.id)
+    assert adapter.list_workflow_runs(REPO.repository, "in_progress") == []
+    assert [r.id for r in adapter.list_workflow_runs(REPO.repository, "completed")] == [
+        running.run_id
+    ]
+    assert adapter.list_workflow_runs("acme/other", "queued") == []
+
+
+def test_workflow_jobs_follow_every_page_of_50(adapter: PyGithubAdapter, fake: FakeGitHub) -> None:
+    run_id = 4711
+    jobs = [
+        fake.submit_job(REPO.repository, ["self-hosted", f"pool-{i}"], 60, run_id=run_id)
+        for i in range(120)
+    ]
+    listed = adapter.list_workflow_jobs(REPO.repository, run_id)
+    assert listed == [
+        WorkflowJob(status="queued", labels=("self-hosted", f"pool-{i}"), id=job.id)
+        for i, job in enumerate(jobs)
+    ]
+    assert fake.count_requests("GET", RUN_JOBS) == 3  # 50 + 50 + 20
+
+    with pytest.raises(GitHubError) as missing:
+        adapter.list_workflow_jobs(REPO.repository, 999)
+    assert missing.value.status == 404
+    assert "workflow run 999" in str(missing.value)
+
+
+def test_visible_runner_groups_include_the_enterprises(
+    adapter: PyGithubAdapter, fake: FakeGitHub
+) -> None:
+    fake.set_enterprise_of("acme", "acme-corp")
+    for i in range(110):  # more than a page
+        fake.add_runner_group(ORG, f"group-{i}")
+    deploy = fake.add_runner_group(
+        ORG, "deploy", visibility="selected", selected_repositories=["acme/deploy"]
+    )
+    shared = fake.add_runner_group(ENTERPRISE, "shared")
+
+    groups = adapter.visible_runner_groups("acme", "app")
+    assert len(groups) == 1 + 110 + 2
+    assert groups[0] == RunnerGroupInfo(1, "Default", default=True)
+    assert groups[-2:] == [
+        RunnerGroupInfo(1, "Default", default=True, inherited=True),
+        RunnerGroupInfo(shared.id, "shared", inherited=True),
+    ]
+    assert deploy.id not in [g.id for g in groups if not g.inherited]
+    assert fake.count_requests("GET", ORG_GROUPS) == 2
+
+    visible_to_deploy = adapter.visible_runner_groups("acme", "deploy")
+    assert RunnerGroupInfo(deploy.id, "deploy") in visible_to_deploy
+
+
+def test_a_run_without_an_id_reads_as_0_with_no_extra_request(clock: ManualClock) -> None:
+    served: list[str] = []
+
+    async def runs(request: Request) -> JSONResponse:
+        served.append(request.url.path)
+        listing = {"total_count": 2, "workflow_runs": [{"status": "queued"}, {"id": 7}]}
+        return JSONResponse(listing)
+
+    app = Starlette(routes=[Route("/repos/acme/app/actions/runs", runs)])
+    with serve_loopback(app) as url, pat_adapter(clock, url) as adapter:
+        assert adapter.list_workflow_runs("acme/app", "queued") == [
+            WorkflowRun(id=0, status="queued"),
+            WorkflowRun(id=7, status=""),
+        ]
+    assert served == ["/repos/acme/app/actions/runs"]
+
+
+def test_workflow_reads_fail_as_port_errors(
+    adapter: PyGithubAdapter, fake: FakeGitHub, clock: ManualClock
+) -> None:
+    fake.impose_secondary_rate_limit(90)
+    with pytest.raises(RateLimitedError) as limited:
+        adapter.list_workflow_runs(REPO.repository, "queued")
+    assert limited.value.retry_after == 90
+    assert "list queued workflow runs in /repos/acme/app" in str(limited.value)
+    clock.advance(90)
+    fake.fail_next(status=502, method="GET")
+    with pytest.raises(GitHubError) as failed:
+        adapter.visible_runner_groups("acme", "app")
+    assert failed.value.status == 502
+    assert not isinstance(failed.value, RateLimitedError)
+
+
+def test_workflow_reads_are_counted_by_endpoint_template(
+    adapter: PyGithubAdapter, fake: FakeGitHub
+) -> None:
+    counted = [f"GET {RUNS}", f"GET {RUN_JOBS}", f"GET {ORG_GROUPS}"]
+    before = [calls(endpoint, "2xx") for endpoint in counted]
+    job = fake.submit_job(REPO.repository, ["gpu"], 60)
+    adapter.list_workflow_runs(REPO.repository, "queued")
+    adapter.list_workflow_jobs(REPO.repository, job.run_id)
+    adapter.visible_runner_groups("acme", "app")
+    assert [calls(endpoint, "2xx") for endpoint in counted] == [n + 1 for n in before]
+    not_found = calls(f"GET {RUN_JOBS}", "4xx")
+    with pytest.raises(GitHubError):
+        adapter.list_workflow_jobs(REPO.repository, 999)
+    assert calls(f"GET {RUN_JOBS}", "4xx") == not_found + 1
+
+
 # -- removal -----------------------------------------------------------------------------------
 
 
@@ -370,6 +501,14 @@ def test_endpoint_templates() -> None:
     assert (
         endpoint_template("POST", "/app/installations/42/access_tokens")
         == "POST /app/installations/{installation_id}/access_tokens"
+    )
+    assert (
+        endpoint_template("GET", "/repos/acme/app/actions/runs/42/jobs?page=2")
+        == "GET /repos/{owner}/{repo}/actions/runs/{run_id}/jobs"
+    )
+    assert (
+        endpoint_template("GET", "/repos/acme/app/actions/runs?status=queued")
+        == "GET /repos/{owner}/{repo}/actions/runs"
     )
     assert endpoint_template("GET", "/user/secret-stuff/12") == "GET other"
 

@@ -6,6 +6,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 import pytest
 
@@ -21,9 +22,14 @@ from hooks.github.port import (
     RegistrationToken,
     RemoveOutcome,
     RemoveResult,
+    RunnerGroupInfo,
     Scope,
+    WorkflowJob,
+    WorkflowRun,
 )
 from hooks.settings import Settings
+
+T = TypeVar("T")
 
 ORG = Scope(organization="acme")
 REPO = Scope(repository="acme/app")
@@ -41,6 +47,12 @@ class ScriptedPort:
         self.groups = {"": 1, "gpu": 7}
         self.list_hook: Callable[[], None] | None = None
         self.list_error: GitHubError | None = None
+        self.runs: dict[tuple[str, str], list[WorkflowRun]] = {}
+        self.jobs: dict[tuple[str, int], list[WorkflowJob]] = {}
+        self.visible_groups: dict[tuple[str, str], list[RunnerGroupInfo]] = {}
+        # For the workflow and runner-group reads: called first, then raised if set.
+        self.read_hook: Callable[[], None] | None = None
+        self.read_error: GitHubError | None = None
 
     def list_runners(self, scope: Scope) -> Sequence[GitHubRunner]:
         self.calls["list"] += 1
@@ -81,6 +93,27 @@ class ScriptedPort:
             self.runners[scope] = [r for r in self.runners.get(scope, []) if r.id != runner_id]
         return result
 
+    def list_workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
+        self._read("runs")
+        return list(self.runs.get((repository, status), []))
+
+    def list_workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
+        self._read("jobs")
+        return list(self.jobs.get((repository, run_id), []))
+
+    def visible_runner_groups(
+        self, organization: str, repository_name: str
+    ) -> Sequence[RunnerGroupInfo]:
+        self._read("visible_groups")
+        return list(self.visible_groups.get((organization, repository_name), []))
+
+    def _read(self, kind: str) -> None:
+        self.calls[kind] += 1
+        if self.read_hook is not None:
+            self.read_hook()
+        if self.read_error is not None:
+            raise self.read_error
+
 
 def runner(runner_id: int, busy: bool = False) -> GitHubRunner:
     return GitHubRunner(id=runner_id, name=f"r{runner_id}", status="online", busy=busy)
@@ -104,9 +137,17 @@ def make_cache(port: ScriptedPort, clock: ManualClock, **env: float) -> CachedGi
             "GITHUB_LIST_RUNNERS_CACHE_TTL": env.get("ttl", 60.0),
             "UNREGISTRATION_RETRY_DELAY": env.get("busy_delay", 60.0),
             "RATE_LIMIT_RETRY_DELAY": env.get("rate_delay", 30.0),
+            **{name: env[key] for key, name in OPTIONAL_TTLS.items() if key in env},
         }
     )
     return CachedGitHub(port, settings, clock)
+
+
+# Left at their defaults unless a test sets them.
+OPTIONAL_TTLS = {
+    "workflow_ttl": "GITHUB_WORKFLOW_CACHE_TTL",
+    "groups_ttl": "GITHUB_RUNNER_GROUPS_CACHE_TTL",
+}
 
 
 def test_is_a_port(port: ScriptedPort, clock: ManualClock) -> None:
@@ -330,17 +371,20 @@ def test_entries_are_bounded(port: ScriptedPort, clock: ManualClock) -> None:
     assert port.calls["remove"] == 10
 
 
-def test_concurrent_callers_share_one_list_call(
-    port: ScriptedPort, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    cache = make_cache(port, clock)
-    callers = 8
+def run_concurrently(
+    monkeypatch: pytest.MonkeyPatch,
+    hook_into_port: Callable[[Callable[[], None]], None],
+    call: Callable[[], T],
+    callers: int = 8,
+) -> list[T]:
+    """The answers of `callers` threads making `call` at once: the first is held inside the
+    port until all the others wait for its flight."""
     entered = threading.Event()
     release = threading.Event()
     waiting = threading.Condition()
     waiters = 0
 
-    def slow_list() -> None:
+    def slow_port() -> None:
         entered.set()
         assert release.wait(timeout=10)
 
@@ -354,16 +398,16 @@ def test_concurrent_callers_share_one_list_call(
         original_wait(flight)
 
     monkeypatch.setattr(cached_module._Flight, "wait", counting_wait)
-    port.list_hook = slow_list
-    results: list[Sequence[GitHubRunner]] = []
+    hook_into_port(slow_port)
+    results: list[T] = []
     results_lock = threading.Lock()
 
-    def call() -> None:
-        answer = cache.list_runners(ORG)
+    def caller() -> None:
+        answer = call()
         with results_lock:
             results.append(answer)
 
-    threads = [threading.Thread(target=call) for _ in range(callers)]
+    threads = [threading.Thread(target=caller) for _ in range(callers)]
     threads[0].start()
     assert entered.wait(timeout=10)  # the first caller is inside GitHub now
     for thread in threads[1:]:
@@ -373,9 +417,20 @@ def test_concurrent_callers_share_one_list_call(
     release.set()
     for thread in threads:
         thread.join(timeout=10)
-
-    assert port.calls["list"] == 1
     assert len(results) == callers
+    return results
+
+
+def test_concurrent_callers_share_one_list_call(
+    port: ScriptedPort, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = make_cache(port, clock)
+
+    def hook(slow: Callable[[], None]) -> None:
+        port.list_hook = slow
+
+    results = run_concurrently(monkeypatch, hook, lambda: cache.list_runners(ORG))
+    assert port.calls["list"] == 1
     assert all([r.id for r in result] == [1, 2] for result in results)
 
 
@@ -446,3 +501,128 @@ def test_expiry_is_measured_on_the_injected_clock(port: ScriptedPort) -> None:
     clock.advance(61)
     cache.list_runners(ORG)
     assert port.calls["list"] == 2
+
+
+# Workflow runs and jobs, and the runner groups a repository may use
+
+
+APP = "acme/app"
+DEFAULT_GROUP = RunnerGroupInfo(1, "Default", default=True)
+READS: dict[str, Callable[[CachedGitHub], Sequence[object]]] = {
+    "runs": lambda cache: cache.list_workflow_runs(APP, "queued"),
+    "jobs": lambda cache: cache.list_workflow_jobs(APP, 7),
+    "visible_groups": lambda cache: cache.visible_runner_groups("acme", "app"),
+}
+
+
+@pytest.fixture
+def activity(port: ScriptedPort) -> ScriptedPort:
+    port.runs[(APP, "queued")] = [WorkflowRun(7, "queued")]
+    port.jobs[(APP, 7)] = [WorkflowJob("queued", ("gpu",), 70)]
+    port.visible_groups[("acme", "app")] = [DEFAULT_GROUP]
+    return port
+
+
+def test_runs_are_kept_30_seconds_per_repository_and_status(
+    activity: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(activity, clock)
+    assert cache.list_workflow_runs(APP, "queued") == (WorkflowRun(7, "queued"),)
+    assert cache.list_workflow_runs(APP, "in_progress") == ()
+    assert cache.list_workflow_runs("acme/other", "queued") == ()
+    assert activity.calls["runs"] == 3
+    activity.runs[(APP, "queued")].append(WorkflowRun(8, "queued"))
+    clock.advance(29)
+    assert [r.id for r in cache.list_workflow_runs(APP, "queued")] == [7]
+    assert cache.list_workflow_runs(APP, "in_progress") == ()  # an empty answer is kept too
+    assert activity.calls["runs"] == 3
+    clock.advance(1)
+    assert [r.id for r in cache.list_workflow_runs(APP, "queued")] == [7, 8]
+    assert activity.calls["runs"] == 4
+
+
+def test_jobs_are_kept_per_run_for_the_configured_time(
+    activity: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(activity, clock, workflow_ttl=5)
+    activity.jobs[(APP, 8)] = [WorkflowJob("in_progress", ("k8s",), 80)]
+    assert [j.id for j in cache.list_workflow_jobs(APP, 7)] == [70]
+    assert [j.id for j in cache.list_workflow_jobs(APP, 8)] == [80]
+    activity.jobs[(APP, 7)] = [WorkflowJob("completed", ("gpu",), 70)]
+    clock.advance(4)
+    assert cache.list_workflow_jobs(APP, 7)[0].status == "queued"
+    assert activity.calls["jobs"] == 2
+    clock.advance(1)
+    assert cache.list_workflow_jobs(APP, 7)[0].status == "completed"
+    assert activity.calls["jobs"] == 3
+
+
+def test_visible_runner_groups_are_kept_60_seconds_per_repository(
+    activity: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(activity, clock)
+    shared = RunnerGroupInfo(4, "shared", inherited=True)
+    activity.visible_groups[("acme", "deploy")] = [DEFAULT_GROUP, shared]
+    assert cache.visible_runner_groups("acme", "app") == (DEFAULT_GROUP,)
+    assert cache.visible_runner_groups("acme", "deploy") == (DEFAULT_GROUP, shared)
+    activity.visible_groups[("acme", "app")] = [DEFAULT_GROUP, shared]
+    clock.advance(59)
+    assert cache.visible_runner_groups("acme", "app") == (DEFAULT_GROUP,)
+    assert activity.calls["visible_groups"] == 2
+    clock.advance(1)
+    assert cache.visible_runner_groups("acme", "app") == (DEFAULT_GROUP, shared)
+    assert activity.calls["visible_groups"] == 3
+
+
+def test_the_runner_groups_ttl_is_a_setting(activity: ScriptedPort, clock: ManualClock) -> None:
+    cache = make_cache(activity, clock, groups_ttl=10, workflow_ttl=300)
+    cache.visible_runner_groups("acme", "app")
+    cache.list_workflow_runs(APP, "queued")
+    clock.advance(10)
+    cache.visible_runner_groups("acme", "app")
+    cache.list_workflow_runs(APP, "queued")
+    assert (activity.calls["visible_groups"], activity.calls["runs"]) == (2, 1)
+
+
+@pytest.mark.parametrize("read", list(READS))
+def test_read_errors_are_not_cached(activity: ScriptedPort, clock: ManualClock, read: str) -> None:
+    cache = make_cache(activity, clock)
+    activity.read_error = GitHubError("bad gateway", 502)
+    with pytest.raises(GitHubError):
+        READS[read](cache)
+    activity.read_error = None
+    assert len(READS[read](cache)) == 1
+    assert len(READS[read](cache)) == 1
+    assert activity.calls[read] == 2
+
+
+def test_rate_limited_runs_are_answered_locally_until_the_wait_is_over(
+    activity: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(activity, clock)
+    activity.read_error = RateLimitedError("slow down", retry_after=90, status=429)
+    with pytest.raises(RateLimitedError):
+        cache.list_workflow_runs(APP, "queued")
+    activity.read_error = None
+    clock.advance(60)
+    with pytest.raises(RateLimitedError) as raised:
+        cache.list_workflow_runs(APP, "queued")
+    assert raised.value.retry_after == pytest.approx(30)
+    assert len(cache.list_workflow_jobs(APP, 7)) == 1  # another read is not held back
+    clock.advance(30)
+    assert len(cache.list_workflow_runs(APP, "queued")) == 1
+    assert activity.calls["runs"] == 2
+
+
+@pytest.mark.parametrize("read", list(READS))
+def test_concurrent_callers_share_one_read(
+    activity: ScriptedPort, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, read: str
+) -> None:
+    cache = make_cache(activity, clock)
+
+    def hook(slow: Callable[[], None]) -> None:
+        activity.read_hook = slow
+
+    results = run_concurrently(monkeypatch, hook, lambda: READS[read](cache))
+    assert activity.calls[read] == 1
+    assert all(len(result) == 1 for result in results)

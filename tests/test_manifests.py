@@ -39,6 +39,8 @@ APP_HOOK_PATHS = {
     "/sync/runnerreplicaset",
     "/sync/runnerdeployment",
     "/customize/runnerdeployment",
+    "/sync/horizontalrunnerautoscaler",
+    "/customize/horizontalrunnerautoscaler",
 }
 ARC_API_VERSION = "actions.summerwind.dev/v1alpha1"
 MODELS: dict[str, type[ResourceModel]] = {

@@ -26,6 +26,7 @@ from hooks.github.port import (
     RateLimitedError,
     RemoveOutcome,
     RemoveResult,
+    RunnerGroupInfo,
     Scope,
 )
 from hooks.github.pygithub_adapter import PyGithubAdapter
@@ -106,12 +107,38 @@ def script(port: GitHubPort, fake: FakeGitHub, clock: ManualClock) -> list[objec
     for name in ("group-105", "GROUP-7", "", "Default", "missing"):
         results.append(outcome(partial(port.runner_group_id, ORG, name)))
     results.append(outcome(partial(port.runner_group_id, REPO, "gpu")))
+    results += workflow_script(port, fake)
     fake.impose_secondary_rate_limit(120, status=429)
     results.append(port.remove_runner(ORG, 999))
     results.append(outcome(partial(port.registration_token, ORG)))
     clock.advance(120)
     results.append(port.remove_runner(ORG, 999))
     return results
+
+
+def workflow_script(port: GitHubPort, fake: FakeGitHub) -> list[object]:
+    """Runs, jobs and visible runner groups: more than a page of each, and a 404."""
+    repository = REPO.repository
+    run_id = fake.submit_job(repository, ["gpu"], 60).run_id
+    for i in range(60):
+        fake.submit_job(repository, ["gpu"], 60, run_id=run_id, job_name=f"job-{i}")
+    for _ in range(110):
+        fake.submit_job(repository, ["gpu"], 60)
+    token = fake.create_registration_token(REPO).value
+    gpu = fake.register_runner(REPO, "gpu-runner", ["gpu"], token)
+    fake.set_online(REPO, gpu.id)  # takes the oldest job: its run is in progress
+    fake.set_enterprise_of("acme", "acme-corp")
+    fake.add_runner_group(ORG, "deploy", visibility="selected", selected_repositories=["acme/x"])
+    fake.add_runner_group(ENTERPRISE, "shared")
+    calls: list[Callable[[], object]] = [
+        partial(port.list_workflow_runs, repository, "queued"),
+        partial(port.list_workflow_runs, repository, "in_progress"),
+        partial(port.list_workflow_jobs, repository, run_id),
+        partial(port.list_workflow_jobs, repository, 999),
+        partial(port.visible_runner_groups, "acme", "app"),
+        partial(port.visible_runner_groups, "acme", "x"),
+    ]
+    return [outcome(call) for call in calls]
 
 
 def request_log(fake: FakeGitHub) -> list[tuple[str, str | None, str, int, str]]:
@@ -241,6 +268,41 @@ def test_runner_groups(port: InProcessGitHub, fake: FakeGitHub) -> None:
     assert len(fake.requests) == requests  # known without asking
 
 
+def test_workflow_runs_and_jobs(port: InProcessGitHub, fake: FakeGitHub) -> None:
+    run_id = 4711
+    jobs = [fake.submit_job("acme/app", [f"pool-{i}"], 60, run_id=run_id) for i in range(120)]
+    newer = [fake.submit_job("acme/app", ["gpu"], 60).run_id for _ in range(110)]
+
+    runs = port.list_workflow_runs("acme/app", "queued")
+    assert [r.id for r in runs] == newer[::-1][:100]  # the first page only
+    assert fake.request_counts() == {"GET /repos/{owner}/{repo}/actions/runs": 1}
+    assert port.list_workflow_runs("acme/app", "completed") == []
+
+    listed = port.list_workflow_jobs("acme/app", run_id)
+    assert [(j.id, j.status, j.labels) for j in listed] == [
+        (job.id, "queued", (f"pool-{i}",)) for i, job in enumerate(jobs)
+    ]
+    assert fake.count_requests("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs") == 3
+    with pytest.raises(GitHubError) as missing:
+        port.list_workflow_jobs("acme/app", 999)
+    assert missing.value.status == 404
+
+
+def test_visible_runner_groups(port: InProcessGitHub, fake: FakeGitHub) -> None:
+    deploy = fake.add_runner_group(
+        ORG, "deploy", visibility="selected", selected_repositories=["acme/deploy"]
+    )
+    assert port.visible_runner_groups("acme", "app") == [RunnerGroupInfo(1, "Default", True)]
+    fake.set_enterprise_of("acme", "acme-corp")
+    shared = fake.add_runner_group(ENTERPRISE, "shared")
+    assert port.visible_runner_groups("acme", "deploy") == [
+        RunnerGroupInfo(1, "Default", default=True),
+        RunnerGroupInfo(deploy.id, "deploy"),
+        RunnerGroupInfo(1, "Default", default=True, inherited=True),
+        RunnerGroupInfo(shared.id, "shared", inherited=True),
+    ]
+
+
 def test_ghes_base_url(fake: FakeGitHub, clock: ManualClock) -> None:
     ids = register(fake, ORG, 130)
     port = InProcessGitHub(fake, PAT, clock, base_url="https://ghe.example/api/v3")
@@ -271,6 +333,17 @@ def test_cached_like_the_real_adapter(fake: FakeGitHub, clock: ManualClock) -> N
     register(fake, ORG, 3)
     assert len(github.list_runners(ORG)) == len(github.list_runners(ORG)) == 3
     assert fake.count_requests("GET", "/orgs/{org}/actions/runners") == 1
+    run_id = fake.submit_job("acme/app", ["gpu"], 60).run_id
+    for _ in range(2):
+        assert len(github.list_workflow_runs("acme/app", "queued")) == 1
+        assert len(github.list_workflow_jobs("acme/app", run_id)) == 1
+        assert len(github.visible_runner_groups("acme", "app")) == 1
+    assert fake.request_counts() == {
+        "GET /orgs/{org}/actions/runners": 1,
+        "GET /repos/{owner}/{repo}/actions/runs": 1,
+        "GET /repos/{owner}/{repo}/actions/runs/{run_id}/jobs": 1,
+        "GET /orgs/{org}/actions/runner-groups": 1,
+    }
 
 
 # Speed

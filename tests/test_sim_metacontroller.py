@@ -1349,6 +1349,7 @@ def test_controllers_are_read_from_the_shipped_manifests(world: World) -> None:
     emulator = MetacontrollerEmulator(world.store, world.loop, world.transport)
     emulator.load_directory(ROOT / "metacontroller")
     assert [controller.name for controller in emulator.controllers] == [
+        "arc-hooks-horizontalrunnerautoscaler",
         "arc-hooks-runner",
         "arc-hooks-runnerdeployment",
         "arc-hooks-runnerreplicaset",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -57,6 +58,7 @@ def test_githubs_example_payloads_parse(example: Path) -> None:
     assert event.organization == (payload.get("organization") or {}).get("login")
     assert event.enterprise == (payload.get("enterprise") or {}).get("slug")
     assert event.installation_id == (payload.get("installation") or {}).get("id")
+    assert (event.created_at is None) == (job.get("created_at") is None)
 
 
 def test_a_queued_job_waiting_for_a_self_hosted_runner() -> None:
@@ -75,6 +77,8 @@ def test_a_queued_job_waiting_for_a_self_hosted_runner() -> None:
         installation_id=23154469,
         job_name="test",
         status="waiting",
+        created_at=datetime(2023, 4, 19, 21, 12, 12, tzinfo=UTC),
+        started_at=datetime(2023, 4, 19, 21, 12, 12, tzinfo=UTC),
     )
 
 

@@ -11,22 +11,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from hooks.github.port import WorkflowJob, WorkflowRun
+
+__all__ = [
+    "COMPLETED",
+    "IN_PROGRESS",
+    "QUEUED",
+    "ActivitySource",
+    "RecordedActivity",
+    "WorkflowJob",
+    "WorkflowRun",
+]
+
 QUEUED = "queued"
 IN_PROGRESS = "in_progress"
 COMPLETED = "completed"
-
-
-@dataclass(frozen=True)
-class WorkflowRun:
-    id: int  # 0 when GitHub gave none: its jobs cannot be listed
-    status: str
-
-
-@dataclass(frozen=True)
-class WorkflowJob:
-    status: str
-    labels: tuple[str, ...] = ()
-    id: int = 0
 
 
 class ActivitySource(Protocol):

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from hooks.autoscaler.activity import ActivitySource
 from hooks.autoscaler.errors import AutoscalingError
 from hooks.autoscaler.metrics import (
+    JobCounts,
     RunnerScope,
     busy_rule,
     check_metric_types,
@@ -42,7 +43,6 @@ from hooks.resources.autoscaler import (
     METRIC_PERCENTAGE_RUNNERS_BUSY,
     HorizontalRunnerAutoscaler,
     HorizontalRunnerAutoscalerStatus,
-    MetricSpec,
 )
 
 DEFAULT_SCALE_DOWN_DELAY = timedelta(minutes=10)
@@ -66,6 +66,8 @@ class ScaleTarget:
 class Suggestion:
     replicas: int | None  # None: no metric, or none that suggests anything
     metric: str = ""  # the metric that suggested it
+    jobs: JobCounts | None = None  # what TotalNumberOf...WorkflowRuns counted, when asked
+    busy: int | None = None  # what PercentageRunnersBusy counted, when asked
 
 
 @dataclass(frozen=True)
@@ -149,18 +151,18 @@ def suggest_replicas(
         raise AutoscalingError(f"horizontalrunnerautoscaler {name} is missing maxReplicas")
     check_metric_types(spec.metrics)
     suggestion = Suggestion(replicas=None)
+    busy: int | None = None
     for metric in spec.metrics:
-        suggestion = Suggestion(_suggest_by(metric, target, activity), metric.type or "")
+        if metric.type == METRIC_PERCENTAGE_RUNNERS_BUSY:
+            busy = activity.busy_runners()
+            replicas = suggest_by_busy_runners(busy_rule(metric), target.replicas, busy)
+            suggestion = Suggestion(replicas, metric.type, busy=busy)
+        else:
+            jobs = suggest_by_workflow_runs(metric, target.scope, activity)
+            suggestion = Suggestion(jobs.total, metric.type or "", jobs=jobs, busy=busy)
         if suggestion.replicas is not None and suggestion.replicas > 0:
             break
     return suggestion
-
-
-def _suggest_by(metric: MetricSpec, target: ScaleTarget, activity: ActivitySource) -> int:
-    if metric.type == METRIC_PERCENTAGE_RUNNERS_BUSY:
-        rule = busy_rule(metric)
-        return suggest_by_busy_runners(rule, target.replicas, activity.busy_runners())
-    return suggest_by_workflow_runs(metric, target.scope, activity).total
 
 
 def _clamp(value: int, minimum: int, maximum: int | None) -> tuple[int, str]:

@@ -25,7 +25,7 @@ from hooks.children import (
     invalid_answer,
     merge_conditions,
 )
-from hooks.clock import Clock
+from hooks.clock import Clock, parse_time
 from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
 from hooks.replicaset.controller import TEMPLATE_HASH_LABEL, template_hash
 from hooks.resources.replicaset import (
@@ -90,17 +90,36 @@ class _Set:
         )
 
 
-def effective_replicas(deployment: RunnerDeployment, related: list[KubeObject]) -> int:
-    for hra in related:
+def autoscaler_of(deployment: RunnerDeployment, related: list[KubeObject]) -> KubeObject | None:
+    """The HRA that sizes this deployment: the first (by name) whose scaleTargetRef names it
+    and that has given an answer."""
+    for hra in sorted(related, key=lambda obj: (obj.get("metadata") or {}).get("name", "")):
         target = (hra.get("spec") or {}).get("scaleTargetRef") or {}
         kind = target.get("kind") or "RunnerDeployment"
         if kind != "RunnerDeployment" or target.get("name") != deployment.metadata.name:
             continue
         desired = (hra.get("status") or {}).get("desiredReplicas")
         if isinstance(desired, int) and desired >= 0:
-            return desired
+            return hra
+    return None
+
+
+def effective_replicas(deployment: RunnerDeployment, related: list[KubeObject]) -> int:
+    hra = autoscaler_of(deployment, related)
+    if hra is not None:
+        return int(hra["status"]["desiredReplicas"])
     replicas = deployment.spec.replicas
     return replicas if replicas is not None else 1
+
+
+def effective_time(deployment: RunnerDeployment, related: list[KubeObject]) -> str | None:
+    """ARC's HRA writes the newest reservation's effectiveTime into the target's spec; here the
+    HRA reports it in its status and the deployment passes the later of the two on."""
+    hra = autoscaler_of(deployment, related)
+    reported = (hra.get("status") or {}).get("newestReservationTime") if hra else None
+    own = deployment.spec.effective_time
+    candidates = [t for t in (own, reported) if isinstance(t, str) and t]
+    return max(candidates, key=parse_time) if candidates else None
 
 
 def sync_runner_deployment(
@@ -126,9 +145,8 @@ def sync_runner_deployment(
 
     template = _runner_template(deployment, deps.common_runner_labels)
     hash_ = template_hash(template)
-    desired = effective_replicas(
-        deployment, request.objects("HorizontalRunnerAutoscaler", related=True)
-    )
+    autoscalers = request.objects("HorizontalRunnerAutoscaler", related=True)
+    desired = effective_replicas(deployment, autoscalers)
     sets = [
         _Set.read(obj)
         for obj in request.objects("RunnerReplicaSet")
@@ -137,7 +155,9 @@ def sync_runner_deployment(
     newest = next((s for s in sets if s.template_hash == hash_), None)
     old = [s for s in sets if s is not newest]
 
-    children: list[KubeObject] = [_replica_set(deployment, template, hash_, desired)]
+    children: list[KubeObject] = [
+        _replica_set(deployment, template, hash_, desired, effective_time(deployment, autoscalers))
+    ]
     conditions: dict[str, ConditionValue] = {"Valid": ("True", "Valid", "")}
     newest_ready = newest is not None and (desired == 0 or newest.ready >= desired)
     for previous in old:
@@ -183,7 +203,11 @@ def _runner_template(
 
 
 def _replica_set(
-    deployment: RunnerDeployment, template: RunnerTemplate, hash_: str, replicas: int
+    deployment: RunnerDeployment,
+    template: RunnerTemplate,
+    hash_: str,
+    replicas: int,
+    effective: str | None,
 ) -> KubeObject:
     name = deployment.metadata.name
     labels = {DEPLOYMENT_NAME_LABEL: name, TEMPLATE_HASH_LABEL: hash_}
@@ -195,8 +219,8 @@ def _replica_set(
         "selector": {"matchLabels": labels},
         "template": template_wire,
     }
-    if deployment.spec.effective_time is not None:
-        spec["effectiveTime"] = deployment.spec.effective_time
+    if effective is not None:
+        spec["effectiveTime"] = effective
     return {
         "apiVersion": API_VERSION,
         "kind": "RunnerReplicaSet",

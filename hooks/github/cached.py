@@ -1,7 +1,8 @@
 """A caching decorator for any GitHubPort.
 
 The API budget is the main scaling limit of a runner controller: without a cache, every Runner
-sync would list the scope's runners and every retried deletion would send another DELETE. These
+sync would list the scope's runners, every retried deletion would send another DELETE, and every
+autoscaler sync would list a repository's runs and their jobs again. These
 caches are bounded optimizations (TTL and entry count); an answer missing from them only costs a
 call, never correctness.
 """
@@ -23,13 +24,17 @@ from hooks.github.port import (
     RegistrationToken,
     RemoveOutcome,
     RemoveResult,
+    RunnerGroupInfo,
     Scope,
+    WorkflowJob,
+    WorkflowRun,
 )
 from hooks.settings import Settings
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 T = TypeVar("T")
+Item = TypeVar("Item")
 
 # The port promises a registration token with at least this much validity left.
 TOKEN_MIN_VALIDITY = timedelta(minutes=30)
@@ -91,7 +96,8 @@ class _Flight:
 
 
 class CachedGitHub(GitHubPort):
-    """Caches list_runners, registration_token and runner_group_id, and deduplicates removals.
+    """Caches list_runners, registration_token, runner_group_id, the workflow runs and jobs
+    reads and visible_runner_groups, and deduplicates removals.
 
     Thread-safe. Concurrent callers of the same read share one in-flight call, so N runners
     syncing at once cause one list call, not N.
@@ -112,12 +118,21 @@ class CachedGitHub(GitHubPort):
         self._busy_delay = timedelta(seconds=settings.unregistration_retry_delay)
         self._rate_limit_delay = timedelta(seconds=settings.rate_limit_retry_delay)
         self._group_ttl = runner_group_ttl
+        # Runs and jobs change by the second, so their answers are reused only briefly: enough to
+        # spare the calls of autoscalers that share a repository and sync together.
+        self._workflow_ttl = timedelta(seconds=settings.workflow_cache_ttl)
+        self._visible_groups_ttl = timedelta(seconds=settings.runner_groups_cache_ttl)
         self._lock = threading.Lock()
         self._flights: dict[Hashable, _Flight] = {}
         self._lists: _TTLMap[Scope, tuple[GitHubRunner, ...]] = _TTLMap(max_entries)
         self._tokens: _TTLMap[Scope, RegistrationToken] = _TTLMap(max_entries)
         self._groups: _TTLMap[tuple[Scope, str], int] = _TTLMap(max_entries)
         self._removals: _TTLMap[tuple[Scope, int], RemoveResult] = _TTLMap(max_entries)
+        self._runs: _TTLMap[tuple[str, str], tuple[WorkflowRun, ...]] = _TTLMap(max_entries)
+        self._jobs: _TTLMap[tuple[str, int], tuple[WorkflowJob, ...]] = _TTLMap(max_entries)
+        self._visible_groups: _TTLMap[tuple[str, str], tuple[RunnerGroupInfo, ...]] = _TTLMap(
+            max_entries
+        )
         # Reads that GitHub rate-limited: answered locally until the wait is over.
         self._backoff: _TTLMap[Hashable, str] = _TTLMap(max_entries)
 
@@ -163,6 +178,35 @@ class CachedGitHub(GitHubPort):
             store,
         )
 
+    def list_workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
+        return self._cached_listing(
+            "runs",
+            self._runs,
+            (repository, status),
+            self._workflow_ttl,
+            lambda: self._inner.list_workflow_runs(repository, status),
+        )
+
+    def list_workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
+        return self._cached_listing(
+            "jobs",
+            self._jobs,
+            (repository, run_id),
+            self._workflow_ttl,
+            lambda: self._inner.list_workflow_jobs(repository, run_id),
+        )
+
+    def visible_runner_groups(
+        self, organization: str, repository_name: str
+    ) -> Sequence[RunnerGroupInfo]:
+        return self._cached_listing(
+            "visible-groups",
+            self._visible_groups,
+            (organization, repository_name),
+            self._visible_groups_ttl,
+            lambda: self._inner.visible_runner_groups(organization, repository_name),
+        )
+
     # -- writes ------------------------------------------------------------------------------
 
     def generate_jit_config(
@@ -197,6 +241,27 @@ class CachedGitHub(GitHubPort):
         )
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _cached_listing(
+        self,
+        kind: str,
+        entries: _TTLMap[K, tuple[Item, ...]],
+        key: K,
+        ttl: timedelta,
+        call: Callable[[], Sequence[Item]],
+    ) -> tuple[Item, ...]:
+        """A list read kept `ttl` per key, one call at a time per key. Failures are not kept
+        (a rate limit is waited out, as for every read)."""
+
+        def store(value: tuple[Item, ...], at: datetime) -> None:
+            entries.put(key, value, at + ttl, at)
+
+        return self._single_flight(
+            (kind, key),
+            lambda: entries.get(key, self._clock.now()),
+            lambda: tuple(call()),
+            store,
+        )
 
     def _remembered_removal(self, key: tuple[Scope, int]) -> RemoveResult | None:
         now = self._clock.now()

@@ -92,6 +92,9 @@ DEFAULT_RUNNER_GROUP_ID = 1
 def pick_runner_group(groups: Sequence[Mapping[str, Any]], group_name: str) -> int:
     """The id of the named group among GitHub's `runner_groups` (the default group when the
     name is empty): an exact name first, then one that differs in case only."""
+    # An enterprise's groups shared with the organization (`inherited`) take enterprise
+    # runners only: an organization runner registers in one of the organization's own.
+    groups = [group for group in groups if not group.get("inherited")]
     if not group_name:
         for group in groups:
             if group.get("default"):
@@ -115,6 +118,31 @@ def repository_runner_group(scope: Scope, group_name: str) -> int:
         f"runner group {group_name!r} in {scope}: "
         "runner groups exist only for organizations and enterprises"
     )
+
+
+@dataclass(frozen=True)
+class WorkflowRun:
+    """A workflow run as the pull metric reads it."""
+
+    id: int  # 0 when GitHub gave none: its jobs cannot be listed
+    status: str
+
+
+@dataclass(frozen=True)
+class WorkflowJob:
+    status: str
+    labels: tuple[str, ...] = ()
+    id: int = 0
+
+
+@dataclass(frozen=True)
+class RunnerGroupInfo:
+    """An organization's runner group (`runner_groups` items of the REST API)."""
+
+    id: int
+    name: str
+    default: bool = False
+    inherited: bool = False  # the enterprise's group, shared with the organization
 
 
 class GitHubError(Exception):
@@ -163,4 +191,20 @@ class GitHubPort(Protocol):
 
     def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
         """Unregister a runner; never raises for an answer GitHub gave."""
+        ...
+
+    def list_workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
+        """Runs of `owner/name` listed with this status filter (`queued`, `in_progress`),
+        first page of 100 as ARC reads it. May be served from a short-lived cache."""
+        ...
+
+    def list_workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
+        """Every job of a run (all pages). May be served from a short-lived cache."""
+        ...
+
+    def visible_runner_groups(
+        self, organization: str, repository_name: str
+    ) -> Sequence[RunnerGroupInfo]:
+        """The organization's runner groups (inherited ones included) that the repository
+        may use: `GET /orgs/{org}/actions/runner-groups?visible_to_repository=` (all pages)."""
         ...

@@ -3,7 +3,9 @@
 PyGithub's high-level API is used where it covers what we need (repository and organization
 runner lists, organization registration token and JIT config). Its public `Github.requester` is
 used for the rest: repository-scope registration token and JIT config, every enterprise endpoint,
-runner groups, and runner removal (where every status, header and message matters).
+runner groups, runner removal (where every status, header and message matters), and workflow
+runs and jobs (PyGithub's objects fetch a run or job that lacks a field, one GET each, and its
+page size is per client while ARC reads jobs 50 at a time).
 
 PyGithub is configured for a server: no retries (urllib3's retry would sleep until a rate-limit
 reset inside a hook), no throttling sleeps between requests (they serialize callers), a request
@@ -43,7 +45,10 @@ from hooks.github.port import (
     RegistrationToken,
     RemoveOutcome,
     RemoveResult,
+    RunnerGroupInfo,
     Scope,
+    WorkflowJob,
+    WorkflowRun,
     pick_runner_group,
     repository_runner_group,
 )
@@ -62,6 +67,7 @@ SECONDARY_RATE_LIMIT_WAIT = 60.0
 INSTALLATION_TOKEN_MARGIN = timedelta(minutes=5)
 MAX_IDLE_CLIENTS = 64  # about the thread pool's size; more concurrent calls get a fresh client
 MAX_PAGES = 1000  # a guard against a server whose Link header never ends
+JOBS_PER_PAGE = 50  # ARC's page size for a run's jobs
 BUSY_MESSAGE = "is still running a job"
 
 
@@ -87,6 +93,8 @@ _SCOPE_SUFFIXES = (
     "",
 )
 _TEMPLATES = [scope + suffix for scope in _SCOPE_TEMPLATES for suffix in _SCOPE_SUFFIXES] + [
+    "/repos/{owner}/{repo}/actions/runs",
+    "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs",
     "/app/installations/{installation_id}/access_tokens",
     "/rate_limit",
 ]
@@ -413,9 +421,9 @@ def auth_from_settings(settings: Settings, clock: Clock) -> Auth.Auth:
 
 
 # What PyGithub or our parsing raise for an answer that is not what GitHub should send: a body
-# that is not the documented JSON (KeyError, TypeError, ValueError), a Link or redirect to
-# another host (AssertionError, RuntimeError).
-_MALFORMED = (KeyError, TypeError, ValueError, AssertionError, RuntimeError)
+# that is not the documented JSON (KeyError, TypeError, ValueError, AttributeError), a Link or
+# redirect to another host (AssertionError, RuntimeError).
+_MALFORMED = (KeyError, TypeError, ValueError, AttributeError, AssertionError, RuntimeError)
 
 
 def _transport_message(exc: BaseException) -> str:
@@ -474,6 +482,27 @@ def _runner(data: Mapping[str, Any]) -> GitHubRunner:
 def _registration_token(data: Mapping[str, Any]) -> RegistrationToken:
     return RegistrationToken(
         token=str(data["token"]), expires_at=parse_time(str(data["expires_at"]))
+    )
+
+
+def _workflow_run(data: Mapping[str, Any]) -> WorkflowRun:
+    return WorkflowRun(id=int(data.get("id") or 0), status=str(data.get("status") or ""))
+
+
+def _workflow_job(data: Mapping[str, Any]) -> WorkflowJob:
+    return WorkflowJob(
+        status=str(data.get("status") or ""),
+        labels=tuple(str(label) for label in data.get("labels") or ()),
+        id=int(data.get("id") or 0),
+    )
+
+
+def _runner_group(data: Mapping[str, Any]) -> RunnerGroupInfo:
+    return RunnerGroupInfo(
+        id=int(data["id"]),
+        name=str(data["name"]),
+        default=bool(data.get("default", False)),
+        inherited=bool(data.get("inherited", False)),
     )
 
 
@@ -620,6 +649,43 @@ class PyGithubAdapter(GitHubPort):
 
         return self._guard(f"find runner group {group_name!r}", scope, call)
 
+    def list_workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
+        scope = Scope(repository=repository)
+
+        def call(gh: Github) -> list[WorkflowRun]:
+            # The first page only, as ARC reads it: the newest runs.
+            _, data = gh.requester.requestJsonAndCheck(
+                "GET",
+                f"{_scope_path(scope)}/actions/runs",
+                parameters={"status": status, "per_page": PER_PAGE},
+            )
+            return [_workflow_run(item) for item in data.get("workflow_runs") or []]
+
+        return self._guard(f"list {status} workflow runs", scope, call)
+
+    def list_workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
+        scope = Scope(repository=repository)
+
+        def call(gh: Github) -> list[WorkflowJob]:
+            path = f"{_scope_path(scope)}/actions/runs/{int(run_id)}/jobs"
+            jobs = self._get_all(gh, path, "jobs", per_page=JOBS_PER_PAGE)
+            return [_workflow_job(item) for item in jobs]
+
+        return self._guard(f"list jobs of workflow run {int(run_id)}", scope, call)
+
+    def visible_runner_groups(
+        self, organization: str, repository_name: str
+    ) -> Sequence[RunnerGroupInfo]:
+        scope = Scope(organization=organization)
+
+        def call(gh: Github) -> list[RunnerGroupInfo]:
+            path = f"{_scope_path(scope)}/actions/runner-groups"
+            query = {"visible_to_repository": repository_name}
+            groups = self._get_all(gh, path, "runner_groups", query)
+            return [_runner_group(item) for item in groups]
+
+        return self._guard(f"list runner groups visible to {repository_name!r}", scope, call)
+
     def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
         # Every scope goes through requestJson: it returns status, headers and message for any
         # answer, which is what the classification needs (PyGithub's repository method reduces
@@ -688,11 +754,19 @@ class PyGithubAdapter(GitHubPort):
         instrument(client.requester)
         return client
 
-    def _get_all(self, gh: Github, path: str, item: str) -> list[Mapping[str, Any]]:
+    def _get_all(
+        self,
+        gh: Github,
+        path: str,
+        item: str,
+        query: Mapping[str, str] | None = None,
+        *,
+        per_page: int = PER_PAGE,
+    ) -> list[Mapping[str, Any]]:
         """Every item of a paginated list, following the Link header."""
         items: list[Mapping[str, Any]] = []
         url: str | None = path
-        parameters: dict[str, Any] | None = {"per_page": PER_PAGE}
+        parameters: dict[str, Any] | None = {**(query or {}), "per_page": per_page}
         seen: set[str] = set()
         while url is not None and url not in seen and len(seen) < MAX_PAGES:
             seen.add(url)

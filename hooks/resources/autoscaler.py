@@ -139,6 +139,16 @@ class HorizontalRunnerAutoscalerStatus(ResourceModel):
     observed_generation: int | None = None
     cache_entries: list[CacheEntry] = []
     conditions: list[Condition] = []
+    newest_reservation_time: DateTime | None = Field(
+        default=None,
+        description=(
+            "The effectiveTime of the newest capacity reservation: the scale target's "
+            "effectiveTime, as ARC writes it into the target's spec."
+        ),
+    )
+    reserved_replicas: int | None = Field(
+        default=None, description="Replicas of the capacity reservations counted now."
+    )
 
 
 class HorizontalRunnerAutoscaler(ResourceModel):

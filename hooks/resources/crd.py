@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from hooks.resources import autoscaler, replicaset, runner
+from hooks.resources import autoscaler, replicaset, reservation, runner
 
 PrinterColumn = Mapping[str, Any]
 """One `additionalPrinterColumns` entry: `name`, `type`, `jsonPath`, optionally `priority`..."""
@@ -509,6 +509,32 @@ def horizontalrunnerautoscaler_crd() -> dict[str, Any]:
     )
 
 
+def capacityreservation_crd() -> dict[str, Any]:
+    """The CapacityReservation CRD (this project's own: ARC kept reservations in the HRA)."""
+    return crd_for(
+        reservation.CapacityReservation,
+        plural="capacityreservations",
+        singular="capacityreservation",
+        kind=reservation.KIND,
+        short_names=("capres",),
+        group=reservation.GROUP,
+        version=reservation.VERSION,
+        printer_columns=[
+            _column("Autoscaler", ".metadata.ownerReferences[0].name"),
+            _column("Replicas", ".spec.replicas", "number"),
+            _column("Repository", ".spec.job.repository"),
+            _column("Job", ".spec.job.name"),
+            _column("Expires", ".spec.expirationTime", "date"),
+            _column("Completed", ".spec.completionTime", "date"),
+            _column("Age", ".metadata.creationTimestamp", "date"),
+        ],
+        description=(
+            "One runner reserved for one queued workflow job, counted by the "
+            "HorizontalRunnerAutoscaler that owns it until the job completes or it expires."
+        ),
+    )
+
+
 def crd_file_name(crd: Mapping[str, Any]) -> str:
     """The file name controller-gen (and so ARC) uses: `<group>_<plural>.yaml`."""
     spec = crd["spec"]
@@ -522,6 +548,7 @@ def all_crds() -> dict[str, dict[str, Any]]:
         runnerreplicaset_crd(),
         runnerdeployment_crd(),
         horizontalrunnerautoscaler_crd(),
+        capacityreservation_crd(),
     ]
     return {crd_file_name(crd): crd for crd in crds}
 

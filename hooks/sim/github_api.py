@@ -419,15 +419,29 @@ class GitHubApi:
 
     def list_runner_groups(self, call: Call) -> ApiResponse:
         scope = call.scope
-        # Organizations filter by repository; enterprise groups are visible to every organization.
-        repository = call.query_param("visible_to_repository") if scope.organization else None
-        groups = self.state.runner_groups(scope, visible_to_repository=repository)
-        page, links = _paginate(call, groups)
+        listed = [(group, False) for group in self._own_runner_groups(call)]
+        if scope.organization:
+            # An organization also lists what its enterprise shares with it; every repository
+            # of the organization may use those here.
+            inherited = self.state.inherited_runner_groups(scope.organization)
+            listed += [(group, True) for group in inherited]
+        page, links = _paginate(call, listed)
         body = {
-            "total_count": len(groups),
-            "runner_groups": [runner_group_json(g, scope, call.api_root) for g in page],
+            "total_count": len(listed),
+            "runner_groups": [
+                runner_group_json(group, scope, call.api_root, inherited=inherited)
+                for group, inherited in page
+            ],
         }
         return _ok(call, body, links)
+
+    def _own_runner_groups(self, call: Call) -> list[RunnerGroup]:
+        scope = call.scope
+        # Only organizations filter by repository, given by its bare name as ARC sends it: a
+        # value with an owner names no repository of the organization.
+        name = call.query_param("visible_to_repository") if scope.organization else None
+        repository = f"{scope.organization}/{name}" if name else None
+        return self.state.runner_groups(scope, visible_to_repository=repository)
 
     def create_installation_token(self, call: Call) -> ApiResponse:
         call.json()  # down-scoping fields are accepted and ignored, but the JSON must parse
@@ -514,12 +528,17 @@ def runner_json(record: RunnerRecord) -> Json:
     return body
 
 
-def runner_group_json(group: RunnerGroup, scope: Scope, api_root: str) -> Json:
+def runner_group_json(
+    group: RunnerGroup, scope: Scope, api_root: str, *, inherited: bool = False
+) -> Json:
+    """A `runner_groups` item as `scope` lists it; an organization's inherited groups are its
+    enterprise's, open to all its repositories."""
     group_url = f"{api_root}{scope.api_path}/actions/runner-groups/{group.id}"
+    visibility = "all" if inherited else group.visibility
     body: Json = {
         "id": group.id,
         "name": group.name,
-        "visibility": group.visibility,
+        "visibility": visibility,
         "default": group.default,
         "runners_url": f"{group_url}/runners",
         "allows_public_repositories": False,
@@ -528,10 +547,10 @@ def runner_group_json(group: RunnerGroup, scope: Scope, api_root: str) -> Json:
         "workflow_restrictions_read_only": False,
     }
     if scope.organization:
-        body["inherited"] = False
-        if group.visibility == "selected":
+        body["inherited"] = inherited
+        if visibility == "selected":
             body["selected_repositories_url"] = f"{group_url}/repositories"
-    elif group.visibility == "selected":
+    elif visibility == "selected":
         body["selected_organizations_url"] = f"{group_url}/organizations"
     return body
 

@@ -24,7 +24,10 @@ from hooks.github.port import (
     RegistrationToken,
     RemoveOutcome,
     RemoveResult,
+    RunnerGroupInfo,
     Scope,
+    WorkflowJob,
+    WorkflowRun,
     pick_runner_group,
     repository_runner_group,
 )
@@ -32,6 +35,7 @@ from hooks.github.port import (
 # The adapter's private functions are reused on purpose: the classification must be the same code.
 from hooks.github.pygithub_adapter import (
     _MALFORMED,
+    JOBS_PER_PAGE,
     MAX_PAGES,
     PER_PAGE,
     USER_AGENT,
@@ -42,6 +46,9 @@ from hooks.github.pygithub_adapter import (
     _record_rate_limit,
     _registration_token,
     _runner,
+    _runner_group,
+    _workflow_job,
+    _workflow_run,
     endpoint_template,
     rate_limit_wait,
     removal_outcome,
@@ -129,6 +136,39 @@ class InProcessGitHub(GitHubPort):
 
         return self._guard(f"find runner group {group_name!r}", scope, call)
 
+    def list_workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
+        scope = Scope(repository=repository)
+
+        def call() -> list[WorkflowRun]:
+            # The first page only, as the adapter reads it.
+            query = urllib.parse.urlencode({"status": status, "per_page": PER_PAGE})
+            data = self._json("GET", f"{scope.api_path}/actions/runs?{query}")
+            return [_workflow_run(item) for item in data.get("workflow_runs") or []]
+
+        return self._guard(f"list {status} workflow runs", scope, call)
+
+    def list_workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
+        scope = Scope(repository=repository)
+
+        def call() -> list[WorkflowJob]:
+            path = f"{scope.api_path}/actions/runs/{int(run_id)}/jobs"
+            jobs = self._get_all(path, "jobs", per_page=JOBS_PER_PAGE)
+            return [_workflow_job(item) for item in jobs]
+
+        return self._guard(f"list jobs of workflow run {int(run_id)}", scope, call)
+
+    def visible_runner_groups(
+        self, organization: str, repository_name: str
+    ) -> Sequence[RunnerGroupInfo]:
+        scope = Scope(organization=organization)
+
+        def call() -> list[RunnerGroupInfo]:
+            path = f"{scope.api_path}/actions/runner-groups"
+            query = {"visible_to_repository": repository_name}
+            return [_runner_group(item) for item in self._get_all(path, "runner_groups", query)]
+
+        return self._guard(f"list runner groups visible to {repository_name!r}", scope, call)
+
     def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
         op = f"remove runner {int(runner_id)}"
         answer = self._send("DELETE", f"{scope.api_path}/actions/runners/{int(runner_id)}")
@@ -174,10 +214,18 @@ class InProcessGitHub(GitHubPort):
             raise _StatusError(answer, _message(text))
         return answer, json.loads(text) if text else None
 
-    def _get_all(self, path: str, item: str) -> list[Mapping[str, Any]]:
+    def _get_all(
+        self,
+        path: str,
+        item: str,
+        query: Mapping[str, str] | None = None,
+        *,
+        per_page: int = PER_PAGE,
+    ) -> list[Mapping[str, Any]]:
         """Every item of a paginated list, following the Link header."""
         items: list[Mapping[str, Any]] = []
-        url: str | None = f"{path}?per_page={PER_PAGE}"
+        parameters = urllib.parse.urlencode({**(query or {}), "per_page": per_page})
+        url: str | None = f"{path}?{parameters}"
         seen: set[str] = set()
         while url is not None and url not in seen and len(seen) < MAX_PAGES:
             seen.add(url)

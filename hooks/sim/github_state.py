@@ -149,12 +149,22 @@ class RunnerGroup:
     name: str
     visibility: str = "all"  # all | selected | private
     default: bool = False
-    selected_repositories: tuple[str, ...] = ()  # "owner/name", when visibility is "selected"
+    # An organization's group: "owner/name" of the repositories that may use it.
+    selected_repositories: tuple[str, ...] = ()
+    # An enterprise's group: the organizations it is shared with.
+    selected_organizations: tuple[str, ...] = ()
 
     def visible_to(self, repository: str) -> bool:
+        """An organization's group: whether `repository` ("owner/name") may use it."""
         if self.visibility != "selected":
             return True
         return repository.casefold() in {r.casefold() for r in self.selected_repositories}
+
+    def shared_with(self, organization: str) -> bool:
+        """An enterprise's group: whether `organization` inherits it."""
+        if self.visibility != "selected":
+            return True
+        return organization.casefold() in {o.casefold() for o in self.selected_organizations}
 
 
 @dataclass(frozen=True)
@@ -452,7 +462,10 @@ class GitHubState:
         *,
         visibility: str = "all",
         selected_repositories: Sequence[str] = (),
+        selected_organizations: Sequence[str] = (),
     ) -> RunnerGroup:
+        """A group of an organization (`selected` visibility: for `selected_repositories`) or
+        of an enterprise (`selected`: shared with `selected_organizations` only)."""
         if scope.repository:
             raise ValueError("repositories have no runner groups")
         groups = self._groups_of(scope)
@@ -463,6 +476,7 @@ class GitHubState:
             name=name,
             visibility=visibility,
             selected_repositories=tuple(selected_repositories),
+            selected_organizations=tuple(selected_organizations),
         )
         groups.append(group)
         return group
@@ -475,6 +489,16 @@ class GitHubState:
         if visible_to_repository is None:
             return list(groups)
         return [g for g in groups if g.visible_to(visible_to_repository)]
+
+    @_synchronized
+    def inherited_runner_groups(self, organization: str) -> list[RunnerGroup]:
+        """The groups of the organization's enterprise that are shared with it. Its
+        repositories may all use them: the organization does not narrow them down here."""
+        enterprise = self._enterprises.get(organization.casefold())
+        if enterprise is None:
+            return []
+        groups = self._groups_of(Scope(enterprise=enterprise))
+        return [g for g in groups if g.shared_with(organization)]
 
     # Runners
 
@@ -954,10 +978,13 @@ class GitHubState:
             return False
         if not labels_match((label.name for label in runner.labels), job.labels):
             return False
-        # An organization's runner group may be restricted to selected repositories.
-        return not runner.scope.organization or self._group(
-            runner.scope, runner.runner_group_id
-        ).visible_to(job.repository)
+        # An organization's runner group may be restricted to selected repositories, an
+        # enterprise's to selected organizations.
+        if runner.scope.organization:
+            return self._group(runner.scope, runner.runner_group_id).visible_to(job.repository)
+        if runner.scope.enterprise:
+            return self._group(runner.scope, runner.runner_group_id).shared_with(job.owner)
+        return True
 
     def _dispatch(self) -> None:
         """Hand queued jobs, oldest first, to online idle runners that may take them; among

@@ -20,7 +20,9 @@ def serve_loopback(app: ASGIApp, *, timeout: float = 10.0) -> Iterator[str]:
 
     The server runs on a background thread and is shut down when the block exits.
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP given explicitly: asyncio sets TCP_NODELAY only on sockets whose protocol
+    # is known, and without it every request on a kept-alive connection waits for a delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # Bound but not yet listening: connections are refused until uvicorn serves on it, so the
     # first connection that succeeds means the server is up.

@@ -24,6 +24,7 @@ from hooks.sim.events import EventLoop
 from hooks.sim.fake_github import FakeGitHub
 from hooks.sim.github_port import InProcessGitHub
 from hooks.sim.github_state import FaultKnobs
+from hooks.sim.kube_port import StoreKube
 from hooks.sim.kubelet import Kubelet
 from hooks.sim.metacontroller.emulator import MetacontrollerEmulator
 from hooks.sim.metacontroller.transport import AsgiTransport, ReplicaFault
@@ -135,7 +136,13 @@ class World:
     def _hook_replica(self) -> Any:
         port = InProcessGitHub(self.github, SIMULATED_PAT, self.clock)
         cached = CachedGitHub(port, self.settings, self.clock)
-        return create_app(self.settings, github=cached, clock=self.clock, github_blocks=False)
+        return create_app(
+            self.settings,
+            github=cached,
+            clock=self.clock,
+            github_blocks=False,
+            kube=StoreKube(self.store),
+        )
 
     def _deliver_webhook(self, headers: dict[str, str], body: bytes) -> int:
         """GitHub posts to the webhook receiver of one hook replica."""

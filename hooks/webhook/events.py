@@ -8,10 +8,13 @@ ignored, so new fields never break parsing. Missing or mistyped fields that are 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TypeVar
 from urllib.parse import parse_qs
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from hooks.clock import parse_time
 
 PING = "ping"
 WORKFLOW_JOB = "workflow_job"
@@ -57,6 +60,9 @@ class WorkflowJobEvent:
     installation_id: int | None = None  # set when a GitHub App's hook delivered it
     job_name: str | None = None
     status: str | None = None
+    created_at: datetime | None = None  # when the job was queued
+    started_at: datetime | None = None  # when a runner took it (GitHub: the queue time until then)
+    completed_at: datetime | None = None
 
     @property
     def repository_key(self) -> str:
@@ -158,6 +164,9 @@ class _WorkflowJob(_Payload):
     labels: list[str]
     conclusion: str | None = None
     runner_id: int | None = None
+    created_at: str | None = None
+    started_at: str | None = None
+    completed_at: str | None = None
 
 
 class _WorkflowJobPayload(_Payload):
@@ -214,4 +223,17 @@ def _workflow_job_event(payload: _WorkflowJobPayload) -> WorkflowJobEvent:
         installation_id=payload.installation.id if payload.installation else None,
         job_name=job.name,
         status=job.status,
+        created_at=_time(job.created_at),
+        started_at=_time(job.started_at),
+        completed_at=_time(job.completed_at),
     )
+
+
+def _time(text: str | None) -> datetime | None:
+    """A payload timestamp; an unreadable one is treated as absent (it only informs)."""
+    if not text:
+        return None
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None

@@ -1,0 +1,388 @@
+"""The HorizontalRunnerAutoscaler hook: size the scale target, keep the capacity reservations.
+
+Children: CapacityReservation objects (created by the webhook receiver, controlled by the HRA).
+The hook counts the active ones, records when a waiting one starts (`spec.startTime`), and
+deletes expired and long-completed ones by leaving them out.
+
+Related objects (asked for by `customize_horizontal_runner_autoscaler`): the scale target, and
+for a RunnerDeployment its Runners, whose `status.busy` (mirrored from GitHub's runner list)
+is what PercentageRunnersBusy measures, so that metric costs no extra GitHub call.
+
+The answer goes to the HRA's own status: `desiredReplicas`, which the target's hook reads. No
+hook writes to another object. The hook asks to be called again at the next moment its answer
+can change without new input (an override boundary, a reservation expiry, the end of the
+scale-down delay), and at least every sync period, when the pull metrics may have moved.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from hooks.autoscaler.desired import (
+    DEFAULT_SCALE_DOWN_DELAY,
+    Decision,
+    ScaleTarget,
+    desired_replicas,
+)
+from hooks.autoscaler.errors import AutoscalingError
+from hooks.autoscaler.metrics import RunnerScope
+from hooks.autoscaler.reservations import Reservation
+from hooks.children import (
+    ConditionValue,
+    as_kept,
+    describe_validation_error,
+    invalid_answer,
+    merge_conditions,
+)
+from hooks.clock import Clock, format_time, parse_time
+from hooks.github.port import (
+    GitHubError,
+    GitHubPort,
+    RateLimitedError,
+    WorkflowJob,
+    WorkflowRun,
+)
+from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
+from hooks.resources.autoscaler import (
+    HorizontalRunnerAutoscaler,
+    HorizontalRunnerAutoscalerStatus,
+)
+from hooks.resources.replicaset import RunnerDeployment
+from hooks.resources.reservation import KIND as RESERVATION_KIND
+from hooks.resources.runner import API_VERSION, RunnerConfig
+
+RUNNER_DEPLOYMENT = "RunnerDeployment"
+RUNNER_SET = "RunnerSet"
+DEPLOYMENT_NAME_LABEL = "runner-deployment-name"  # on the Runners of a RunnerDeployment
+DEFAULT_SYNC_PERIOD = 60.0  # ARC's --sync-period
+
+SCALING_ACTIVE = "ScalingActive"
+_PLURALS = {RUNNER_DEPLOYMENT: "runnerdeployments", RUNNER_SET: "runnersets"}
+
+
+@dataclass(frozen=True)
+class AutoscalerObservation:
+    """What one sync saw and decided, for the gauges ARC exports."""
+
+    hra: HorizontalRunnerAutoscaler
+    target_kind: str
+    target_name: str
+    scope: RunnerScope
+    decision: Decision
+    runners: int
+    registered: int
+    busy: int
+
+
+@dataclass(frozen=True)
+class AutoscalerDeps:
+    github: GitHubPort
+    clock: Clock
+    sync_period: float = DEFAULT_SYNC_PERIOD
+    default_scale_down_delay: timedelta = DEFAULT_SCALE_DOWN_DELAY
+    observe: Callable[[AutoscalerObservation], None] | None = field(default=None)
+
+
+def customize_horizontal_runner_autoscaler(request: dict[str, Any]) -> dict[str, Any]:
+    """Ask for the scale target and, for a RunnerDeployment, its Runners."""
+    parent = request.get("parent") or {}
+    namespace = (parent.get("metadata") or {}).get("namespace") or ""
+    ref = (parent.get("spec") or {}).get("scaleTargetRef") or {}
+    kind = ref.get("kind") or RUNNER_DEPLOYMENT
+    name = ref.get("name")
+    if not isinstance(name, str) or not name or kind not in _PLURALS:
+        return {"relatedResources": []}
+    rules: list[dict[str, Any]] = [
+        {"apiVersion": API_VERSION, "resource": _PLURALS[kind], "names": [name]}
+    ]
+    if kind == RUNNER_DEPLOYMENT:
+        rules.append(
+            {
+                "apiVersion": API_VERSION,
+                "resource": "runners",
+                "labelSelector": {"matchLabels": {DEPLOYMENT_NAME_LABEL: name}},
+            }
+        )
+    if namespace:
+        for rule in rules:
+            rule["namespace"] = namespace
+    return {"relatedResources": rules}
+
+
+def sync_horizontal_runner_autoscaler(
+    request: CompositeHookRequest, deps: AutoscalerDeps
+) -> CompositeHookResponse:
+    now = deps.clock.now()
+    try:
+        hra = HorizontalRunnerAutoscaler.model_validate(request.parent)
+    except ValidationError as error:
+        return invalid_answer(
+            request,
+            [describe_validation_error(error, "HorizontalRunnerAutoscaler")],
+            now,
+            [RESERVATION_KIND],
+        )
+    return _Sync(request, hra, deps, now).answer()
+
+
+@dataclass(frozen=True)
+class _ObservedReservation:
+    """A CapacityReservation child, read without a model: an HRA may hold hundreds, and is
+    synced at every change of any of them."""
+
+    obj: KubeObject
+    name: str
+    reservation: Reservation | None  # None: unreadable, kept and not counted
+    completed: bool
+    expiration_time: datetime | None
+
+    @classmethod
+    def read(cls, obj: KubeObject) -> _ObservedReservation:
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        spec = obj.get("spec")
+        try:
+            if not isinstance(spec, dict):
+                raise ValueError("no spec")
+            effective = parse_time(spec["effectiveTime"])
+            expiration = parse_time(spec["expirationTime"])
+            start = spec.get("startTime")
+            replicas = spec.get("replicas", 1)
+            if not isinstance(replicas, int) or replicas < 0:
+                raise ValueError("bad replicas")
+            reservation = Reservation(
+                name=name,
+                effective_time=effective,
+                expiration_time=expiration,
+                started_at=parse_time(start) if start else None,
+                replicas=replicas,
+            )
+        except (KeyError, TypeError, ValueError):
+            return cls(obj, name, None, False, None)
+        return cls(obj, name, reservation, bool(spec.get("completionTime")), expiration)
+
+
+class _Sync:
+    def __init__(
+        self,
+        request: CompositeHookRequest,
+        hra: HorizontalRunnerAutoscaler,
+        deps: AutoscalerDeps,
+        now: datetime,
+    ) -> None:
+        self.request = request
+        self.hra = hra
+        self.deps = deps
+        self.now = now
+        self.previous = hra.status or HorizontalRunnerAutoscalerStatus()
+        self.observed = [
+            _ObservedReservation.read(obj) for obj in request.objects(RESERVATION_KIND)
+        ]
+
+    def answer(self) -> CompositeHookResponse:
+        ref = self.hra.spec.scale_target_ref
+        kind = (ref.kind if ref else None) or RUNNER_DEPLOYMENT
+        name = (ref.name if ref else None) or ""
+        if not name:
+            return self._unchanged("InvalidSpec", "spec.scaleTargetRef.name is required")
+        if kind not in _PLURALS:
+            return self._unchanged(
+                "InvalidSpec", f"spec.scaleTargetRef.kind {kind!r} is not one of {list(_PLURALS)}"
+            )
+        target_obj = self.request.object_named(kind, name, related=True)
+        if target_obj is None or not _same_namespace(target_obj, self.hra):
+            return self._unchanged(
+                "ScaleTargetNotFound",
+                f"{kind} {self.hra.metadata.namespace}/{name} not found",
+            )
+        try:
+            config = _runner_config(kind, target_obj)
+        except ValidationError as error:
+            return self._unchanged("InvalidScaleTarget", describe_validation_error(error, kind))
+        scope = RunnerScope(
+            enterprise=config.enterprise or "",
+            organization=config.organization or "",
+            repository=config.repository or "",
+            labels=tuple(config.labels),
+        )
+        runners = self.request.objects("Runner", related=True)
+        activity = _HookActivity(self.deps.github, runners)
+        target = ScaleTarget(scope=scope, replicas=self._replicas_in_effect(kind, target_obj))
+        try:
+            reservations = self._active_reservations()
+            decision = desired_replicas(
+                self.hra,
+                target,
+                activity,
+                self.now,
+                reservations=reservations,
+                default_scale_down_delay=self.deps.default_scale_down_delay,
+            )
+        except RateLimitedError as error:
+            return self._unchanged(
+                "GitHubRateLimited", str(error), retry_after=max(error.retry_after, 1.0)
+            )
+        except GitHubError as error:
+            return self._unchanged("GitHubError", str(error))
+        except AutoscalingError as error:
+            return self._unchanged("RunnerAutoscalingFailure", str(error))
+        if self.deps.observe is not None:
+            self.deps.observe(
+                AutoscalerObservation(
+                    hra=self.hra,
+                    target_kind=kind,
+                    target_name=name,
+                    scope=scope,
+                    decision=decision,
+                    runners=len(runners),
+                    registered=sum(1 for r in runners if _status(r).get("runnerId")),
+                    busy=activity.counted_busy,
+                )
+            )
+        return CompositeHookResponse(
+            status=self._status(decision, reservations),
+            children=self._children(decision),
+            resync_after_seconds=self._resync(decision.next_change_at),
+        )
+
+    # ------------------------------------------------------------------ reservations
+
+    def _active_reservations(self) -> list[Reservation]:
+        """The reservation objects that still count toward the answer (not completed)."""
+        return [
+            observed.reservation
+            for observed in self.observed
+            if observed.reservation is not None and not observed.completed
+        ]
+
+    def _children(self, decision: Decision) -> list[KubeObject]:
+        expired = set(decision.reservations.expired)
+        started = set(decision.reservations.started)
+        children = []
+        for observed in self.observed:
+            if observed.completed and observed.expiration_time is not None:
+                # Kept until it would have expired, so a late `queued` delivery finds it.
+                if observed.expiration_time <= self.now:
+                    continue
+            elif observed.name in expired:
+                continue
+            kept = as_kept(observed.obj)
+            if observed.name in started:
+                kept["spec"] = {**kept.get("spec", {}), "startTime": format_time(self.now)}
+            children.append(kept)
+        return children
+
+    def _completed_expiries(self) -> list[datetime]:
+        return [
+            observed.expiration_time
+            for observed in self.observed
+            if observed.completed and observed.expiration_time is not None
+        ]
+
+    # ------------------------------------------------------------------ status
+
+    def _replicas_in_effect(self, kind: str, target: KubeObject) -> int | None:
+        """What PercentageRunnersBusy scales from: this HRA's answer when it has given one
+        (ARC reads the target's spec.replicas, which ARC's HRA itself writes)."""
+        if self.previous.desired_replicas is not None:
+            return self.previous.desired_replicas
+        replicas = (target.get("spec") or {}).get("replicas")
+        return replicas if isinstance(replicas, int) else None
+
+    def _status(self, decision: Decision, reservations: Sequence[Reservation]) -> dict[str, Any]:
+        previous = self.previous
+        summary = decision.scheduled_overrides_summary
+        status = previous.model_copy(
+            update={
+                "desired_replicas": decision.desired_replicas,
+                "last_successful_scale_out_time": (
+                    format_time(decision.last_scale_out_time)
+                    if decision.last_scale_out_time
+                    else None
+                ),
+                "scheduled_overrides_summary": (
+                    summary if summary is not None else previous.scheduled_overrides_summary
+                ),
+                "observed_generation": self.hra.metadata.generation or None,
+                "newest_reservation_time": self._newest_reservation_time(reservations),
+                "reserved_replicas": decision.reservations.reserved,
+                "conditions": merge_conditions(
+                    previous.conditions,
+                    {SCALING_ACTIVE: ("True", decision.reason, decision.message)},
+                    self.now,
+                ),
+            }
+        )
+        return status.to_wire()
+
+    def _newest_reservation_time(self, reservations: Sequence[Reservation]) -> str | None:
+        """Moves forward only: a completed job does not make the target's effectiveTime older."""
+        times = [r.effective_time for r in reservations]
+        recorded = self.previous.newest_reservation_time
+        if recorded:
+            times.append(parse_time(recorded))
+        return format_time(max(times)) if times else None
+
+    def _resync(self, next_change_at: datetime | None) -> float:
+        waits = [self.deps.sync_period]
+        moments = [*self._completed_expiries(), *([next_change_at] if next_change_at else [])]
+        for moment in moments:
+            if moment > self.now:
+                waits.append(max(1.0, math.ceil((moment - self.now).total_seconds())))
+        return min(waits)
+
+    def _unchanged(
+        self, reason: str, message: str, *, retry_after: float | None = None
+    ) -> CompositeHookResponse:
+        """The HRA cannot be sized now: its answer and its reservations stay as they are."""
+        conditions: dict[str, ConditionValue] = {SCALING_ACTIVE: ("False", reason, message)}
+        status = self.previous.model_copy(
+            update={"conditions": merge_conditions(self.previous.conditions, conditions, self.now)}
+        )
+        return CompositeHookResponse(
+            status=status.to_wire(),
+            children=[as_kept(observed.obj) for observed in self.observed],
+            resync_after_seconds=retry_after or self.deps.sync_period,
+        )
+
+
+class _HookActivity:
+    """The pull metrics' observations: busy runners from the related Runners' status, runs and
+    jobs from GitHub (through the port's short-lived cache)."""
+
+    def __init__(self, github: GitHubPort, runners: Sequence[KubeObject]) -> None:
+        self.github = github
+        self.runners = runners
+        self.counted_busy = 0
+
+    def busy_runners(self) -> int:
+        # Runners stopping while busy count too (ARC's terminating_busy): their jobs still
+        # hold them.
+        self.counted_busy = sum(1 for runner in self.runners if _status(runner).get("busy") is True)
+        return self.counted_busy
+
+    def workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
+        return self.github.list_workflow_runs(repository, status)
+
+    def workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
+        return self.github.list_workflow_jobs(repository, run_id)
+
+
+def _runner_config(kind: str, target: KubeObject) -> RunnerConfig:
+    if kind == RUNNER_DEPLOYMENT:
+        return RunnerDeployment.model_validate(target).spec.template.spec
+    return RunnerConfig.model_validate(target.get("spec") or {})  # a RunnerSet: inline
+
+
+def _same_namespace(obj: KubeObject, hra: HorizontalRunnerAutoscaler) -> bool:
+    return bool((obj.get("metadata") or {}).get("namespace", "") == hra.metadata.namespace)
+
+
+def _status(obj: KubeObject) -> dict[str, Any]:
+    status = obj.get("status")
+    return status if isinstance(status, dict) else {}

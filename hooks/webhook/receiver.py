@@ -1,0 +1,404 @@
+"""The webhook receiver: one delivery in, at most one capacity reservation written, one answer.
+
+`WebhookReceiver.handle` runs the pure steps of this package in order (signature, event,
+decision) and carries the decision out through the `KubePort`:
+
+- `queued`: create the job's reservation. A redelivery finds it there (AlreadyExists) and
+  changes nothing; a delivery so late that the reservation would already have expired is
+  ignored.
+- `completed`: mark the job's reservation completed, so it stops counting at once and stays
+  until its expiry as a tombstone: a `queued` delivery that arrives after it (duplicated, or
+  out of order) then finds it and changes nothing. A completion with no reservation leaves a
+  tombstone for the same reason.
+
+Every answer says what happened. GitHub records any non-2xx answer as a failed delivery and
+never retries, so a 5xx is kept for what really failed (the API server refused a write).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from hooks.children import label_value
+from hooks.clock import Clock, format_time
+from hooks.github.port import GitHubError
+from hooks.kube.port import (
+    CAPACITY_RESERVATIONS,
+    HORIZONTAL_RUNNER_AUTOSCALERS,
+    RUNNER_DEPLOYMENTS,
+    RUNNER_SETS,
+    AlreadyExists,
+    KubeError,
+    KubeObject,
+    KubePort,
+    NotFound,
+)
+from hooks.resources.reservation import API_VERSION as RESERVATION_API_VERSION
+from hooks.resources.reservation import AUTOSCALER_LABEL
+from hooks.resources.reservation import KIND as RESERVATION_KIND
+from hooks.resources.runner import API_VERSION as ARC_API_VERSION
+from hooks.webhook.decision import Action, Decision, decide
+from hooks.webhook.events import (
+    PingEvent,
+    UnsupportedEventError,
+    WebhookError,
+    WebhookEvent,
+    WorkflowJobEvent,
+    parse_event,
+    payload_from_body,
+)
+from hooks.webhook.signature import verify_signature
+from hooks.webhook.targets import RUNNER_DEPLOYMENT, RunnerGroupVisibility, ScaleTarget
+
+log = logging.getLogger("arc_hooks.webhook")
+
+CONTROLLER_UID_LABEL = "controller-uid"  # Metacontroller's generated selector on HRA children
+RECENT_DELIVERIES = 10_000
+
+# Outcomes (the `outcome` label of the deliveries metric).
+SCALED = "scaled"  # a reservation was created or completed
+UNCHANGED = "unchanged"  # the change was already made (a redelivery)
+IGNORED = "ignored"  # nothing to do, and the answer says why
+REJECTED = "rejected"  # not a delivery we accept (signature, payload)
+FAILED = "failed"  # the API server did not take the change
+
+BlockingCall = Callable[[Callable[[], Decision]], Awaitable[Decision]]
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    message: str
+    event: str = ""  # X-GitHub-Event
+    action: str = ""  # the workflow_job action
+    outcome: str = IGNORED
+    autoscaler: str = ""  # namespace/name of the HRA it scaled
+    job: WorkflowJobEvent | None = None
+    redelivered: bool = False  # this replica already answered this delivery id
+
+
+async def _inline(call: Callable[[], Decision]) -> Decision:
+    return call()
+
+
+class WebhookReceiver:
+    def __init__(
+        self,
+        kube: KubePort,
+        clock: Clock,
+        *,
+        secret: bytes | None,
+        allow_unsigned: bool = False,
+        namespace: str | None = None,
+        targets_ttl: float = 5.0,
+        runner_group_visibility: RunnerGroupVisibility | None = None,
+        run_blocking: BlockingCall = _inline,
+    ) -> None:
+        self.kube = kube
+        self.clock = clock
+        self.secret = secret
+        self.allow_unsigned = allow_unsigned
+        self.runner_group_visibility = runner_group_visibility
+        self.run_blocking = run_blocking
+        self.targets = TargetCache(kube, clock, namespace=namespace, ttl=targets_ttl)
+        self._recent: OrderedDict[str, None] = OrderedDict()
+
+    async def handle(self, headers: Mapping[str, str], body: bytes) -> Reply:
+        header = {name.lower(): value for name, value in headers.items()}
+        event_name = header.get("x-github-event", "")
+        if self.secret is None and not self.allow_unsigned:
+            return Reply(
+                503,
+                "no webhook secret configured: set GITHUB_WEBHOOK_SECRET_TOKEN "
+                "(or WEBHOOK_ALLOW_UNSIGNED=true to accept unsigned deliveries)",
+                event_name,
+                outcome=FAILED,
+            )
+        if self.secret is not None and not verify_signature(
+            self.secret,
+            body,
+            header.get("x-hub-signature-256"),
+            header.get("x-hub-signature"),
+        ):
+            return Reply(401, "signature mismatch or missing", event_name, outcome=REJECTED)
+        try:
+            event = parse_event(event_name, payload_from_body(header.get("content-type"), body))
+        except UnsupportedEventError as error:
+            return Reply(202, f"ignored: {error}", event_name, outcome=IGNORED)
+        except WebhookError as error:
+            return Reply(400, str(error), event_name, outcome=REJECTED)
+        redelivered = self._seen(header.get("x-github-delivery", ""))
+        reply = await self._act(event)
+        return Reply(
+            reply.status,
+            reply.message,
+            event_name,
+            action=event.action if isinstance(event, WorkflowJobEvent) else "",
+            outcome=reply.outcome,
+            autoscaler=reply.autoscaler,
+            job=event if isinstance(event, WorkflowJobEvent) else None,
+            redelivered=redelivered,
+        )
+
+    async def _act(self, event: WebhookEvent) -> Reply:
+        if isinstance(event, PingEvent):
+            return Reply(200, "pong", outcome=IGNORED)
+        now = self.clock.now()
+        try:
+            targets = await self.targets.get()
+        except KubeError as error:
+            return Reply(503, f"cannot list HorizontalRunnerAutoscalers: {error}", outcome=FAILED)
+        visibility = self.runner_group_visibility
+        try:
+            decision = await self.run_blocking(
+                lambda: decide(event, targets, now=now, runner_group_visibility=visibility)
+            )
+        except GitHubError as error:
+            # As ARC without credentials: every group counts as visible. Scaling for a group
+            # beats not scaling at all; the resync and reservation expiry correct a wrong pick.
+            log.warning(
+                "runner group lookup failed; treating every group as visible",
+                extra={"detail": str(error)},
+            )
+            decision = decide(event, targets, now=now)
+        notes = "; ".join(decision.notes)
+        if decision.action is Action.NONE or decision.target is None:
+            message = f"{decision.message} ({notes})" if notes else decision.message
+            return Reply(200, message, outcome=IGNORED)
+        assert isinstance(event, WorkflowJobEvent)  # only jobs change reservations
+        try:
+            if decision.action is Action.CREATE_RESERVATION:
+                return await self._reserve(event, decision, now)
+            return await self._complete(event, decision, now)
+        except KubeError as error:
+            return Reply(
+                503,
+                f"{decision.target.reference}: reservation {decision.reservation_name} "
+                f"not written: {error}",
+                outcome=FAILED,
+                autoscaler=decision.target.reference,
+            )
+
+    async def _reserve(self, event: WorkflowJobEvent, decision: Decision, now: datetime) -> Reply:
+        target, name = _target_of(decision)
+        assert decision.effective_time is not None and decision.expiration_time is not None
+        lifetime = decision.expiration_time - decision.effective_time
+        if event.created_at is not None and event.created_at + lifetime <= now:
+            return Reply(
+                200,
+                f"ignored: job {event.job_id} was queued at {format_time(event.created_at)}, "
+                "its reservation would already have expired",
+                outcome=IGNORED,
+                autoscaler=target.reference,
+            )
+        reservation = reservation_object(
+            target, name, event, decision.effective_time, decision.expiration_time
+        )
+        try:
+            await self.kube.create(CAPACITY_RESERVATIONS, reservation)
+        except AlreadyExists:
+            return Reply(
+                200,
+                f"{target.reference}: reservation {name} already exists, nothing changed",
+                outcome=UNCHANGED,
+                autoscaler=target.reference,
+            )
+        return Reply(200, decision.message, outcome=SCALED, autoscaler=target.reference)
+
+    async def _complete(self, event: WorkflowJobEvent, decision: Decision, now: datetime) -> Reply:
+        target, name = _target_of(decision)
+        completed = {"spec": {"completionTime": format_time(now)}}
+        for _ in range(2):  # a create racing with ours is read again once
+            try:
+                current = await self.kube.get(CAPACITY_RESERVATIONS, target.namespace, name)
+            except NotFound:
+                return await self._tombstone(event, decision, now)
+            if (current.get("spec") or {}).get("completionTime"):
+                return Reply(
+                    200,
+                    f"{target.reference}: reservation {name} already completed, nothing changed",
+                    outcome=UNCHANGED,
+                    autoscaler=target.reference,
+                )
+            try:
+                await self.kube.merge_patch(
+                    CAPACITY_RESERVATIONS, target.namespace, name, completed
+                )
+            except NotFound:
+                continue  # expired and deleted meanwhile: nothing counts it any more
+            return Reply(200, decision.message, outcome=SCALED, autoscaler=target.reference)
+        return Reply(
+            200,
+            f"{target.reference}: reservation {name} is gone",
+            outcome=UNCHANGED,
+            autoscaler=target.reference,
+        )
+
+    async def _tombstone(self, event: WorkflowJobEvent, decision: Decision, now: datetime) -> Reply:
+        """A completion before (or without) its `queued` delivery: record it, so a late
+        `queued` delivery does not reserve a runner for a job that is over."""
+        target, name = _target_of(decision)
+        lifetime, _ = target.reservation_duration()
+        queued_at = event.created_at or now
+        if queued_at + lifetime <= now:
+            return Reply(
+                200,
+                f"{target.reference}: no reservation {name} to complete",
+                outcome=UNCHANGED,
+                autoscaler=target.reference,
+            )
+        tombstone = reservation_object(target, name, event, queued_at, queued_at + lifetime)
+        tombstone["spec"]["completionTime"] = format_time(now)
+        # AlreadyExists: its `queued` delivery won the race; a redelivery will complete it.
+        with contextlib.suppress(AlreadyExists):
+            await self.kube.create(CAPACITY_RESERVATIONS, tombstone)
+        return Reply(
+            200,
+            f"{target.reference}: job {event.job_id} completed before its queued event; recorded",
+            outcome=UNCHANGED,
+            autoscaler=target.reference,
+        )
+
+    def _seen(self, delivery: str) -> bool:
+        """Whether this replica answered this delivery id before (for the metrics only:
+        reservations are deduplicated by name)."""
+        if not delivery:
+            return False
+        if delivery in self._recent:
+            return True
+        self._recent[delivery] = None
+        if len(self._recent) > RECENT_DELIVERIES:
+            self._recent.popitem(last=False)
+        return False
+
+
+def _target_of(decision: Decision) -> tuple[ScaleTarget, str]:
+    assert decision.target is not None and decision.reservation_name is not None
+    return decision.target, decision.reservation_name
+
+
+def reservation_object(
+    target: ScaleTarget,
+    name: str,
+    event: WorkflowJobEvent,
+    effective: datetime,
+    expiration: datetime,
+) -> KubeObject:
+    """The CapacityReservation of a job, controlled by the HRA it counts for (with the label
+    Metacontroller's generated selector claims it by)."""
+    job: dict[str, Any] = {"id": event.job_id, "repository": event.repository}
+    if event.run_id is not None:
+        job["runID"] = event.run_id
+    if event.job_name:
+        job["name"] = event.job_name
+    if event.labels:
+        job["labels"] = list(event.labels)
+    return {
+        "apiVersion": RESERVATION_API_VERSION,
+        "kind": RESERVATION_KIND,
+        "metadata": {
+            "name": name,
+            "namespace": target.namespace,
+            "labels": {
+                CONTROLLER_UID_LABEL: target.uid,
+                AUTOSCALER_LABEL: label_value(target.name),
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": ARC_API_VERSION,
+                    "kind": "HorizontalRunnerAutoscaler",
+                    "name": target.name,
+                    "uid": target.uid,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "effectiveTime": format_time(effective),
+            "expirationTime": format_time(expiration),
+            "replicas": 1,
+            "job": job,
+        },
+    }
+
+
+class TargetCache:
+    """The HRAs joined with their scale targets, listed again at most every `ttl` seconds.
+
+    Three LIST calls per refresh, shared by every delivery in between (single flight).
+    """
+
+    def __init__(self, kube: KubePort, clock: Clock, *, namespace: str | None, ttl: float) -> None:
+        self.kube = kube
+        self.clock = clock
+        self.namespace = namespace or None
+        self.ttl = timedelta(seconds=ttl)
+        self._targets: list[ScaleTarget] = []
+        self._expires: datetime | None = None
+        self._lock = asyncio.Lock()
+
+    async def get(self) -> list[ScaleTarget]:
+        if self._fresh():
+            return self._targets
+        async with self._lock:
+            if not self._fresh():
+                self._targets = await self._load()
+                self._expires = self.clock.now() + self.ttl
+        return self._targets
+
+    def invalidate(self) -> None:
+        self._expires = None
+
+    def _fresh(self) -> bool:
+        return self._expires is not None and self.clock.now() < self._expires
+
+    async def _load(self) -> list[ScaleTarget]:
+        autoscalers = await self.kube.list(HORIZONTAL_RUNNER_AUTOSCALERS, self.namespace)
+        if not autoscalers:
+            return []
+        deployments = await self.kube.list(RUNNER_DEPLOYMENTS, self.namespace)
+        try:
+            runner_sets = await self.kube.list(RUNNER_SETS, self.namespace)
+        except NotFound:
+            runner_sets = []  # the RunnerSet CRD is not installed
+        return join_targets(autoscalers, [*deployments, *runner_sets])
+
+
+def join_targets(
+    autoscalers: Sequence[KubeObject], scale_targets: Sequence[KubeObject]
+) -> list[ScaleTarget]:
+    """Each HRA with the object its `scaleTargetRef` names; HRAs without one are skipped."""
+    by_key = {
+        (
+            obj.get("kind"),
+            (obj.get("metadata") or {}).get("namespace"),
+            (obj.get("metadata") or {}).get("name"),
+        ): obj
+        for obj in scale_targets
+    }
+    joined = []
+    for hra in autoscalers:
+        metadata = hra.get("metadata") or {}
+        ref = (hra.get("spec") or {}).get("scaleTargetRef") or {}
+        key = (ref.get("kind") or RUNNER_DEPLOYMENT, metadata.get("namespace"), ref.get("name"))
+        target = by_key.get(key)
+        if target is None:
+            continue
+        try:
+            joined.append(ScaleTarget.from_objects(hra, target))
+        except ValueError as error:  # pydantic's ValidationError included
+            log.warning(
+                "skipping an autoscaler the webhook cannot use",
+                extra={
+                    "autoscaler": f"{metadata.get('namespace')}/{metadata.get('name')}",
+                    "detail": str(error)[:300],
+                },
+            )
+    return joined
