@@ -228,7 +228,7 @@ def _samples() -> list[tuple[str, dict[str, Any]]]:
 
 def test_samples_cover_the_parents() -> None:
     kinds = {sample["kind"] for _, sample in _samples()}
-    assert {"Runner", "RunnerReplicaSet", "RunnerDeployment"} <= kinds
+    assert {"Runner", "RunnerReplicaSet", "RunnerDeployment", "HorizontalRunnerAutoscaler"} <= kinds
 
 
 @pytest.mark.parametrize(
@@ -247,7 +247,7 @@ def test_samples_validate_against_our_crds(file: str, sample: dict[str, Any]) ->
 
 
 def test_samples_are_the_documented_shapes() -> None:
-    for _, sample in _samples():
+    for file, sample in _samples():
         kind = sample["kind"]
         if kind == "Runner":
             assert Runner.model_validate(sample).spec.organization
@@ -255,11 +255,22 @@ def test_samples_are_the_documented_shapes() -> None:
             replica_set = RunnerReplicaSet.model_validate(sample)
             assert replica_set.spec.replicas == 2
             assert replica_set.spec.template.spec.repository
-        elif kind == "RunnerDeployment":
+        elif kind == "RunnerDeployment" and file == "runnerdeployment.yaml":
             deployment = RunnerDeployment.model_validate(sample)
             assert deployment.spec.replicas == 2
             assert deployment.spec.template.spec.organization
             assert deployment.spec.template.spec.labels
+        elif kind == "RunnerDeployment":  # sized by the HRA next to it
+            deployment = RunnerDeployment.model_validate(sample)
+            assert deployment.spec.replicas is None
+            assert deployment.spec.template.spec.ephemeral
+        elif kind == "HorizontalRunnerAutoscaler":
+            hra = HorizontalRunnerAutoscaler.model_validate(sample)
+            assert hra.spec.scale_target_ref is not None
+            targets = [s for _, s in _samples() if s["kind"] == "RunnerDeployment"]
+            assert hra.spec.scale_target_ref.name in {t["metadata"]["name"] for t in targets}
+            assert hra.spec.min_replicas == 0
+            assert len(hra.spec.scale_up_triggers) == 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -506,3 +517,32 @@ def test_build_context_has_what_the_build_copies() -> None:
     ignore = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
     for kept in ("pyproject.toml", "README.md", "hooks/"):
         assert f"!{kept}" in ignore
+
+
+def test_the_webhook_receiver_has_the_minimal_rbac_and_its_own_service() -> None:
+    (role,) = _of_kind("ClusterRole")
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert granted == {
+        ("actions.summerwind.dev", "horizontalrunnerautoscalers", "list"),
+        ("actions.summerwind.dev", "runnerdeployments", "list"),
+        ("actions.summerwind.dev", "runnersets", "list"),
+        ("arc-hooks.dev", "capacityreservations", "get"),
+        ("arc-hooks.dev", "capacityreservations", "create"),
+        ("arc-hooks.dev", "capacityreservations", "patch"),
+    }
+    (binding,) = _of_kind("ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    (subject,) = binding["subjects"]
+    deployment = _one("Deployment", "arc-hooks-webhook")
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == subject["name"]
+    service = _one("Service", "arc-hooks-webhook")
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    # The hook server itself writes nothing: no token mounted.
+    hooks = _one("Deployment", "arc-hooks")
+    assert hooks["spec"]["template"]["spec"]["automountServiceAccountToken"] is False

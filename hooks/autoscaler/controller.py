@@ -309,7 +309,7 @@ class _Sync:
                     summary if summary is not None else previous.scheduled_overrides_summary
                 ),
                 "observed_generation": self.hra.metadata.generation or None,
-                "newest_reservation_time": self._newest_reservation_time(reservations),
+                "newest_reservation_time": self._newest_reservation_time(reservations, decision),
                 "reserved_replicas": decision.reservations.reserved,
                 "conditions": merge_conditions(
                     previous.conditions,
@@ -320,9 +320,17 @@ class _Sync:
         )
         return status.to_wire()
 
-    def _newest_reservation_time(self, reservations: Sequence[Reservation]) -> str | None:
-        """Moves forward only: a completed job does not make the target's effectiveTime older."""
+    def _newest_reservation_time(
+        self, reservations: Sequence[Reservation], decision: Decision
+    ) -> str | None:
+        """When capacity was last reserved: the newest effective time, or the newest start of
+        a reservation that waited beyond maxReplicas (ARC only looks at effective times, so
+        a job that waited got no new ephemeral runner for up to 10 minutes, ARC #1180's
+        recreation delay). Moves forward only: a completed job does not make it older."""
         times = [r.effective_time for r in reservations]
+        times += [r.started_at for r in reservations if r.started_at is not None]
+        if decision.reservations.started:
+            times.append(self.now)
         recorded = self.previous.newest_reservation_time
         if recorded:
             times.append(parse_time(recorded))

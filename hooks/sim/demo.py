@@ -13,48 +13,44 @@ from hooks.sim.world import World
 DEMO_SCENARIO = """
 name: demo
 seed: 42
-duration: 45m
+duration: 60m
 hookReplicas: 2
 settings: {UNREGISTRATION_RETRY_DELAY: 30}
 cluster: {nodes: 3, startDelay: 8s}
+webhooks: {lossRate: 0.05, duplicateRate: 0.05, delay: 1s}
 objects:
-"""
-
-_RUNNERS = [
-    ("ephemeral-1", "ephemeral: true"),
-    ("ephemeral-2", "ephemeral: true"),
-    ("ephemeral-3", "ephemeral: true"),
-    ("ephemeral-4", "ephemeral: true"),
-    ("static-1", "ephemeral: false"),
-    ("static-2", "ephemeral: false"),
-]
-
-_TAIL = """
+  # Ephemeral organization runners, scaled from zero by workflow_job webhooks, as in ARC's
+  # autoscaling documentation.
+  - apiVersion: actions.summerwind.dev/v1alpha1
+    kind: RunnerDeployment
+    metadata: {name: octo-runners, namespace: default}
+    spec:
+      template:
+        spec: {organization: octo-org, labels: [linux], ephemeral: true}
+  - apiVersion: actions.summerwind.dev/v1alpha1
+    kind: HorizontalRunnerAutoscaler
+    metadata: {name: octo-runners, namespace: default}
+    spec:
+      scaleTargetRef: {kind: RunnerDeployment, name: octo-runners}
+      minReplicas: 0
+      maxReplicas: 12
+      scaleUpTriggers:
+        - githubEvent: {workflowJob: {}}
+          duration: 30m
 timeline:
-  # A busy static runner is deleted: it is unregistered only once its job is done.
-  - {at: 20m, delete: {kind: Runner, namespace: default, name: static-1}}
-  # A busy ephemeral runner is deleted: its job finishes, then it goes.
-  - {at: 25m, delete: {kind: Runner, namespace: default, name: ephemeral-1}}
   # One hook replica answers with errors for five minutes.
-  - {at: 30m, hookOutage: {replica: 0, duration: 5m, mode: error}}
+  - {at: 20m, hookOutage: {replica: 0, duration: 5m, mode: error}}
 jobs:
-  - {repository: octo-org/app, labels: [self-hosted, linux], count: 60, start: 1m, every: 40s,
+  - {repository: octo-org/app, labels: [self-hosted, linux], count: 30, start: 2m, every: 10s,
+     duration: 4m}
+  - {repository: octo-org/api, labels: [self-hosted, linux], count: 20, start: 30m, every: 5s,
      duration: 3m}
-  - {repository: octo-org/api, labels: [self-hosted, linux], count: 6, start: 19m, every: 10s,
-     duration: 8m}
 teardown: true
 """
 
 
 def demo_scenario() -> Scenario:
-    objects = "".join(
-        "  - apiVersion: actions.summerwind.dev/v1alpha1\n"
-        "    kind: Runner\n"
-        f"    metadata: {{name: {name}, namespace: default}}\n"
-        f"    spec: {{organization: octo-org, labels: [linux], {flags}}}\n"
-        for name, flags in _RUNNERS
-    )
-    return load_scenario(DEMO_SCENARIO + objects + _TAIL)
+    return load_scenario(DEMO_SCENARIO)
 
 
 class ProgressLine:
@@ -94,8 +90,14 @@ def describe(world: World, minutes: int) -> str:
     jobs = world.github.job_summary()
     api_calls = len(world.github.requests)
     hook_calls = sum(world.emulator.hook_calls.values())
+    desired = reserved = 0
+    for hra in world.store.list_objects("HorizontalRunnerAutoscaler"):
+        status = hra.get("status") or {}
+        desired += int(status.get("desiredReplicas") or 0)
+        reserved += int(status.get("reservedReplicas") or 0)
     return (
-        f"t={minutes:3d}m  runner pods {pods:2d} (busy {states['busy']}, idle {states['idle']}, "
+        f"t={minutes:3d}m  HRA desired {desired:2d} (reserved {reserved:2d})  "
+        f"runner pods {pods:2d} (busy {states['busy']}, idle {states['idle']}, "
         f"offline {states['offline']})  jobs: {jobs.waiting} queued, {jobs.in_progress} running, "
         f"{jobs.completed} done, {jobs.interrupted} interrupted  "
         f"GitHub API {api_calls}  hook calls {hook_calls}"
@@ -105,8 +107,9 @@ def describe(world: World, minutes: int) -> str:
 def run_demo(out: TextIO = sys.stdout) -> Summary:
     scenario = demo_scenario()
     out.write(
-        f"arc-hooks demo: {len(_RUNNERS)} Runners (4 ephemeral, 2 static) in organization "
-        "octo-org, 66 jobs, a busy static and a busy ephemeral runner deleted mid-job,\n"
+        "arc-hooks demo: a RunnerDeployment of ephemeral runners in organization octo-org,\n"
+        "scaled from zero by a HorizontalRunnerAutoscaler on workflow_job webhooks (5% lost,\n"
+        "5% duplicated): two bursts of jobs (30, then 20), back to zero between and after,\n"
         "one hook replica failing for 5 minutes, then teardown. Virtual time; a few seconds.\n\n"
     )
     world = World(scenario)
