@@ -649,7 +649,7 @@ def test_spec_and_object_reservations_add_up_and_expire() -> None:
     )
 
     assert decision.desired_replicas == 4  # min 1 + 2 + 1
-    assert decision.reservations.expired == ("capacityReservations[1]",)
+    assert decision.reservations.expired == ("spec.capacityReservations[1]",)
     assert decision.next_change_at == NOW + timedelta(minutes=9)
 
 

@@ -137,7 +137,7 @@ def test_spec_reservations_count_from_their_effective_time() -> None:
 
     assert [(r.name, r.replicas, r.started_at) for r in reservations] == [
         ("r", 2, NOW - MINUTE),
-        ("capacityReservations[1]", 1, NOW + MINUTE),
+        ("spec.capacityReservations[1]", 1, NOW + MINUTE),
     ]
     assert count_reservations(reservations, 1, NOW).reserved == 3
 

@@ -231,6 +231,13 @@ class _Sync:
             return self._unchanged("GitHubError", str(error))
         except AutoscalingError as error:
             return self._unchanged("RunnerAutoscalingFailure", str(error))
+        except OverflowError:
+            # Values the schema allows but time arithmetic cannot hold (e.g. a delay of 10^14
+            # seconds, a factor of 1e308): an answer that cannot be computed, not a crash.
+            return self._unchanged(
+                "RunnerAutoscalingFailure",
+                "a duration, time or scaling factor in the spec is too large to compute with",
+            )
         if self.deps.observe is not None:
             self.deps.observe(
                 AutoscalerObservation(

@@ -108,7 +108,9 @@ def reservations_from_spec(spec_reservations: Sequence[CapacityReservation]) -> 
         )
         reservations.append(
             Reservation(
-                name=given.name or f"capacityReservations[{index}]",
+                # Never a valid object name, so it cannot be mistaken for a reservation object.
+                name=f"spec.capacityReservations[{index}]"
+                + (f" ({given.name})" if given.name else ""),
                 effective_time=effective,
                 expiration_time=expiration,
                 replicas=given.replicas or 0,

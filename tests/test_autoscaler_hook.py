@@ -1,0 +1,896 @@
+"""The HorizontalRunnerAutoscaler hook over HTTP, with Metacontroller v2 requests.
+
+`Cluster` plays Metacontroller for one HRA: it sends the parent, its CapacityReservation
+children and the related scale target and Runners as Metacontroller groups them, and applies
+the answer (status replaced, children replaced by the desired ones). The decision tables of
+`hooks.autoscaler` are tested on their own; these tests are about the hook layer: what goes
+into status, which children stay, when the hook asks to be called again, and how failures
+surface (a condition, never a 500).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from starlette.testclient import TestClient
+
+from hooks.app import create_app
+from hooks.clock import ManualClock, format_time
+from hooks.github.port import WorkflowJob, WorkflowRun
+from hooks.settings import Settings
+from tests.in_memory_github import InMemoryGitHub, rate_limited
+
+API = "actions.summerwind.dev/v1alpha1"
+RESERVATION_API = "arc-hooks.dev/v1alpha1"
+RESERVATIONS = f"CapacityReservation.{RESERVATION_API}"
+DEPLOYMENTS = f"RunnerDeployment.{API}"
+RUNNERS = f"Runner.{API}"
+SYNC = "/sync/horizontalrunnerautoscaler"
+CUSTOMIZE = "/customize/horizontalrunnerautoscaler"
+
+NAMESPACE = "default"
+HRA_NAME = "example-runner-deployment-autoscaler"
+TARGET = "example-runner-deployment"
+HRA_UID = "hra-uid-1"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)  # the clock's start
+LIFETIME = timedelta(minutes=30)  # the trigger's `duration: 30m`
+
+GITHUB_TOKEN = "ghp_" + "T0kenNeverShown" * 2 + "abcdef"
+WEBHOOK_SECRET = "webhook-secret-never-shown"
+SECRETS = (GITHUB_TOKEN, WEBHOOK_SECRET)
+
+CONTROLLER = yaml.safe_load(
+    (
+        Path(__file__).parent.parent
+        / "metacontroller"
+        / "horizontalrunnerautoscaler-controller.yaml"
+    ).read_text()
+)
+# ARC's docs: "Example: autoscaling on workflow_job webhook events only".
+WEBHOOK_ONLY_SPEC: dict[str, Any] = {
+    "minReplicas": 0,
+    "maxReplicas": 10,
+    "scaleTargetRef": {"kind": "RunnerDeployment", "name": TARGET},
+    "scaleUpTriggers": [{"githubEvent": {"workflowJob": {}}, "duration": "30m"}],
+}
+# ARC's docs: the PercentageRunnersBusy example.
+BUSY_METRIC = {
+    "type": "PercentageRunnersBusy",
+    "scaleUpThreshold": "0.75",
+    "scaleDownThreshold": "0.25",
+    "scaleUpFactor": "2",
+    "scaleDownFactor": "0.5",
+}
+
+
+# ------------------------------------------------------------------ objects
+
+
+def autoscaler(status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    hra: dict[str, Any] = {
+        "apiVersion": API,
+        "kind": "HorizontalRunnerAutoscaler",
+        "metadata": {
+            "name": HRA_NAME,
+            "namespace": NAMESPACE,
+            "uid": HRA_UID,
+            "generation": 3,
+            "resourceVersion": "41",
+        },
+        "spec": {**copy.deepcopy(WEBHOOK_ONLY_SPEC), **spec},
+    }
+    if status is not None:
+        hra["status"] = status
+    return hra
+
+
+def deployment(
+    name: str = TARGET, namespace: str = NAMESPACE, **runner_spec: Any
+) -> dict[str, Any]:
+    spec = runner_spec or {"repository": "example/myrepo", "labels": ["linux"]}
+    return {
+        "apiVersion": API,
+        "kind": "RunnerDeployment",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"rd-uid-{name}"},
+        "spec": {"replicas": 1, "template": {"spec": spec}},
+    }
+
+
+def runner(name: str, busy: object) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "Runner",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {"runner-deployment-name": TARGET},
+        },
+        "spec": {"repository": "example/myrepo"},
+        "status": {"phase": "Running", "runnerId": 7, "busy": busy},
+    }
+
+
+def reservation(
+    name: str,
+    effective: datetime,
+    *,
+    started: datetime | None = None,
+    completed: datetime | None = None,
+    lifetime: timedelta = LIFETIME,
+) -> dict[str, Any]:
+    """A CapacityReservation as the webhook receiver writes it (and the HRA hook updates it)."""
+    spec: dict[str, Any] = {
+        "effectiveTime": format_time(effective),
+        "expirationTime": format_time(effective + lifetime),
+        "replicas": 1,
+        "job": {"id": int(name.removeprefix("job-")), "repository": "example/myrepo"},
+    }
+    if started is not None:
+        spec["startTime"] = format_time(started)
+    if completed is not None:
+        spec["completionTime"] = format_time(completed)
+    return {
+        "apiVersion": RESERVATION_API,
+        "kind": "CapacityReservation",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "uid": f"uid-{name}",
+            "labels": {"controller-uid": HRA_UID},
+            "ownerReferences": [
+                {
+                    "apiVersion": API,
+                    "kind": "HorizontalRunnerAutoscaler",
+                    "name": HRA_NAME,
+                    "uid": HRA_UID,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": spec,
+    }
+
+
+# ------------------------------------------------------------------ Metacontroller's side
+
+
+def post(client: TestClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    response = client.post(path, json=body)
+    assert response.status_code == 200, response.text
+    for secret in SECRETS:
+        assert secret not in response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+@dataclass
+class Cluster:
+    client: TestClient
+    clock: ManualClock
+    hra: dict[str, Any]
+    related: list[dict[str, Any]] = field(default_factory=lambda: [deployment()])
+    reservations: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, *objects: dict[str, Any]) -> None:
+        for obj in objects:
+            self.reservations[obj["metadata"]["name"]] = obj
+
+    def request(self) -> dict[str, Any]:
+        related: dict[str, dict[str, Any]] = {DEPLOYMENTS: {}, RUNNERS: {}}
+        for obj in self.related:
+            group = f"{obj['kind']}.{obj['apiVersion']}"
+            key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+            related.setdefault(group, {})[key] = copy.deepcopy(obj)
+        children = {f"{NAMESPACE}/{name}": obj for name, obj in self.reservations.items()}
+        return {
+            "controller": CONTROLLER,
+            "parent": copy.deepcopy(self.hra),
+            "children": {RESERVATIONS: copy.deepcopy(children)},
+            "related": related,
+        }
+
+    def sync(self) -> dict[str, Any]:
+        answer = post(self.client, SYNC, self.request())
+        self.hra["status"] = answer["status"]
+        self.reservations = {c["metadata"]["name"]: c for c in answer["children"]}
+        return answer
+
+    def complete(self, name: str) -> None:
+        """What the receiver does on the job's `completed` delivery."""
+        self.reservations[name]["spec"]["completionTime"] = format_time(self.clock.now())
+
+    def start_times(self) -> dict[str, str | None]:
+        return {name: r["spec"].get("startTime") for name, r in sorted(self.reservations.items())}
+
+
+def condition(answer: dict[str, Any], kind: str = "ScalingActive") -> dict[str, Any]:
+    found: list[dict[str, Any]] = [
+        c for c in answer["status"].get("conditions", []) if c["type"] == kind
+    ]
+    assert len(found) == 1, answer["status"]
+    return found[0]
+
+
+def failed_condition(answer: dict[str, Any]) -> dict[str, Any]:
+    found: list[dict[str, Any]] = [
+        c for c in answer["status"].get("conditions", []) if c["status"] == "False"
+    ]
+    assert len(found) == 1, answer["status"]
+    return found[0]
+
+
+def child_names(answer: dict[str, Any]) -> list[str]:
+    return sorted(child["metadata"]["name"] for child in answer["children"])
+
+
+def ago(clock: ManualClock, seconds: float) -> datetime:
+    return clock.now() - timedelta(seconds=seconds)
+
+
+# ------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(T0)
+
+
+@pytest.fixture
+def github(clock: ManualClock) -> InMemoryGitHub:
+    return InMemoryGitHub(clock)
+
+
+def settings() -> Settings:
+    return Settings.model_validate(
+        {"GITHUB_TOKEN": GITHUB_TOKEN, "GITHUB_WEBHOOK_SECRET_TOKEN": WEBHOOK_SECRET}
+    )
+
+
+@pytest.fixture
+def client(github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
+    with TestClient(create_app(settings(), github=github, clock=clock)) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def cluster(client: TestClient, clock: ManualClock) -> Cluster:
+    return Cluster(client, clock, autoscaler())
+
+
+# ------------------------------------------------------------------ reservations
+
+
+def test_webhook_only_hra_counts_its_active_reservations(
+    cluster: Cluster, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    cluster.add(
+        reservation("job-1", ago(clock, 60)),
+        reservation("job-2", ago(clock, 30)),
+        reservation("job-3", clock.now()),
+    )
+
+    answer = cluster.sync()
+
+    status = answer["status"]
+    assert status["desiredReplicas"] == 3
+    assert status["reservedReplicas"] == 3
+    assert status["newestReservationTime"] == format_time(clock.now())
+    assert status["lastSuccessfulScaleOutTime"] == format_time(clock.now())
+    assert status["observedGeneration"] == 3
+    assert condition(answer)["status"] == "True"
+    assert child_names(answer) == ["job-1", "job-2", "job-3"]
+    # In place from the first sync: their lifetime starts now, recorded once.
+    now = format_time(clock.now())
+    assert cluster.start_times() == {"job-1": now, "job-2": now, "job-3": now}
+    assert answer["resyncAfterSeconds"] == 60
+    assert github.calls == []  # webhook-only: no metric, no GitHub call
+
+    clock.advance(120)
+    assert cluster.sync()["status"]["desiredReplicas"] == 3
+    assert cluster.start_times() == {"job-1": now, "job-2": now, "job-3": now}
+
+
+def test_no_reservations_gives_min_replicas(cluster: Cluster) -> None:
+    answer = cluster.sync()
+
+    assert answer["status"]["desiredReplicas"] == 0
+    assert answer["status"]["reservedReplicas"] == 0
+    assert answer["children"] == []
+
+
+@pytest.mark.parametrize(
+    ("started_seconds_ago", "kept"),
+    [
+        (30 * 60 + 60, False),  # expired a minute ago
+        (30 * 60, False),  # expires exactly now: no longer counts (ARC's ExpirationTime.After)
+        (30 * 60 - 1, True),
+    ],
+)
+def test_expired_reservations_are_left_out_of_the_children(
+    cluster: Cluster, clock: ManualClock, started_seconds_ago: int, kept: bool
+) -> None:
+    started = ago(clock, started_seconds_ago)
+    cluster.add(
+        reservation("job-1", started, started=started),
+        reservation("job-2", clock.now(), started=clock.now()),
+    )
+
+    answer = cluster.sync()
+
+    assert child_names(answer) == (["job-1", "job-2"] if kept else ["job-2"])
+    assert answer["status"]["desiredReplicas"] == (2 if kept else 1)
+
+
+def test_completed_reservations_do_not_count_but_stay_until_their_expiry(
+    cluster: Cluster, clock: ManualClock
+) -> None:
+    effective = ago(clock, 20 * 60)
+    cluster.add(
+        reservation("job-1", effective, started=effective, completed=ago(clock, 60)),
+        reservation("job-2", clock.now(), started=clock.now()),
+    )
+
+    answer = cluster.sync()
+
+    assert child_names(answer) == ["job-1", "job-2"]
+    assert answer["status"]["desiredReplicas"] == 1
+    assert answer["status"]["reservedReplicas"] == 1
+
+    clock.advance(10 * 60)  # job-1's expirationTime
+    assert child_names(cluster.sync()) == ["job-2"]
+
+
+def test_a_waiting_reservation_starts_only_when_it_gets_room(
+    client: TestClient, clock: ManualClock
+) -> None:
+    cluster = Cluster(client, clock, autoscaler(maxReplicas=2))
+    queued_at = clock.now()
+    cluster.add(
+        reservation("job-1", queued_at),
+        reservation("job-2", queued_at + timedelta(seconds=1)),
+        reservation("job-3", queued_at + timedelta(seconds=2)),
+    )
+
+    first = cluster.sync()
+    assert first["status"]["desiredReplicas"] == 2
+    assert first["status"]["reservedReplicas"] == 3  # the waiting one is counted, capped
+    at_first = format_time(clock.now())
+    assert cluster.start_times() == {"job-1": at_first, "job-2": at_first, "job-3": None}
+
+    clock.advance(10 * 60)
+    cluster.complete("job-1")
+    clock.advance(1)
+    after = cluster.sync()
+
+    assert child_names(after) == ["job-1", "job-2", "job-3"]  # job-1 kept, completed
+    assert cluster.start_times() == {
+        "job-1": at_first,
+        "job-2": at_first,
+        "job-3": format_time(clock.now()),
+    }
+    assert after["status"]["desiredReplicas"] == 2
+    assert after["status"]["reservedReplicas"] == 2
+
+
+def test_a_waiting_reservation_outlives_its_expiration_time(
+    client: TestClient, clock: ManualClock
+) -> None:
+    cluster = Cluster(client, clock, autoscaler(maxReplicas=2))
+    queued_at = clock.now()
+    cluster.add(
+        reservation("job-1", queued_at),
+        reservation("job-2", queued_at),
+        reservation("job-3", queued_at + timedelta(seconds=2)),
+    )
+    cluster.sync()
+
+    clock.advance(45 * 60)  # job-3's expirationTime has passed while it waited
+    after = cluster.sync()
+
+    assert child_names(after) == ["job-3"]  # job-1 and job-2 expired: job-3 gets room
+    assert cluster.start_times() == {"job-3": format_time(clock.now())}
+    assert after["status"]["desiredReplicas"] == 1
+    job_3 = cluster.reservations["job-3"]["spec"]
+    assert job_3["expirationTime"] == format_time(queued_at + timedelta(seconds=2) + LIFETIME)
+
+
+def test_a_waiting_reservation_gets_no_start_time_while_the_others_hold_the_room(
+    client: TestClient, clock: ManualClock
+) -> None:
+    cluster = Cluster(client, clock, autoscaler(maxReplicas=1))
+    cluster.add(reservation("job-1", clock.now()), reservation("job-2", clock.now()))
+
+    for _ in range(3):
+        cluster.sync()
+        clock.advance(5 * 60)
+
+    assert cluster.start_times()["job-2"] is None
+    cluster.complete("job-1")
+    cluster.sync()
+    assert cluster.start_times()["job-2"] == format_time(clock.now())
+
+
+@pytest.mark.parametrize(
+    ("children", "spec", "resync"),
+    [
+        pytest.param([], {}, 60, id="nothing-pending"),
+        pytest.param(
+            [reservation("job-1", T0 - timedelta(minutes=29, seconds=30))],
+            {},
+            60,  # not started before this sync: its lifetime starts now
+            id="unstarted-reservation",
+        ),
+        pytest.param(
+            [
+                reservation(
+                    "job-1",
+                    T0 - timedelta(minutes=29, seconds=30),
+                    started=T0 - timedelta(minutes=29, seconds=30),
+                )
+            ],
+            {},
+            30,
+            id="reservation-expiry",
+        ),
+        pytest.param(
+            [
+                reservation(
+                    "job-1",
+                    T0 - timedelta(minutes=29, seconds=15),
+                    started=T0 - timedelta(minutes=20),
+                    completed=T0 - timedelta(minutes=10),
+                )
+            ],
+            {},
+            45,
+            id="completed-reservation-expiry",
+        ),
+        pytest.param(
+            [],
+            {
+                "scheduledOverrides": [
+                    {
+                        "startTime": "2026-01-01T00:00:20Z",
+                        "endTime": "2026-01-01T01:00:00Z",
+                        "minReplicas": 2,
+                    }
+                ]
+            },
+            20,
+            id="override-start",
+        ),
+        pytest.param(
+            [],
+            {
+                "scheduledOverrides": [
+                    {
+                        "startTime": "2025-12-31T23:00:00Z",
+                        "endTime": "2026-01-01T00:00:40Z",
+                        "minReplicas": 2,
+                    }
+                ]
+            },
+            40,
+            id="override-end",
+        ),
+        pytest.param(
+            [],
+            {
+                "scheduledOverrides": [
+                    {
+                        "startTime": "2026-01-01T00:05:00Z",
+                        "endTime": "2026-01-01T01:00:00Z",
+                        "minReplicas": 2,
+                    }
+                ]
+            },
+            60,
+            id="override-beyond-the-sync-period",
+        ),
+    ],
+)
+def test_resync_after_the_next_change_or_the_sync_period(
+    client: TestClient,
+    clock: ManualClock,
+    children: list[dict[str, Any]],
+    spec: dict[str, Any],
+    resync: int,
+) -> None:
+    cluster = Cluster(client, clock, autoscaler(**spec))
+    cluster.add(*children)
+
+    assert cluster.sync()["resyncAfterSeconds"] == resync
+
+
+# ------------------------------------------------------------------ failures: never a 500
+
+
+@pytest.mark.parametrize(
+    "related",
+    [
+        pytest.param([], id="absent"),
+        pytest.param([deployment(namespace="elsewhere")], id="other-namespace"),
+        pytest.param([deployment(name="another-deployment")], id="other-name"),
+    ],
+)
+def test_scale_target_missing_keeps_the_answer_and_the_children(
+    client: TestClient, clock: ManualClock, related: list[dict[str, Any]]
+) -> None:
+    previous = {"desiredReplicas": 4, "reservedReplicas": 4}
+    cluster = Cluster(client, clock, autoscaler(status=previous), related=related)
+    long_ago = ago(clock, 3600)
+    expired = reservation("job-1", long_ago, started=long_ago)
+    unstarted = reservation("job-2", clock.now())
+    cluster.add(expired, unstarted)
+
+    answer = cluster.sync()
+
+    assert answer["status"]["desiredReplicas"] == 4
+    assert answer["status"]["reservedReplicas"] == 4
+    scaling = condition(answer)
+    assert (scaling["status"], scaling["reason"]) == ("False", "ScaleTargetNotFound")
+    assert scaling["message"] == f"RunnerDeployment {NAMESPACE}/{TARGET} not found"
+    assert [child["spec"] for child in answer["children"]] == [
+        expired["spec"],
+        unstarted["spec"],
+    ]
+    assert answer["resyncAfterSeconds"] == 60
+
+
+def test_missing_max_replicas_gives_arcs_error_and_keeps_the_children(
+    client: TestClient, clock: ManualClock
+) -> None:
+    hra = autoscaler(status={"desiredReplicas": 2})
+    del hra["spec"]["maxReplicas"]
+    cluster = Cluster(client, clock, hra)
+    cluster.add(reservation("job-1", clock.now()))
+
+    answer = cluster.sync()
+
+    scaling = condition(answer)
+    assert (scaling["status"], scaling["reason"]) == ("False", "RunnerAutoscalingFailure")
+    assert scaling["message"] == (
+        f"horizontalrunnerautoscaler {NAMESPACE}/{HRA_NAME} is missing maxReplicas"
+    )
+    assert answer["status"]["desiredReplicas"] == 2
+    assert child_names(answer) == ["job-1"]
+    assert "startTime" not in answer["children"][0]["spec"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "status", "fragment"),
+    [
+        ({"minReplicas": "two"}, None, "spec.minReplicas"),
+        ({"scaleDownDelaySecondsAfterScaleOut": "10m"}, None, "scaleDownDelaySecondsAfterScaleOut"),
+        ({"metrics": {"type": "PercentageRunnersBusy"}}, None, "spec.metrics"),
+        ({"scaleTargetRef": {"kind": "Deployment", "name": TARGET}}, None, "'Deployment'"),
+        ({"scaleTargetRef": {}}, None, "spec.scaleTargetRef.name is required"),
+        (
+            {"metrics": [{**BUSY_METRIC, "scaleUpThreshold": "high"}]},
+            None,
+            "scaleUpThreshold cannot be parsed into a float64",
+        ),
+        (
+            {"metrics": [{"type": "CPU"}]},
+            None,
+            'unsupported metric type "CPU"',
+        ),
+        (
+            {
+                "scheduledOverrides": [
+                    {"startTime": "tomorrow", "endTime": "2026-01-02T00:00:00Z", "minReplicas": 1}
+                ]
+            },
+            None,
+            "'tomorrow' is not an RFC 3339 time",
+        ),
+        (
+            {"capacityReservations": [{"expirationTime": "soon", "replicas": 1}]},
+            None,
+            "spec.capacityReservations[0].expirationTime",
+        ),
+        (
+            {},
+            {"desiredReplicas": 2, "lastSuccessfulScaleOutTime": "yesterday"},
+            "status.lastSuccessfulScaleOutTime",
+        ),
+        ({}, {"desiredReplicas": "many"}, "status.desiredReplicas"),
+    ],
+)
+def test_an_unusable_hra_gets_a_condition_not_a_500(
+    client: TestClient,
+    clock: ManualClock,
+    spec: dict[str, Any],
+    status: dict[str, Any] | None,
+    fragment: str,
+) -> None:
+    cluster = Cluster(client, clock, autoscaler(status=status, **spec))
+    cluster.add(reservation("job-1", clock.now()))
+
+    answer = cluster.sync()  # asserts a 200
+
+    assert fragment in failed_condition(answer)["message"]
+    assert child_names(answer) == ["job-1"]
+    assert "startTime" not in answer["children"][0]["spec"]
+
+
+def _overflowing_reservation() -> dict[str, Any]:
+    obj = reservation("job-1", T0)
+    obj["spec"]["effectiveTime"] = "0001-01-01T00:00:00Z"
+    obj["spec"]["expirationTime"] = "9999-12-31T23:59:59Z"
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("spec", "status", "children"),
+    [
+        pytest.param(
+            {"scaleDownDelaySecondsAfterScaleOut": 10**14},  # an int64, as the CRD allows
+            None,
+            [],
+            id="scale-down-delay-beyond-timedelta",
+        ),
+        pytest.param(
+            {"metrics": [{**BUSY_METRIC, "scaleUpThreshold": "0", "scaleUpFactor": "1e308"}]},
+            {"desiredReplicas": 2},
+            [],
+            id="scale-up-factor-overflowing",
+        ),
+        pytest.param(
+            {},
+            None,
+            [_overflowing_reservation()],
+            id="reservation-lifetime-beyond-datetime",
+        ),
+    ],
+)
+def test_extreme_but_valid_values_get_an_answer_not_a_500(
+    client: TestClient,
+    clock: ManualClock,
+    spec: dict[str, Any],
+    status: dict[str, Any] | None,
+    children: list[dict[str, Any]],
+) -> None:
+    cluster = Cluster(client, clock, autoscaler(status=status, **spec))
+    cluster.add(*children)
+
+    response = client.post(SYNC, json=cluster.request())
+
+    assert response.status_code == 200, response.text
+    (condition,) = [
+        c for c in response.json()["status"]["conditions"] if c["type"] == "ScalingActive"
+    ]
+    assert (condition["status"], condition["reason"]) == ("False", "RunnerAutoscalingFailure")
+
+
+def test_a_rate_limited_github_keeps_the_answer_and_retries_after_the_reset(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    metric = {"type": "TotalNumberOfQueuedAndInProgressWorkflowRuns"}
+    hra = autoscaler(status={"desiredReplicas": 3}, metrics=[metric])
+    cluster = Cluster(client, clock, hra)
+    cluster.add(reservation("job-1", clock.now()))
+
+    def limited(repository: str, status: str) -> list[WorkflowRun]:
+        github.calls.append(("list_workflow_runs", repository))
+        raise rate_limited(120)
+
+    github.list_workflow_runs = limited  # type: ignore[method-assign]
+
+    answer = cluster.sync()
+
+    assert github.count("list_workflow_runs") == 1
+    scaling = condition(answer)
+    assert (scaling["status"], scaling["reason"]) == ("False", "GitHubRateLimited")
+    assert "rate limit" in scaling["message"]
+    assert answer["resyncAfterSeconds"] == 120
+    assert answer["status"]["desiredReplicas"] == 3
+    assert child_names(answer) == ["job-1"]
+
+
+# ------------------------------------------------------------------ pull metrics
+
+
+@pytest.mark.parametrize(
+    ("busy", "desired"),
+    [
+        ([True, True, True, False], 8),  # 75% busy: scale up by the factor 2
+        ([True, True, False, False], 4),  # between the thresholds: stay
+        ([True, False, False, False], 4),  # 25% is not below the scale-down threshold
+        ([False, False, False, False], 2),  # scale down by the factor 0.5
+        (["true", "yes", 1, None], 2),  # only a JSON true is busy
+    ],
+)
+def test_percentage_runners_busy_reads_the_related_runners_not_github(
+    client: TestClient,
+    clock: ManualClock,
+    github: InMemoryGitHub,
+    busy: list[object],
+    desired: int,
+) -> None:
+    hra = autoscaler(status={"desiredReplicas": 4}, minReplicas=1, metrics=[BUSY_METRIC])
+    del hra["spec"]["scaleUpTriggers"]
+    runners = [runner(f"{TARGET}-{index}", flag) for index, flag in enumerate(busy)]
+    cluster = Cluster(client, clock, hra, related=[deployment(), *runners])
+
+    answer = cluster.sync()
+
+    assert answer["status"]["desiredReplicas"] == desired
+    assert github.calls == []
+
+
+def test_queued_and_in_progress_runs_are_read_from_github_for_org_runners(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    metric = {
+        "type": "TotalNumberOfQueuedAndInProgressWorkflowRuns",
+        "repositoryNames": ["app", "lib"],
+    }
+    hra = autoscaler(metrics=[metric])
+    target = deployment(organization="acme", labels=["linux"])
+    github.workflow_runs[("acme/app", "queued")] = [WorkflowRun(11, "queued")]
+    github.workflow_runs[("acme/lib", "in_progress")] = [WorkflowRun(12, "in_progress")]
+    github.workflow_jobs[("acme/app", 11)] = [
+        WorkflowJob("queued", ("self-hosted", "linux"), 1),
+        WorkflowJob("queued", ("self-hosted", "gpu"), 2),  # not for these runners
+    ]
+    github.workflow_jobs[("acme/lib", 12)] = [WorkflowJob("in_progress", ("linux",), 3)]
+    cluster = Cluster(client, clock, hra, related=[target])
+    cluster.add(reservation("job-1", clock.now()))
+
+    answer = cluster.sync()
+
+    assert answer["status"]["desiredReplicas"] == 3  # 1 queued + 1 in progress + 1 reserved
+    assert sorted(github.calls) == sorted(
+        [
+            ("list_workflow_runs", "acme/app"),
+            ("list_workflow_runs", "acme/app"),
+            ("list_workflow_runs", "acme/lib"),
+            ("list_workflow_runs", "acme/lib"),
+            ("list_workflow_jobs", "acme/app"),
+            ("list_workflow_jobs", "acme/lib"),
+        ]
+    )
+
+
+def test_org_runners_without_repository_names_get_arcs_error_and_no_github_call(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    hra = autoscaler(metrics=[{"type": "TotalNumberOfQueuedAndInProgressWorkflowRuns"}])
+    cluster = Cluster(client, clock, hra, related=[deployment(organization="acme")])
+
+    answer = cluster.sync()
+
+    assert "repositoryNames is required" in failed_condition(answer)["message"]
+    assert github.calls == []
+
+
+# ------------------------------------------------------------------ scale-down delay
+
+
+def test_the_scale_down_delay_holds_the_answer_and_only_scale_out_is_recorded(
+    client: TestClient, clock: ManualClock
+) -> None:
+    cluster = Cluster(client, clock, autoscaler(scaleDownDelaySecondsAfterScaleOut=90))
+    scaled_out_at = format_time(clock.now())
+    cluster.add(*(reservation(f"job-{n}", clock.now()) for n in (1, 2, 3)))
+    assert cluster.sync()["status"]["lastSuccessfulScaleOutTime"] == scaled_out_at
+
+    clock.advance(60)
+    cluster.complete("job-1")
+    cluster.complete("job-2")
+    held = cluster.sync()
+
+    assert held["status"]["desiredReplicas"] == 3
+    assert held["status"]["reservedReplicas"] == 1
+    assert held["status"]["lastSuccessfulScaleOutTime"] == scaled_out_at
+    assert condition(held)["reason"] == "ScaleDownDelay"
+    assert held["resyncAfterSeconds"] == 30  # when the delay ends
+
+    clock.advance(30)
+    released = cluster.sync()
+    assert released["status"]["desiredReplicas"] == 1
+    assert released["status"]["lastSuccessfulScaleOutTime"] == scaled_out_at
+
+    clock.advance(10)
+    cluster.add(reservation("job-4", clock.now()))
+    scaled_out = cluster.sync()
+    assert scaled_out["status"]["desiredReplicas"] == 2
+    assert scaled_out["status"]["lastSuccessfulScaleOutTime"] == format_time(clock.now())
+
+
+# ------------------------------------------------------------------ customize
+
+
+RUNNERS_RULE = {
+    "apiVersion": API,
+    "resource": "runners",
+    "labelSelector": {"matchLabels": {"runner-deployment-name": TARGET}},
+    "namespace": NAMESPACE,
+}
+
+
+@pytest.mark.parametrize(
+    ("ref", "rules"),
+    [
+        (
+            {"kind": "RunnerDeployment", "name": TARGET},
+            [
+                {
+                    "apiVersion": API,
+                    "resource": "runnerdeployments",
+                    "names": [TARGET],
+                    "namespace": NAMESPACE,
+                },
+                RUNNERS_RULE,
+            ],
+        ),
+        (
+            {"name": TARGET},  # no kind: a RunnerDeployment
+            [
+                {
+                    "apiVersion": API,
+                    "resource": "runnerdeployments",
+                    "names": [TARGET],
+                    "namespace": NAMESPACE,
+                },
+                RUNNERS_RULE,
+            ],
+        ),
+        (
+            {"kind": "RunnerSet", "name": "example-runnerset"},
+            [
+                {
+                    "apiVersion": API,
+                    "resource": "runnersets",
+                    "names": ["example-runnerset"],
+                    "namespace": NAMESPACE,
+                }
+            ],
+        ),
+        ({"kind": "RunnerDeployment"}, []),
+        ({"kind": "RunnerDeployment", "name": ""}, []),
+        ({"kind": "Deployment", "name": TARGET}, []),
+        (None, []),
+    ],
+)
+def test_customize_asks_for_the_scale_target_and_its_runners(
+    client: TestClient, ref: dict[str, Any] | None, rules: list[dict[str, Any]]
+) -> None:
+    hra = autoscaler(scaleTargetRef=ref)
+    if ref is None:
+        del hra["spec"]["scaleTargetRef"]
+
+    answer = post(client, CUSTOMIZE, {"controller": CONTROLLER, "parent": hra})
+
+    assert answer == {"relatedResources": rules}
+
+
+# ------------------------------------------------------------------ metrics
+
+
+def test_metrics_show_the_desired_replicas_after_a_sync(
+    client: TestClient, clock: ManualClock
+) -> None:
+    hra = autoscaler()
+    hra["metadata"]["name"] = "metrics-probe"  # the registry is process-wide: a name of its own
+    cluster = Cluster(client, clock, hra)
+    cluster.add(reservation("job-1", clock.now()), reservation("job-2", clock.now()))
+
+    cluster.sync()
+    metrics = client.get("/metrics")
+
+    assert metrics.status_code == 200
+    labels = f'{{horizontalrunnerautoscaler="metrics-probe",namespace="{NAMESPACE}"}}'
+    assert f"horizontalrunnerautoscaler_status_desired_replicas{labels} 2.0" in metrics.text
+    assert f"horizontalrunnerautoscaler_spec_max_replicas{labels} 10.0" in metrics.text
+    assert f"arc_hooks_horizontalrunnerautoscaler_reserved_replicas{labels} 2.0" in metrics.text
+    for secret in SECRETS:
+        assert secret not in metrics.text

@@ -1,0 +1,561 @@
+"""The webhook receiver against the in-process Kubernetes API (`StoreKube` over an `ObjectStore`).
+
+The store holds what a user applies: ARC's docs' webhook-driven HorizontalRunnerAutoscaler and
+its RunnerDeployment. Deliveries are GitHub's example payloads with the fields that matter set
+per test, signed as GitHub signs them. Each test checks both the answer and what was written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from hooks.autoscaler.controller import AutoscalerDeps, sync_horizontal_runner_autoscaler
+from hooks.clock import ManualClock, format_time
+from hooks.github.port import GitHubError
+from hooks.kube.port import CAPACITY_RESERVATIONS, KubeObject
+from hooks.metacontroller import CompositeHookRequest
+from hooks.sim.kube_port import StoreKube
+from hooks.sim.store import ObjectStore
+from hooks.sim.webhooks import signature_256
+from hooks.webhook import NO_TARGET_MESSAGE, GroupScope, RunnerGroup
+from hooks.webhook.receiver import Reply, WebhookReceiver
+from tests.in_memory_github import InMemoryGitHub
+
+EXAMPLES = Path(__file__).parent / "reference" / "github" / "webhooks" / "examples"
+QUEUED_EXAMPLE = json.loads((EXAMPLES / "workflow_job.queued.5.json").read_text())
+PING_BODY = (EXAMPLES / "ping.event.0.json").read_bytes()
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+SECRET = b"It's a Secret to Everybody"  # GitHub's docs' example secret
+API = "actions.summerwind.dev/v1alpha1"
+NAMESPACE = "default"
+HRA_NAME = "example-runners"
+OWNER = "octo-org"
+REPOSITORY = "octo-repo"
+JOB_ID = 289782451
+LIFETIME = timedelta(minutes=30)
+
+SCALED, UNCHANGED, IGNORED, REJECTED = "scaled", "unchanged", "ignored", "rejected"
+
+
+# ------------------------------------------------------------------ what the user applies
+
+
+def autoscaler(name: str = HRA_NAME, **spec: Any) -> KubeObject:
+    """ARC's docs' webhook-driven HRA (`scaleUpTriggers` on `workflowJob`, for 30 minutes)."""
+    return {
+        "apiVersion": API,
+        "kind": "HorizontalRunnerAutoscaler",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "scaleTargetRef": {"kind": "RunnerDeployment", "name": name},
+            "minReplicas": 0,
+            "maxReplicas": 10,
+            "scaleUpTriggers": [{"githubEvent": {"workflowJob": {}}, "duration": "30m"}],
+            **spec,
+        },
+    }
+
+
+def deployment(name: str = HRA_NAME, **runner_spec: Any) -> KubeObject:
+    spec = runner_spec or {"repository": f"{OWNER}/{REPOSITORY}", "labels": ["linux"]}
+    return {
+        "apiVersion": API,
+        "kind": "RunnerDeployment",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"template": {"spec": spec}},
+    }
+
+
+# ------------------------------------------------------------------ what GitHub sends
+
+
+def job_payload(
+    action: str,
+    *,
+    job_id: int = JOB_ID,
+    labels: Iterable[str] = ("self-hosted", "linux"),
+    created_at: datetime = T0,
+    conclusion: str | None = None,
+    runner_id: int | None = None,
+) -> dict[str, Any]:
+    """GitHub's example `workflow_job` delivery, for a job of `octo-org/octo-repo`."""
+    payload: dict[str, Any] = copy.deepcopy(QUEUED_EXAMPLE)
+    payload["action"] = action
+    payload["workflow_job"].update(
+        id=job_id,
+        labels=list(labels),
+        status="completed" if action == "completed" else action,
+        conclusion=conclusion,
+        runner_id=runner_id,
+        created_at=format_time(created_at),
+        started_at=format_time(created_at),
+    )
+    payload["repository"].update(name=REPOSITORY, full_name=f"{OWNER}/{REPOSITORY}")
+    payload["repository"]["owner"].update(login=OWNER, type="Organization")
+    payload["organization"] = {"login": OWNER, "id": 9919}
+    return payload
+
+
+def completed(**kwargs: Any) -> dict[str, Any]:
+    """A job that ran on a runner and succeeded, unless told otherwise."""
+    return job_payload("completed", **{"conclusion": "success", "runner_id": 5, **kwargs})
+
+
+def signed(
+    body: bytes,
+    event: str = "workflow_job",
+    *,
+    delivery: str = "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+    content_type: str = "application/json",
+    secret: bytes | None = SECRET,
+) -> dict[str, str]:
+    headers = {
+        "Content-Type": content_type,
+        "User-Agent": "GitHub-Hookshot/044aadd",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery,
+    }
+    if secret is not None:
+        headers["X-Hub-Signature-256"] = signature_256(secret, body)
+    return headers
+
+
+def encode(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload).encode()
+
+
+# ------------------------------------------------------------------ the receiver and its cluster
+
+
+@dataclass
+class World:
+    clock: ManualClock
+    store: ObjectStore
+    receiver: WebhookReceiver
+    visibility_calls: list[tuple[str, str]] = field(default_factory=list)
+    delivery_ids: Iterator[int] = field(default_factory=itertools.count)
+
+    def deliver(self, payload: dict[str, Any], *, delivery: str | None = None) -> Reply:
+        """A new delivery (its own id) unless `delivery` names one already sent."""
+        body = encode(payload)
+        headers = signed(body, delivery=delivery or f"delivery-{next(self.delivery_ids)}")
+        return self.send(headers, body)
+
+    def send(self, headers: dict[str, str], body: bytes) -> Reply:
+        return asyncio.run(self.receiver.handle(headers, body))
+
+    def reservations(self) -> list[KubeObject]:
+        return self.store.list_objects(CAPACITY_RESERVATIONS.kind)
+
+    def reservation(self, job_id: int = JOB_ID) -> KubeObject:
+        found = self.store.get(CAPACITY_RESERVATIONS.kind, NAMESPACE, f"job-{job_id}")
+        assert found is not None, [r["metadata"]["name"] for r in self.reservations()]
+        return found
+
+    def hra(self, name: str = HRA_NAME) -> KubeObject:
+        found = self.store.get("HorizontalRunnerAutoscaler", NAMESPACE, name)
+        assert found is not None
+        return found
+
+    def reserved_by_the_hook(self) -> int:
+        """What the HRA hook counts from the reservations in the store."""
+        request = CompositeHookRequest.model_validate(
+            {
+                "parent": self.hra(),
+                "children": {
+                    f"CapacityReservation.{CAPACITY_RESERVATIONS.api_version}": {
+                        f"{NAMESPACE}/{r['metadata']['name']}": r for r in self.reservations()
+                    }
+                },
+                "related": {
+                    f"RunnerDeployment.{API}": {
+                        f"{NAMESPACE}/{HRA_NAME}": self.store.get(
+                            "RunnerDeployment", NAMESPACE, HRA_NAME
+                        )
+                    }
+                },
+            }
+        )
+        deps = AutoscalerDeps(InMemoryGitHub(self.clock), self.clock)
+        status = sync_horizontal_runner_autoscaler(request, deps).status or {}
+        reserved: int = status["reservedReplicas"]
+        return reserved
+
+
+def make_world(
+    *objects: KubeObject,
+    secret: bytes | None = SECRET,
+    allow_unsigned: bool = False,
+    visible: list[RunnerGroup] | GitHubError | None = None,
+    targets_ttl: float = 5.0,
+) -> World:
+    clock = ManualClock(T0)
+    store = ObjectStore(clock)
+    for obj in objects:
+        store.create(obj)
+    calls: list[tuple[str, str]] = []
+
+    def visibility(organization: str, repository: str) -> list[RunnerGroup]:
+        calls.append((organization, repository))
+        if isinstance(visible, GitHubError):
+            raise visible
+        return list(visible or [])
+
+    receiver = WebhookReceiver(
+        StoreKube(store),
+        clock,
+        secret=secret,
+        allow_unsigned=allow_unsigned,
+        targets_ttl=targets_ttl,
+        runner_group_visibility=visibility if visible is not None else None,
+    )
+    return World(clock, store, receiver, calls)
+
+
+@pytest.fixture
+def world() -> World:
+    return make_world(autoscaler(), deployment())
+
+
+# ------------------------------------------------------------------ accepting deliveries
+
+
+def test_ping_gets_pong(world: World) -> None:
+    reply = world.send(signed(PING_BODY, "ping"), PING_BODY)
+
+    assert (reply.status, reply.message) == (200, "pong")
+    assert world.reservations() == []
+
+
+def test_without_a_secret_deliveries_are_refused_and_the_answer_says_how_to_fix_it() -> None:
+    world = make_world(autoscaler(), deployment(), secret=None)
+    body = encode(job_payload("queued"))
+
+    reply = world.send(signed(body, secret=None), body)
+
+    assert reply.status == 503
+    assert "GITHUB_WEBHOOK_SECRET_TOKEN" in reply.message
+    assert world.reservations() == []
+
+
+def test_unsigned_deliveries_are_taken_only_when_allowed_explicitly() -> None:
+    world = make_world(autoscaler(), deployment(), secret=None, allow_unsigned=True)
+    body = encode(job_payload("queued"))
+
+    reply = world.send(signed(body, secret=None), body)
+
+    assert (reply.status, reply.outcome) == (200, SCALED)
+    assert world.reservation()["spec"]["replicas"] == 1
+
+
+def _signed_with(secret: bytes | None) -> tuple[dict[str, str], bytes]:
+    body = encode(job_payload("queued"))
+    return signed(body, secret=secret), body
+
+
+def _tampered() -> tuple[dict[str, str], bytes]:
+    body = encode(job_payload("queued"))
+    return signed(body), body.replace(b'"queued"', b'"queued" ', 1)
+
+
+def _signature(value: str) -> tuple[dict[str, str], bytes]:
+    body = encode(job_payload("queued"))
+    return {**signed(body), "X-Hub-Signature-256": value}, body
+
+
+@pytest.mark.parametrize(
+    "delivery",
+    [
+        pytest.param(_signed_with(b"another secret"), id="wrong-secret"),
+        pytest.param(_signed_with(None), id="missing"),
+        pytest.param(_tampered(), id="body-changed-after-signing"),
+        pytest.param(_signature("sha256=zz"), id="not-hex"),
+        pytest.param(_signature("sha1=" + "0" * 40), id="wrong-algorithm"),
+    ],
+)
+def test_a_bad_or_missing_signature_is_401_and_writes_nothing(
+    world: World, delivery: tuple[dict[str, str], bytes]
+) -> None:
+    headers, body = delivery
+
+    reply = world.send(headers, body)
+
+    assert (reply.status, reply.outcome) == (401, REJECTED)
+    assert world.reservations() == []
+
+
+@pytest.mark.parametrize(
+    ("event", "why"),
+    [
+        ("push", "unsupported event 'push'"),
+        ("check_run", "unsupported event 'check_run'"),
+        ("", "the X-GitHub-Event header is missing"),
+    ],
+)
+def test_an_unsupported_event_is_accepted_with_the_reason(
+    world: World, event: str, why: str
+) -> None:
+    body = b'{"ref": "refs/heads/main"}'
+
+    reply = world.send(signed(body, event), body)
+
+    assert 200 <= reply.status < 300
+    assert why in reply.message
+    assert world.reservations() == []
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "why"),
+    [
+        (b"not json", "application/json", "malformed workflow_job payload"),
+        (b'{"action": "queued"}', "application/json", "workflow_job: Field required"),
+        (
+            encode({**job_payload("queued"), "workflow_job": {"id": "1", "labels": []}}),
+            "application/json",
+            "workflow_job.id",
+        ),
+        (encode(job_payload("queued")), "text/plain", "unsupported Content-Type"),
+        (b"other=1", "application/x-www-form-urlencoded", "without a payload field"),
+    ],
+)
+def test_a_malformed_payload_is_400_and_says_what_is_wrong(
+    world: World, body: bytes, content_type: str, why: str
+) -> None:
+    reply = world.send(signed(body, content_type=content_type), body)
+
+    assert (reply.status, reply.outcome) == (400, REJECTED)
+    assert why in reply.message
+    assert world.reservations() == []
+
+
+# ------------------------------------------------------------------ queued
+
+
+def test_queued_creates_the_jobs_reservation_controlled_by_the_hra(world: World) -> None:
+    world.clock.advance(10)  # delivered 10 s after the job was queued
+
+    reply = world.deliver(job_payload("queued"))
+
+    assert (reply.status, reply.outcome) == (200, SCALED)
+    assert reply.message == f"scaled {HRA_NAME} by 1"
+    assert (reply.event, reply.action, reply.autoscaler) == (
+        "workflow_job",
+        "queued",
+        f"{NAMESPACE}/{HRA_NAME}",
+    )
+    hra_uid = world.hra()["metadata"]["uid"]
+    reservation = world.reservation()
+    metadata = reservation["metadata"]
+    assert (metadata["name"], metadata["namespace"]) == (f"job-{JOB_ID}", NAMESPACE)
+    assert metadata["labels"]["controller-uid"] == hra_uid
+    assert metadata["ownerReferences"] == [
+        {
+            "apiVersion": API,
+            "kind": "HorizontalRunnerAutoscaler",
+            "name": HRA_NAME,
+            "uid": hra_uid,
+            "controller": True,
+        }
+    ]
+    delivered_at = T0 + timedelta(seconds=10)
+    assert reservation["spec"] == {
+        "effectiveTime": format_time(delivered_at),
+        "expirationTime": format_time(delivered_at + LIFETIME),
+        "replicas": 1,
+        "job": {
+            "id": JOB_ID,
+            "runID": QUEUED_EXAMPLE["workflow_job"]["run_id"],
+            "name": QUEUED_EXAMPLE["workflow_job"]["name"],
+            "repository": f"{OWNER}/{REPOSITORY}",
+            "labels": ["self-hosted", "linux"],
+        },
+    }
+    assert world.reserved_by_the_hook() == 1
+
+
+def test_a_redelivered_queued_event_changes_nothing(world: World) -> None:
+    first = world.deliver(job_payload("queued"), delivery="d-1")
+    before = world.reservation()
+    world.clock.advance(30)
+
+    again = world.deliver(job_payload("queued"), delivery="d-1")
+
+    assert first.outcome == SCALED and not first.redelivered
+    assert (again.status, again.outcome, again.redelivered) == (200, UNCHANGED, True)
+    assert "already exists" in again.message
+    after = world.reservation()
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert after == before
+    assert len(world.reservations()) == 1
+
+
+@pytest.mark.parametrize(
+    ("queued_seconds_ago", "outcome"),
+    [(30 * 60, IGNORED), (31 * 60, IGNORED), (30 * 60 - 1, SCALED)],
+)
+def test_a_queued_event_later_than_the_reservation_would_last_is_ignored(
+    world: World, queued_seconds_ago: int, outcome: str
+) -> None:
+    world.clock.advance(queued_seconds_ago)
+
+    reply = world.deliver(job_payload("queued", created_at=T0))
+
+    assert (reply.status, reply.outcome) == (200, outcome)
+    if outcome == IGNORED:
+        assert "would already have expired" in reply.message
+        assert world.reservations() == []
+    else:
+        assert len(world.reservations()) == 1
+
+
+# ------------------------------------------------------------------ completed
+
+
+def test_completed_marks_the_reservation_once(world: World) -> None:
+    world.deliver(job_payload("queued"))
+    world.clock.advance(120)
+
+    done = world.deliver(completed())
+    marked = world.reservation()
+    world.clock.advance(5)
+    again = world.deliver(completed())
+
+    assert (done.status, done.outcome, done.message) == (200, SCALED, f"scaled {HRA_NAME} by -1")
+    assert marked["spec"]["completionTime"] == format_time(T0 + timedelta(seconds=120))
+    assert (again.status, again.outcome) == (200, UNCHANGED)
+    assert "already completed" in again.message
+    unchanged = world.reservation()
+    assert unchanged["metadata"]["resourceVersion"] == marked["metadata"]["resourceVersion"]
+    assert world.reserved_by_the_hook() == 0
+
+
+def test_completed_before_queued_leaves_a_tombstone_that_the_queued_event_cannot_revive(
+    world: World,
+) -> None:
+    world.clock.advance(60)
+
+    done = world.deliver(completed(created_at=T0))
+    tombstone = world.reservation()
+    world.clock.advance(1)
+    late = world.deliver(job_payload("queued", created_at=T0))
+
+    assert (done.status, done.outcome) == (200, UNCHANGED)
+    assert tombstone["spec"]["completionTime"] == format_time(T0 + timedelta(seconds=60))
+    assert tombstone["spec"]["effectiveTime"] == format_time(T0)
+    assert tombstone["spec"]["expirationTime"] == format_time(T0 + LIFETIME)
+    assert (late.status, late.outcome) == (200, UNCHANGED)
+    assert world.reservation() == tombstone
+    assert world.reserved_by_the_hook() == 0
+
+
+@pytest.mark.parametrize(
+    ("conclusion", "runner_id", "why"),
+    [
+        ("skipped", None, "skipped job"),
+        ("skipped", 5, "skipped job"),
+        ("success", None, "it had no runner"),  # a check run's completion
+    ],
+)
+def test_completions_of_jobs_that_never_had_a_runner_are_ignored(
+    world: World, conclusion: str, runner_id: int | None, why: str
+) -> None:
+    world.deliver(job_payload("queued", job_id=1))
+
+    reply = world.deliver(completed(job_id=1, conclusion=conclusion, runner_id=runner_id))
+
+    assert (reply.status, reply.outcome) == (200, IGNORED)
+    assert why in reply.message
+    assert "completionTime" not in world.reservation(1)["spec"]
+
+
+def test_a_cancelled_job_releases_its_reservation(world: World) -> None:
+    world.deliver(job_payload("queued"))
+
+    reply = world.deliver(completed(conclusion="cancelled", runner_id=None))
+
+    assert reply.outcome == SCALED
+    assert "completionTime" in world.reservation()["spec"]
+
+
+# ------------------------------------------------------------------ finding the HRA
+
+
+def test_a_job_no_hra_serves_gets_arcs_message(world: World) -> None:
+    reply = world.deliver(job_payload("queued", labels=["self-hosted", "gpu"]))
+
+    assert (reply.status, reply.outcome) == (200, IGNORED)
+    assert reply.message.startswith(NO_TARGET_MESSAGE)
+    assert "lacks the job's labels gpu" in reply.message
+    assert world.reservations() == []
+
+
+ORG_GROUP_TARGET = (
+    autoscaler("org-runners"),
+    deployment("org-runners", organization=OWNER, group="ci", labels=["linux"]),
+)
+
+
+@pytest.mark.parametrize(
+    ("visible", "outcome"),
+    [
+        pytest.param([RunnerGroup(GroupScope.ORGANIZATION, "ci")], SCALED, id="visible"),
+        pytest.param([RunnerGroup(GroupScope.ORGANIZATION, "")], IGNORED, id="not-visible"),
+        pytest.param(GitHubError("Bad credentials", 401), SCALED, id="lookup-fails"),
+    ],
+)
+def test_runner_group_visibility_and_its_fallback_when_github_fails(
+    visible: list[RunnerGroup] | GitHubError, outcome: str
+) -> None:
+    world = make_world(*ORG_GROUP_TARGET, visible=visible)
+
+    reply = world.deliver(job_payload("queued"))
+
+    assert world.visibility_calls == [(OWNER, REPOSITORY)]
+    assert (reply.status, reply.outcome) == (200, outcome)
+    if outcome == SCALED:
+        assert reply.autoscaler == f"{NAMESPACE}/org-runners"
+        assert world.reservation()["metadata"]["ownerReferences"][0]["name"] == "org-runners"
+    else:
+        assert reply.message.startswith(NO_TARGET_MESSAGE)
+        assert world.reservations() == []
+
+
+def test_a_new_hra_is_seen_once_the_target_cache_expires() -> None:
+    world = make_world(targets_ttl=5)
+    assert world.deliver(job_payload("queued", job_id=1)).message == NO_TARGET_MESSAGE
+
+    world.store.create(autoscaler())
+    world.store.create(deployment())
+    world.clock.advance(4)
+    cached = world.deliver(job_payload("queued", job_id=2))
+    world.clock.advance(1)
+    refreshed = world.deliver(job_payload("queued", job_id=3))
+
+    assert (cached.outcome, cached.message) == (IGNORED, NO_TARGET_MESSAGE)
+    assert refreshed.outcome == SCALED
+    assert [r["metadata"]["name"] for r in world.reservations()] == ["job-3"]
+
+
+# ------------------------------------------------------------------ content types
+
+
+def test_form_encoded_deliveries_are_read_from_their_payload_field(world: World) -> None:
+    body = urlencode({"payload": json.dumps(job_payload("queued"))}).encode()
+    headers = signed(body, content_type="application/x-www-form-urlencoded")
+
+    reply = world.send(headers, body)
+
+    assert (reply.status, reply.outcome) == (200, SCALED)
+    assert world.reservation()["spec"]["job"]["id"] == JOB_ID
