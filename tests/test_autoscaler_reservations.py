@@ -136,7 +136,7 @@ def test_spec_reservations_count_from_their_effective_time() -> None:
     reservations = reservations_from_spec(spec)
 
     assert [(r.name, r.replicas, r.started_at) for r in reservations] == [
-        ("r", 2, NOW - MINUTE),
+        ("spec.capacityReservations[0] (r)", 2, NOW - MINUTE),
         ("spec.capacityReservations[1]", 1, NOW + MINUTE),
     ]
     assert count_reservations(reservations, 1, NOW).reserved == 3
