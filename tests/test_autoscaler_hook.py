@@ -130,7 +130,11 @@ def reservation(
         "effectiveTime": format_time(effective),
         "expirationTime": format_time(effective + lifetime),
         "replicas": 1,
-        "job": {"id": int(name.removeprefix("job-")), "repository": "example/myrepo"},
+        "job": {
+            "id": int(name.removeprefix("job-")),
+            "runID": int(name.removeprefix("job-")),
+            "repository": "example/myrepo",
+        },
     }
     if started is not None:
         spec["startTime"] = format_time(started)
@@ -894,3 +898,44 @@ def test_metrics_show_the_desired_replicas_after_a_sync(
     assert f"arc_hooks_horizontalrunnerautoscaler_reserved_replicas{labels} 2.0" in metrics.text
     for secret in SECRETS:
         assert secret not in metrics.text
+
+
+# ------------------------------------------------------------------ lost `completed` deliveries
+
+
+def test_a_reservation_whose_job_is_over_is_settled_once_runners_sit_idle(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    webhook_only = autoscaler(
+        minReplicas=0, scaleUpTriggers=[{"githubEvent": {"workflowJob": {}}, "duration": "30m"}]
+    )
+    cluster = Cluster(client, clock, webhook_only)
+    cluster.related += [runner("r-1", False), runner("r-2", True)]
+    cluster.add(reservation("job-1", ago(clock, 300)), reservation("job-2", ago(clock, 300)))
+    # GitHub: job 1 is over (its `completed` delivery was lost), job 2 still runs.
+    github.workflow_jobs[("example/myrepo", 1)] = [WorkflowJob("completed", ("linux",), 1)]
+    github.workflow_jobs[("example/myrepo", 2)] = [WorkflowJob("in_progress", ("linux",), 2)]
+
+    answer = cluster.sync()
+
+    assert answer["status"]["reservedReplicas"] == 1
+    completed = {c["metadata"]["name"]: c["spec"].get("completionTime") for c in answer["children"]}
+    # One idle runner: one reservation asked about, the oldest; it is kept, marked completed.
+    assert completed == {"job-1": format_time(clock.now()), "job-2": None}
+    assert github.calls == [("list_workflow_jobs", "example/myrepo")]
+
+
+def test_no_github_call_while_every_runner_is_busy(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    webhook_only = autoscaler(
+        minReplicas=0, scaleUpTriggers=[{"githubEvent": {"workflowJob": {}}, "duration": "30m"}]
+    )
+    cluster = Cluster(client, clock, webhook_only)
+    cluster.related += [runner("r-1", True), runner("r-2", True)]
+    cluster.add(reservation("job-1", ago(clock, 300)), reservation("job-2", ago(clock, 300)))
+
+    answer = cluster.sync()
+
+    assert answer["status"]["reservedReplicas"] == 2
+    assert github.calls == []

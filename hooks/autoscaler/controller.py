@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from hooks.autoscaler.activity import COMPLETED
 from hooks.autoscaler.desired import (
     DEFAULT_SCALE_DOWN_DELAY,
     Decision,
@@ -61,6 +62,7 @@ RUNNER_DEPLOYMENT = "RunnerDeployment"
 RUNNER_SET = "RunnerSet"
 DEPLOYMENT_NAME_LABEL = "runner-deployment-name"  # on the Runners of a RunnerDeployment
 DEFAULT_SYNC_PERIOD = 60.0  # ARC's --sync-period
+FINISHED_JOB_CHECK_AFTER = 60.0  # seconds a reservation stands before GitHub is asked about it
 
 SCALING_ACTIVE = "ScalingActive"
 _PLURALS = {RUNNER_DEPLOYMENT: "runnerdeployments", RUNNER_SET: "runnersets"}
@@ -183,6 +185,7 @@ class _Sync:
         self.observed = [
             _ObservedReservation.read(obj) for obj in request.objects(RESERVATION_KIND)
         ]
+        self.finished: set[str] = set()  # reservations whose job GitHub says is over
 
     def answer(self) -> CompositeHookResponse:
         ref = self.hra.spec.scale_target_ref
@@ -214,6 +217,7 @@ class _Sync:
         activity = _HookActivity(self.deps.github, runners)
         target = ScaleTarget(scope=scope, replicas=self._replicas_in_effect(kind, target_obj))
         try:
+            self.finished = self._finished_jobs(runners)
             reservations = self._active_reservations()
             decision = desired_replicas(
                 self.hra,
@@ -264,8 +268,57 @@ class _Sync:
         return [
             observed.reservation
             for observed in self.observed
-            if observed.reservation is not None and not observed.completed
+            if observed.reservation is not None
+            and not observed.completed
+            and observed.name not in self.finished
         ]
+
+    def _finished_jobs(self, runners: Sequence[KubeObject]) -> set[str]:
+        """Reservations whose job GitHub reports completed although no `completed` delivery
+        said so (GitHub loses deliveries and never retries them).
+
+        A lost completion otherwise holds a runner idle until the reservation expires. Only
+        asked while runners sit idle beside active reservations, for at most as many
+        reservations as there are idle runners, oldest first, one cached jobs listing per
+        run: a burst with every runner busy costs nothing."""
+        idle = sum(
+            1
+            for runner in runners
+            if _status(runner).get("runnerId")
+            and _status(runner).get("busy") is not True
+            and not (runner.get("metadata") or {}).get("deletionTimestamp")
+        )
+        if not idle:
+            return set()
+        settled = self.now - timedelta(seconds=FINISHED_JOB_CHECK_AFTER)
+        candidates = sorted(
+            (
+                observed
+                for observed in self.observed
+                if observed.reservation is not None
+                and not observed.completed
+                and (observed.reservation.started_at or observed.reservation.effective_time)
+                <= settled
+            ),
+            key=lambda observed: (
+                (observed.reservation.effective_time, observed.name)
+                if observed.reservation
+                else (self.now, observed.name)
+            ),
+        )
+        finished = set()
+        for observed in candidates[:idle]:
+            job = (observed.obj.get("spec") or {}).get("job") or {}
+            repository, run_id, job_id = job.get("repository"), job.get("runID"), job.get("id")
+            if not (isinstance(repository, str) and isinstance(run_id, int) and job_id):
+                continue
+            try:
+                jobs = self.deps.github.list_workflow_jobs(repository, run_id)
+            except GitHubError:
+                break  # asked again at the next sync; the reservation still counts
+            if any(j.id == job_id and j.status == COMPLETED for j in jobs):
+                finished.add(observed.name)
+        return finished
 
     def _children(self, decision: Decision) -> list[KubeObject]:
         expired = set(decision.reservations.expired)
@@ -276,9 +329,11 @@ class _Sync:
                 # Kept until it would have expired, so a late `queued` delivery finds it.
                 if observed.expiration_time <= self.now:
                     continue
-            elif observed.name in expired:
+            elif observed.name in expired and observed.name not in self.finished:
                 continue
             kept = as_kept(observed.obj)
+            if observed.name in self.finished:
+                kept["spec"] = {**kept.get("spec", {}), "completionTime": format_time(self.now)}
             if observed.name in started:
                 kept["spec"] = {**kept.get("spec", {}), "startTime": format_time(self.now)}
             children.append(kept)
@@ -288,7 +343,8 @@ class _Sync:
         return [
             observed.expiration_time
             for observed in self.observed
-            if observed.completed and observed.expiration_time is not None
+            if (observed.completed or observed.name in self.finished)
+            and observed.expiration_time is not None
         ]
 
     # ------------------------------------------------------------------ status
