@@ -182,12 +182,9 @@ def _webhook_receiver(
         namespace=settings.watch_namespace or None,
         targets_ttl=settings.webhook_targets_cache_ttl,
         runner_group_visibility=visibility,
-        run_blocking=run_blocking if visibility is not None else _inline_decision,
+        # Only the visibility lookup blocks; without it, deciding needs no thread hop.
+        run_blocking=run_blocking if visibility is not None else None,
     )
-
-
-async def _inline_decision(call: Callable[[], Decision]) -> Decision:
-    return call()
 
 
 def _visible_runner_groups(

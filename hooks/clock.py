@@ -41,3 +41,13 @@ def format_time(when: datetime) -> str:
 def parse_time(text: str) -> datetime:
     parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def parse_optional_time(text: str | None) -> datetime | None:
+    """A timestamp that only informs: absent or unreadable, it is None."""
+    if not text:
+        return None
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None

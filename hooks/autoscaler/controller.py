@@ -42,6 +42,7 @@ from hooks.children import (
     merge_conditions,
 )
 from hooks.clock import Clock, format_time, parse_time
+from hooks.deployment.controller import DEPLOYMENT_NAME_LABEL
 from hooks.github.port import (
     GitHubError,
     GitHubPort,
@@ -60,7 +61,6 @@ from hooks.resources.runner import API_VERSION, RunnerConfig
 
 RUNNER_DEPLOYMENT = "RunnerDeployment"
 RUNNER_SET = "RunnerSet"
-DEPLOYMENT_NAME_LABEL = "runner-deployment-name"  # on the Runners of a RunnerDeployment
 DEFAULT_SYNC_PERIOD = 60.0  # ARC's --sync-period
 FINISHED_JOB_CHECK_AFTER = 60.0  # seconds a reservation stands before GitHub is asked about it
 
@@ -293,21 +293,16 @@ class _Sync:
         settled = self.now - timedelta(seconds=FINISHED_JOB_CHECK_AFTER)
         candidates = sorted(
             (
-                observed
+                (reservation.effective_time, observed.name, observed)
                 for observed in self.observed
-                if observed.reservation is not None
+                if (reservation := observed.reservation) is not None
                 and not observed.completed
-                and (observed.reservation.started_at or observed.reservation.effective_time)
-                <= settled
+                and (reservation.started_at or reservation.effective_time) <= settled
             ),
-            key=lambda observed: (
-                (observed.reservation.effective_time, observed.name)
-                if observed.reservation
-                else (self.now, observed.name)
-            ),
+            key=lambda candidate: candidate[:2],
         )
         finished = set()
-        for observed in candidates[:idle]:
+        for _, _, observed in candidates[:idle]:
             job = (observed.obj.get("spec") or {}).get("job") or {}
             repository, run_id, job_id = job.get("repository"), job.get("runID"), job.get("id")
             if not (isinstance(repository, str) and isinstance(run_id, int) and job_id):

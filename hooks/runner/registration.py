@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from hooks.clock import format_time, parse_time
+from hooks.clock import format_time, parse_optional_time
 from hooks.runner.secret import EXPIRES_AT_KEY, JIT_CONFIG_KEY, RUNNER_ID_KEY, TOKEN_KEY
 
 TOKEN_MIN_VALIDITY_FOR_NEW_POD = timedelta(minutes=10)
@@ -49,7 +49,7 @@ def read_material(secret: dict[str, Any] | None) -> RegistrationMaterial:
     runner_id = data.get(RUNNER_ID_KEY)
     return RegistrationMaterial(
         token=data.get(TOKEN_KEY) or None,
-        expires_at=_parse_optional_time(expires),
+        expires_at=parse_optional_time(expires),
         jit_config=data.get(JIT_CONFIG_KEY) or None,
         runner_id=int(runner_id) if runner_id and runner_id.isdigit() else None,
     )
@@ -77,12 +77,3 @@ def _decode(value: object) -> str:
         return base64.b64decode(value, validate=True).decode()
     except (binascii.Error, UnicodeDecodeError):
         return ""
-
-
-def _parse_optional_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from hooks.clock import parse_time
+from hooks.clock import parse_optional_time
 
 PING = "ping"
 WORKFLOW_JOB = "workflow_job"
@@ -223,17 +223,7 @@ def _workflow_job_event(payload: _WorkflowJobPayload) -> WorkflowJobEvent:
         installation_id=payload.installation.id if payload.installation else None,
         job_name=job.name,
         status=job.status,
-        created_at=_time(job.created_at),
-        started_at=_time(job.started_at),
-        completed_at=_time(job.completed_at),
+        created_at=parse_optional_time(job.created_at),
+        started_at=parse_optional_time(job.started_at),
+        completed_at=parse_optional_time(job.completed_at),
     )
-
-
-def _time(text: str | None) -> datetime | None:
-    """A payload timestamp; an unreadable one is treated as absent (it only informs)."""
-    if not text:
-        return None
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None

@@ -99,14 +99,14 @@ class WebhookReceiver:
         namespace: str | None = None,
         targets_ttl: float = 5.0,
         runner_group_visibility: RunnerGroupVisibility | None = None,
-        run_blocking: BlockingCall = _inline,
+        run_blocking: BlockingCall | None = None,
     ) -> None:
         self.kube = kube
         self.clock = clock
         self.secret = secret
         self.allow_unsigned = allow_unsigned
         self.runner_group_visibility = runner_group_visibility
-        self.run_blocking = run_blocking
+        self.run_blocking = run_blocking or _inline
         self.targets = TargetCache(kube, clock, namespace=namespace, ttl=targets_ttl)
         self._recent: OrderedDict[str, None] = OrderedDict()
 
