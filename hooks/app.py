@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -38,10 +38,29 @@ from hooks.deployment.controller import (
 from hooks.github.port import GitHubPort, RunnerGroupInfo
 from hooks.kube.cluster import ClusterKube
 from hooks.kube.port import KubePort
-from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse
+from hooks.metacontroller import (
+    CompositeHookRequest,
+    CompositeHookResponse,
+    CustomizeHookRequest,
+    DecoratorHookRequest,
+    DecoratorHookResponse,
+    KubeObject,
+)
 from hooks.metrics import HOOK_LATENCY, REGISTRY
 from hooks.replicaset.controller import ReplicaSetDeps, sync_runner_replica_set
 from hooks.runner.controller import RunnerHookDeps, finalize_runner, sync_runner
+from hooks.runnerpod.controller import (
+    RunnerPodDeps,
+    customize_runner_pod,
+    finalize_runner_pod,
+    sync_runner_pod,
+)
+from hooks.runnerset.controller import (
+    RunnerSetDeps,
+    customize_runner_set,
+    finalize_runner_set,
+    sync_runner_set,
+)
 from hooks.settings import Settings
 from hooks.telemetry import record_autoscaler, record_delivery
 from hooks.unconfigured import UnconfiguredGitHub
@@ -53,6 +72,10 @@ from hooks.workers import CallRunner, InlineCalls, WorkerThreads
 log = logging.getLogger("arc_hooks.hooks")
 
 CompositeHandler = Callable[[CompositeHookRequest], CompositeHookResponse]
+DecoratorHandler = Callable[[DecoratorHookRequest], DecoratorHookResponse]
+HookRequest = TypeVar("HookRequest", bound=BaseModel)
+_Request = TypeVar("_Request", CompositeHookRequest, DecoratorHookRequest)
+_Response = TypeVar("_Response", CompositeHookResponse, DecoratorHookResponse)
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """Metacontroller sends every child in one request; 1,000 runner pods fit well inside this."""
@@ -97,6 +120,7 @@ def create_app(
 
     runner_deps = state.deps
     replica_set_deps = ReplicaSetDeps(clock)
+    runner_set_deps = RunnerSetDeps(github, clock, settings)
     deployment_deps = DeploymentDeps(clock, tuple(settings.common_runner_labels))
     autoscaler_deps = AutoscalerDeps(
         github,
@@ -120,6 +144,12 @@ def create_app(
             functools.partial(sync_runner_deployment, deps=deployment_deps),
             False,
         ),
+        ("/sync/runnerset", functools.partial(sync_runner_set, deps=runner_set_deps), True),
+        (
+            "/finalize/runnerset",
+            functools.partial(finalize_runner_set, deps=runner_set_deps),
+            True,
+        ),
         (
             "/sync/horizontalrunnerautoscaler",
             functools.partial(sync_horizontal_runner_autoscaler, deps=autoscaler_deps),
@@ -130,6 +160,19 @@ def create_app(
         Route(path, _composite_hook(state, path, handler, blocking), methods=["POST"])
         for path, handler, blocking in composite
     ]
+    runner_pod_deps = RunnerPodDeps(github, clock, settings)
+    decorator: list[tuple[str, DecoratorHandler, bool]] = [
+        ("/sync/runnerpod", functools.partial(sync_runner_pod, deps=runner_pod_deps), True),
+        (
+            "/finalize/runnerpod",
+            functools.partial(finalize_runner_pod, deps=runner_pod_deps),
+            True,
+        ),
+    ]
+    routes += [
+        Route(path, _decorator_hook(state, path, handler, blocking), methods=["POST"])
+        for path, handler, blocking in decorator
+    ]
     routes += [
         Route(
             "/customize/runnerdeployment",
@@ -137,10 +180,20 @@ def create_app(
             methods=["POST"],
         ),
         Route(
+            "/customize/runnerset",
+            _customize_hook("/customize/runnerset", customize_runner_set),
+            methods=["POST"],
+        ),
+        Route(
             "/customize/horizontalrunnerautoscaler",
             _customize_hook(
                 "/customize/horizontalrunnerautoscaler", customize_horizontal_runner_autoscaler
             ),
+            methods=["POST"],
+        ),
+        Route(
+            "/customize/runnerpod",
+            _customize_hook("/customize/runnerpod", customize_runner_pod, CustomizeHookRequest),
             methods=["POST"],
         ),
         Route("/webhook/github", _webhook(receiver), methods=["GET", "POST"]),
@@ -261,21 +314,62 @@ class BadHookRequest(Exception):
 def _composite_hook(
     state: AppState, path: str, handler: CompositeHandler, blocking: bool
 ) -> Callable[[Request], Any]:
+    return _hook(
+        state,
+        path,
+        CompositeHookRequest,
+        lambda request: request.parent,
+        handler,
+        blocking,
+        lambda response: {
+            "children": len(response.children),
+            "phase": (response.status or {}).get("phase"),
+        },
+    )
+
+
+def _decorator_hook(
+    state: AppState, path: str, handler: DecoratorHandler, blocking: bool
+) -> Callable[[Request], Any]:
+    """A DecoratorController's sync or finalize hook: as `_composite_hook`, for one object."""
+    return _hook(
+        state,
+        path,
+        DecoratorHookRequest,
+        lambda request: request.object,
+        handler,
+        blocking,
+        # Which annotations change, never their values.
+        lambda response: {"annotations": sorted(response.annotations)},
+    )
+
+
+def _hook(
+    state: AppState,
+    path: str,
+    model: type[_Request],
+    subject: Callable[[_Request], KubeObject],
+    handler: Callable[[_Request], _Response],
+    blocking: bool,
+    details: Callable[[_Response], dict[str, Any]],
+) -> Callable[[Request], Any]:
+    """A sync or finalize hook: read and check the request, answer, log and count the call."""
+
     async def endpoint(request: Request) -> Response:
         started = time.perf_counter()
-        parent = "-"
+        key = "-"
         try:
-            hook_request = await _read_hook_request(request)
-            parent = _parent_key(hook_request)
+            hook_request = _validated(model, await _read_document(request))
+            key = _object_key(subject(hook_request))
             if blocking:
                 response = await state.workers.run(handler, hook_request)
             else:
                 response = handler(hook_request)
         except BadHookRequest as error:
-            return _finish(path, parent, "bad_request", started, error.status, str(error))
+            return _finish(path, key, "bad_request", started, error.status, str(error))
         except Exception:
-            log.exception("hook failed", extra={"path": path, "parent": parent})
-            return _finish(path, parent, "error", started, 500, "internal error; see the logs")
+            log.exception("hook failed", extra={"path": path, "parent": key})
+            return _finish(path, key, "error", started, 500, "internal error; see the logs")
         wire = response.to_wire()
         outcome = "finalized" if response.finalized else "ok"
         _record(path, outcome, started)
@@ -284,11 +378,10 @@ def _composite_hook(
                 "hook",
                 extra={
                     "path": path,
-                    "parent": parent,
+                    "parent": key,
                     "outcome": outcome,
                     "duration_ms": round((time.perf_counter() - started) * 1000, 2),
-                    "children": len(response.children),
-                    "phase": (response.status or {}).get("phase"),
+                    **details(response),
                     "resync_after_seconds": wire.get("resyncAfterSeconds"),
                     "finalized": response.finalized,
                 },
@@ -299,14 +392,17 @@ def _composite_hook(
 
 
 def _customize_hook(
-    path: str, handler: Callable[[dict[str, Any]], dict[str, Any]]
+    path: str,
+    handler: Callable[[dict[str, Any]], dict[str, Any]],
+    model: type[CompositeHookRequest] | type[CustomizeHookRequest] = CompositeHookRequest,
 ) -> Callable[[Request], Any]:
-    """Customize hooks name the related objects a parent wants to see."""
+    """Customize hooks name the related objects a parent wants to see. A decorator's request
+    names the object `parent` too; `object`, the name its sync requests use, is accepted."""
 
     async def endpoint(request: Request) -> Response:
         started = time.perf_counter()
         try:
-            hook_request = await _read_hook_request(request)
+            hook_request = _validated(model, await _read_document(request))
         except BadHookRequest as error:
             return _finish(path, "-", "bad_request", started, error.status, str(error))
         answer = handler({"controller": hook_request.controller, "parent": hook_request.parent})
@@ -316,7 +412,7 @@ def _customize_hook(
     return endpoint
 
 
-async def _read_hook_request(request: Request) -> CompositeHookRequest:
+async def _read_document(request: Request) -> dict[str, Any]:
     body = await request.body()
     if len(body) > MAX_BODY_BYTES:
         raise BadHookRequest("request body too large", status=413)
@@ -326,8 +422,12 @@ async def _read_hook_request(request: Request) -> CompositeHookRequest:
         raise BadHookRequest(f"request body is not valid JSON: {error.msg}") from None
     if not isinstance(document, dict):
         raise BadHookRequest("request body must be a JSON object")
+    return document
+
+
+def _validated(model: type[HookRequest], document: dict[str, Any]) -> HookRequest:
     try:
-        return CompositeHookRequest.model_validate(document)
+        return model.model_validate(document)
     except ValidationError as error:
         raise BadHookRequest(
             "not a Metacontroller hook request: " + _summarize(error), status=422
@@ -341,8 +441,8 @@ def _summarize(error: ValidationError) -> str:
     )
 
 
-def _parent_key(request: CompositeHookRequest) -> str:
-    metadata = request.parent.get("metadata") or {}
+def _object_key(obj: dict[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
     namespace = metadata.get("namespace")
     name = metadata.get("name", "?")
     return f"{namespace}/{name}" if namespace else str(name)

@@ -20,6 +20,7 @@ from hooks.resources.autoscaler import HorizontalRunnerAutoscaler
 from hooks.resources.common import ObjectMeta, ResourceModel
 from hooks.resources.replicaset import RunnerDeployment, RunnerReplicaSet
 from hooks.resources.runner import Runner, RunnerStatus
+from hooks.resources.runnerset import RunnerSet
 
 ROOT = Path(__file__).resolve().parent.parent
 CRD_DIR = ROOT / "metacontroller" / "crds"
@@ -85,6 +86,13 @@ KINDS = {
             RunnerDeployment,
             crdgen.runnerdeployment_crd,
             "runnerdeployment-samples.yaml",
+        ),
+        Kind(
+            "RunnerSet",
+            "runnersets",
+            RunnerSet,
+            crdgen.runnerset_crd,
+            "runnerset-samples.yaml",
         ),
         Kind(
             "HorizontalRunnerAutoscaler",

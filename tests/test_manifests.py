@@ -24,6 +24,7 @@ from hooks.resources.autoscaler import HorizontalRunnerAutoscaler
 from hooks.resources.common import ResourceModel
 from hooks.resources.replicaset import RunnerDeployment, RunnerReplicaSet
 from hooks.resources.runner import Runner
+from hooks.resources.runnerset import RunnerSet
 from hooks.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,14 +40,21 @@ APP_HOOK_PATHS = {
     "/sync/runnerreplicaset",
     "/sync/runnerdeployment",
     "/customize/runnerdeployment",
+    "/sync/runnerset",
+    "/finalize/runnerset",
+    "/customize/runnerset",
     "/sync/horizontalrunnerautoscaler",
     "/customize/horizontalrunnerautoscaler",
+    "/sync/runnerpod",
+    "/finalize/runnerpod",
+    "/customize/runnerpod",
 }
 ARC_API_VERSION = "actions.summerwind.dev/v1alpha1"
 MODELS: dict[str, type[ResourceModel]] = {
     "Runner": Runner,
     "RunnerReplicaSet": RunnerReplicaSet,
     "RunnerDeployment": RunnerDeployment,
+    "RunnerSet": RunnerSet,
     "HorizontalRunnerAutoscaler": HorizontalRunnerAutoscaler,
 }
 CONTAINER_PORT = 8080
@@ -228,7 +236,13 @@ def _samples() -> list[tuple[str, dict[str, Any]]]:
 
 def test_samples_cover_the_parents() -> None:
     kinds = {sample["kind"] for _, sample in _samples()}
-    assert {"Runner", "RunnerReplicaSet", "RunnerDeployment", "HorizontalRunnerAutoscaler"} <= kinds
+    assert {
+        "Runner",
+        "RunnerReplicaSet",
+        "RunnerDeployment",
+        "RunnerSet",
+        "HorizontalRunnerAutoscaler",
+    } <= kinds
 
 
 @pytest.mark.parametrize(
@@ -374,6 +388,23 @@ def test_runnerdeployment_controller() -> None:
     assert _hook_paths(controller) == {
         "sync": "/sync/runnerdeployment",
         "customize": "/customize/runnerdeployment",
+    }
+
+
+def test_runnerset_controller() -> None:
+    controller = _one("CompositeController", "arc-hooks-runnerset")
+    spec = controller["spec"]
+    assert spec["parentResource"] == {"apiVersion": ARC_API_VERSION, "resource": "runnersets"}
+    assert _strategies(controller) == {
+        ("apps/v1", "statefulsets"): "InPlace",
+        ("v1", "secrets"): "InPlace",
+        ("v1", "persistentvolumeclaims"): "OnDelete",
+    }
+    assert spec["generateSelector"] is True
+    assert _hook_paths(controller) == {
+        "sync": "/sync/runnerset",
+        "finalize": "/finalize/runnerset",
+        "customize": "/customize/runnerset",
     }
 
 

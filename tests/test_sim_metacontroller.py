@@ -1352,7 +1352,9 @@ def test_controllers_are_read_from_the_shipped_manifests(world: World) -> None:
         "arc-hooks-horizontalrunnerautoscaler",
         "arc-hooks-runner",
         "arc-hooks-runnerdeployment",
+        "arc-hooks-runner-pod",
         "arc-hooks-runnerreplicaset",
+        "arc-hooks-runnerset",
     ]
     manifest = yaml.safe_load((ROOT / "metacontroller" / "runner-controller.yaml").read_text())
     spec = read_controller(manifest, emulator.catalog)

@@ -6,7 +6,8 @@ deletes expired and long-completed ones by leaving them out.
 
 Related objects (asked for by `customize_horizontal_runner_autoscaler`): the scale target, and
 for a RunnerDeployment its Runners, whose `status.busy` (mirrored from GitHub's runner list)
-is what PercentageRunnersBusy measures, so that metric costs no extra GitHub call.
+is what PercentageRunnersBusy measures, so that metric costs no extra GitHub call. A RunnerSet
+reports the same counts in its own status (`registeredReplicas`, `busyReplicas`).
 
 The answer goes to the HRA's own status: `desiredReplicas`, which the target's hook reads. No
 hook writes to another object. The hook asks to be called again at the next moment its answer
@@ -213,11 +214,11 @@ class _Sync:
             repository=config.repository or "",
             labels=tuple(config.labels),
         )
-        runners = self.request.objects("Runner", related=True)
-        activity = _HookActivity(self.deps.github, runners)
+        counts = _runner_counts(kind, target_obj, self.request.objects("Runner", related=True))
+        activity = _HookActivity(self.deps.github, counts.busy)
         target = ScaleTarget(scope=scope, replicas=self._replicas_in_effect(kind, target_obj))
         try:
-            self.finished = self._finished_jobs(runners)
+            self.finished = self._finished_jobs(counts.idle)
             reservations = self._active_reservations()
             decision = desired_replicas(
                 self.hra,
@@ -250,8 +251,8 @@ class _Sync:
                     target_name=name,
                     scope=scope,
                     decision=decision,
-                    runners=len(runners),
-                    registered=sum(1 for r in runners if _status(r).get("runnerId")),
+                    runners=counts.runners,
+                    registered=counts.registered,
                     busy=activity.counted_busy,
                 )
             )
@@ -273,7 +274,7 @@ class _Sync:
             and observed.name not in self.finished
         ]
 
-    def _finished_jobs(self, runners: Sequence[KubeObject]) -> set[str]:
+    def _finished_jobs(self, idle: int) -> set[str]:
         """Reservations whose job GitHub reports completed although no `completed` delivery
         said so (GitHub loses deliveries and never retries them).
 
@@ -281,13 +282,6 @@ class _Sync:
         asked while runners sit idle beside active reservations, for at most as many
         reservations as there are idle runners, oldest first, one cached jobs listing per
         run: a burst with every runner busy costs nothing."""
-        idle = sum(
-            1
-            for runner in runners
-            if _status(runner).get("runnerId")
-            and _status(runner).get("busy") is not True
-            and not (runner.get("metadata") or {}).get("deletionTimestamp")
-        )
         if not idle:
             return set()
         settled = self.now - timedelta(seconds=FINISHED_JOB_CHECK_AFTER)
@@ -421,15 +415,13 @@ class _HookActivity:
     """The pull metrics' observations: busy runners from the related Runners' status, runs and
     jobs from GitHub (through the port's short-lived cache)."""
 
-    def __init__(self, github: GitHubPort, runners: Sequence[KubeObject]) -> None:
+    def __init__(self, github: GitHubPort, busy: int) -> None:
         self.github = github
-        self.runners = runners
+        self.busy = busy
         self.counted_busy = 0
 
     def busy_runners(self) -> int:
-        # Runners stopping while busy count too (ARC's terminating_busy): their jobs still
-        # hold them.
-        self.counted_busy = sum(1 for runner in self.runners if _status(runner).get("busy") is True)
+        self.counted_busy = self.busy
         return self.counted_busy
 
     def workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
@@ -437,6 +429,46 @@ class _HookActivity:
 
     def workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
         return self.github.list_workflow_jobs(repository, run_id)
+
+
+@dataclass(frozen=True)
+class _RunnerCounts:
+    runners: int
+    registered: int
+    busy: int  # runners stopping while busy count too (ARC's terminating_busy)
+    idle: int  # registered, not busy, not leaving
+
+
+def _runner_counts(kind: str, target: KubeObject, runners: Sequence[KubeObject]) -> _RunnerCounts:
+    """A RunnerDeployment's Runners report what GitHub says of each (status.busy); a RunnerSet
+    reports the counts of its runners in its own status."""
+    if kind == RUNNER_SET:
+        status = _status(target)
+        registered = _count(status.get("registeredReplicas"))
+        busy = _count(status.get("busyReplicas"))
+        return _RunnerCounts(
+            runners=_count(status.get("replicas")),
+            registered=registered,
+            busy=busy,
+            idle=max(registered - busy, 0),
+        )
+    idle = sum(
+        1
+        for runner in runners
+        if _status(runner).get("runnerId")
+        and _status(runner).get("busy") is not True
+        and not (runner.get("metadata") or {}).get("deletionTimestamp")
+    )
+    return _RunnerCounts(
+        runners=len(runners),
+        registered=sum(1 for r in runners if _status(r).get("runnerId")),
+        busy=sum(1 for runner in runners if _status(runner).get("busy") is True),
+        idle=idle,
+    )
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 def _runner_config(kind: str, target: KubeObject) -> RunnerConfig:

@@ -91,12 +91,15 @@ class _Set:
 
 
 def autoscaler_of(deployment: RunnerDeployment, related: list[KubeObject]) -> KubeObject | None:
-    """The HRA that sizes this deployment: the first (by name) whose scaleTargetRef names it
-    and that has given an answer."""
+    return autoscaler_targeting("RunnerDeployment", deployment.metadata.name, related)
+
+
+def autoscaler_targeting(kind: str, name: str, related: list[KubeObject]) -> KubeObject | None:
+    """The HRA that sizes the `kind` named `name`: the first (by name) whose scaleTargetRef
+    names it and that has given an answer."""
     for hra in sorted(related, key=lambda obj: (obj.get("metadata") or {}).get("name", "")):
         target = (hra.get("spec") or {}).get("scaleTargetRef") or {}
-        kind = target.get("kind") or "RunnerDeployment"
-        if kind != "RunnerDeployment" or target.get("name") != deployment.metadata.name:
+        if (target.get("kind") or "RunnerDeployment") != kind or target.get("name") != name:
             continue
         desired = (hra.get("status") or {}).get("desiredReplicas")
         if isinstance(desired, int) and desired >= 0:
@@ -104,22 +107,27 @@ def autoscaler_of(deployment: RunnerDeployment, related: list[KubeObject]) -> Ku
     return None
 
 
-def effective_replicas(deployment: RunnerDeployment, related: list[KubeObject]) -> int:
-    hra = autoscaler_of(deployment, related)
+def scaled_replicas(hra: KubeObject | None, spec_replicas: int | None) -> int:
+    """The HRA's answer when there is one, else `spec.replicas`, else 1."""
     if hra is not None:
         return int(hra["status"]["desiredReplicas"])
-    replicas = deployment.spec.replicas
-    return replicas if replicas is not None else 1
+    return spec_replicas if spec_replicas is not None else 1
+
+
+def later_effective_time(hra: KubeObject | None, own: str | None) -> str | None:
+    """ARC's HRA writes the newest reservation's effectiveTime into the target's spec; here the
+    HRA reports it in its status and the target passes the later of the two on."""
+    reported = (hra.get("status") or {}).get("newestReservationTime") if hra else None
+    candidates = [t for t in (own, reported) if isinstance(t, str) and t]
+    return max(candidates, key=parse_time) if candidates else None
+
+
+def effective_replicas(deployment: RunnerDeployment, related: list[KubeObject]) -> int:
+    return scaled_replicas(autoscaler_of(deployment, related), deployment.spec.replicas)
 
 
 def effective_time(deployment: RunnerDeployment, related: list[KubeObject]) -> str | None:
-    """ARC's HRA writes the newest reservation's effectiveTime into the target's spec; here the
-    HRA reports it in its status and the deployment passes the later of the two on."""
-    hra = autoscaler_of(deployment, related)
-    reported = (hra.get("status") or {}).get("newestReservationTime") if hra else None
-    own = deployment.spec.effective_time
-    candidates = [t for t in (own, reported) if isinstance(t, str) and t]
-    return max(candidates, key=parse_time) if candidates else None
+    return later_effective_time(autoscaler_of(deployment, related), deployment.spec.effective_time)
 
 
 def sync_runner_deployment(

@@ -43,7 +43,7 @@ SYNC_TIME_ANNOTATION = "actions-runner/sync-time"
 RECREATION_DELAY = timedelta(minutes=10)
 """ARC's DefaultRunnerPodRecreationDelayAfterWebhookScale (#1180)."""
 
-_BASE36 = re.compile(r"[0-9a-z]+")
+BASE36_NAME = re.compile(r"[0-9a-z]+")
 
 
 @dataclass(frozen=True)
@@ -207,16 +207,16 @@ class _ReplicaSetSync:
     def _next_index(self) -> int:
         """Monotonic over the set's life: the recorded counter, or past any name observed."""
         index = self.status.next_runner_index or 0
-        prefix = f"{self.replica_set.metadata.name}-{_uid_tag(self.replica_set.metadata.uid)}"
+        prefix = f"{self.replica_set.metadata.name}-{uid_tag(self.replica_set.metadata.uid)}"
         for child in self.children:
             suffix = child.name.removeprefix(prefix)
-            if suffix != child.name and _BASE36.fullmatch(suffix):
+            if suffix != child.name and BASE36_NAME.fullmatch(suffix):
                 index = max(index, int(suffix, 36) + 1)
         return index
 
     def _name(self, index: int) -> str:
-        return f"{self.replica_set.metadata.name}-{_uid_tag(self.replica_set.metadata.uid)}" + (
-            _base36(index)
+        return f"{self.replica_set.metadata.name}-{uid_tag(self.replica_set.metadata.uid)}" + (
+            base36(index)
         )
 
     def _runner(self, name: str) -> KubeObject:
@@ -251,13 +251,13 @@ class _ReplicaSetSync:
         return status.to_wire()
 
 
-def _uid_tag(uid: str) -> str:
+def uid_tag(uid: str) -> str:
     """Four characters from the set's uid: a set recreated with the same name never reuses
     the names of its predecessor's runners, which GitHub may still know."""
-    return _base36(int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16))[-4:].rjust(4, "0")
+    return base36(int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16))[-4:].rjust(4, "0")
 
 
-def _base36(number: int) -> str:
+def base36(number: int) -> str:
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
     text = ""
     while True:

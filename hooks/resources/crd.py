@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from hooks.resources import autoscaler, replicaset, reservation, runner
+from hooks.resources import autoscaler, replicaset, reservation, runner, runnerset
 
 PrinterColumn = Mapping[str, Any]
 """One `additionalPrinterColumns` entry: `name`, `type`, `jsonPath`, optionally `priority`..."""
@@ -488,6 +488,28 @@ def runnerdeployment_crd() -> dict[str, Any]:
     )
 
 
+def runnerset_crd() -> dict[str, Any]:
+    """The RunnerSet CRD, with ARC's names and printer columns."""
+    return crd_for(
+        runnerset.RunnerSet,
+        plural="runnersets",
+        singular="runnerset",
+        kind="RunnerSet",
+        short_names=(),
+        printer_columns=[
+            _column("Desired", ".spec.replicas", "number"),
+            _column("Current", ".status.replicas", "number"),
+            _column("Up-To-Date", ".status.updatedReplicas", "number"),
+            _column("Available", ".status.availableReplicas", "number"),
+            _column("Age", ".metadata.creationTimestamp", "date"),
+        ],
+        description=(
+            "Runners in StatefulSets, one per runner, for runners that keep volumes "
+            "(volumeClaimTemplates) from one runner to the next."
+        ),
+    )
+
+
 def horizontalrunnerautoscaler_crd() -> dict[str, Any]:
     """The HorizontalRunnerAutoscaler CRD, with ARC's names and printer columns."""
     return crd_for(
@@ -547,6 +569,7 @@ def all_crds() -> dict[str, dict[str, Any]]:
         runner_crd(),
         runnerreplicaset_crd(),
         runnerdeployment_crd(),
+        runnerset_crd(),
         horizontalrunnerautoscaler_crd(),
         capacityreservation_crd(),
     ]

@@ -27,7 +27,6 @@ from hooks.github.port import (
     GitHubPort,
     GitHubRunner,
     RateLimitedError,
-    RemoveOutcome,
     Scope,
 )
 from hooks.memo import Memo
@@ -44,6 +43,7 @@ from hooks.runner.graceful_stop import (
     StopTiming,
     begin_stop,
     find_runner,
+    remove_leftover_registration,
     tick_graceful_stop,
 )
 from hooks.runner.observed_pod import ObservedPod, observe_pod
@@ -77,11 +77,7 @@ class RunnerHookDeps:
 
     @property
     def timing(self) -> StopTiming:
-        return StopTiming(
-            retry_delay=self.settings.unregistration_retry_delay,
-            rate_limit_retry_delay=self.settings.rate_limit_retry_delay,
-            registration_timeout=self.settings.registration_timeout,
-        )
+        return StopTiming.from_settings(self.settings)
 
 
 @dataclass
@@ -450,32 +446,9 @@ class _Sync:
         return found
 
     def _remove_registration(self, runner_id: int | None) -> tuple[bool, float | None]:
-        """Remove whatever registration this runner has left. (done, retry after).
-
-        The (cached) runner list is consulted first, so a runner that unregistered itself,
-        as ephemeral runners do after their job, costs no DELETE."""
-        github = self.deps.github
-        timing = self.deps.timing
-        try:
-            registered = [
-                r
-                for r in github.list_runners(self.scope)
-                if r.name == self.name or r.id == runner_id
-            ]
-        except RateLimitedError as error:
-            return False, error.retry_after
-        except GitHubError:
-            return False, timing.retry_delay
-        for leftover in registered:
-            result = github.remove_runner(self.scope, leftover.id)
-            match result.outcome:
-                case RemoveOutcome.REMOVED | RemoveOutcome.NOT_FOUND | RemoveOutcome.FORBIDDEN:
-                    continue
-                case RemoveOutcome.RATE_LIMITED:
-                    return False, result.retry_after or timing.rate_limit_retry_delay
-                case _:
-                    return False, timing.retry_delay
-        return True, None
+        return remove_leftover_registration(
+            self.deps.github, self.scope, self.name, runner_id, self.deps.timing
+        )
 
     # ------------------------------------------------------------ children
 

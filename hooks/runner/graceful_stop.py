@@ -36,6 +36,11 @@ from hooks.github.port import (
 )
 from hooks.resources.runner import GracefulStopStatus
 from hooks.runner.observed_pod import ObservedPod
+from hooks.settings import Settings
+
+GRACEFUL_STOP_ANNOTATION = "arc-hooks.dev/graceful-stop"
+"""Where a stop's state is kept when the stopping side has no status of its own: on a
+RunnerSet's StatefulSet, and on a pod the runner-pod decorator stops (GracefulStopStatus JSON)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,14 @@ class StopTiming:
     retry_delay: float  # between DELETE attempts on a busy static runner
     rate_limit_retry_delay: float  # when GitHub gives no reset time
     registration_timeout: float  # how long a ready pod may take to register
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> StopTiming:
+        return cls(
+            retry_delay=settings.unregistration_retry_delay,
+            rate_limit_retry_delay=settings.rate_limit_retry_delay,
+            registration_timeout=settings.registration_timeout,
+        )
 
 
 @dataclass(frozen=True)
@@ -109,6 +122,31 @@ def tick_graceful_stop(
 
 def find_runner(github: GitHubPort, scope: Scope, name: str) -> GitHubRunner | None:
     return next((r for r in github.list_runners(scope) if r.name == name), None)
+
+
+def remove_leftover_registration(
+    github: GitHubPort, scope: Scope, name: str, runner_id: int | None, timing: StopTiming
+) -> tuple[bool, float | None]:
+    """Remove whatever registration a stopped runner left behind. (done, retry after).
+
+    The (cached) runner list is consulted first, so a runner that unregistered itself, as
+    ephemeral runners do after their job, costs no DELETE."""
+    try:
+        registered = [r for r in github.list_runners(scope) if r.name == name or r.id == runner_id]
+    except RateLimitedError as error:
+        return False, error.retry_after
+    except GitHubError:
+        return False, timing.retry_delay
+    for leftover in registered:
+        result = github.remove_runner(scope, leftover.id)
+        match result.outcome:
+            case RemoveOutcome.REMOVED | RemoveOutcome.NOT_FOUND | RemoveOutcome.FORBIDDEN:
+                continue
+            case RemoveOutcome.RATE_LIMITED:
+                return False, result.retry_after or timing.rate_limit_retry_delay
+            case _:
+                return False, timing.retry_delay
+    return True, None
 
 
 def _remove(

@@ -65,6 +65,11 @@ def observe_pod(pod: dict[str, Any]) -> ObservedPod:
     )
     state = runner_state.get("state") or {}
     terminated = state.get("terminated")
+    if not isinstance(terminated, dict):
+        # Pods of a StatefulSet restart their containers (restartPolicy Always): a runner that
+        # ended once shows it in lastState while it waits to restart or runs again. Its
+        # registration was spent, so it counts as ended.
+        terminated = (runner_state.get("lastState") or {}).get("terminated")
     exit_code = terminated.get("exitCode") if isinstance(terminated, dict) else None
     return ObservedPod(
         name=str(metadata.get("name", "")),

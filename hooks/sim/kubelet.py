@@ -267,6 +267,13 @@ class Kubelet:
             affected.append(f"{pod.namespace}/{pod.name}")
         return sorted(affected)
 
+    def cordon(self, node: str) -> list[str]:
+        """`kubectl cordon`: no new pod is bound to the node; the pods on it run on. Returns
+        them (`namespace/name`). `add_node` makes it schedulable again."""
+        if node in self._nodes:
+            self._nodes.remove(node)
+        return self.pods_on(node)
+
     def add_node(self, node: str) -> None:
         if node in self._nodes:
             return

@@ -101,6 +101,7 @@ class TimelineEntry(_Model):
     evict_pods: PodSelection | None = None
     delete_pods: PodSelection | None = None
     lose_node: str | None = None
+    drain_node: str | None = None
     add_node: str | None = None
     hook_outage: HookOutage | None = None
     github_outage: GitHubOutage | None = None
@@ -123,6 +124,7 @@ ACTIONS = (
     "delete",
     "evict_pods",
     "delete_pods",
+    "drain_node",
     "lose_node",
     "add_node",
     "hook_outage",

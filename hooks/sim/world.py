@@ -279,6 +279,13 @@ class World:
                 self.store.delete("Pod", pod["metadata"]["namespace"], pod["metadata"]["name"])
         elif entry.lose_node is not None:
             self.kubelet.lose_node(entry.lose_node)
+        elif entry.drain_node is not None:
+            # `kubectl drain`: cordon, then evict every pod on the node.
+            for key in self.kubelet.cordon(entry.drain_node):
+                namespace, name = key.split("/", 1)
+                running = self.store.get("Pod", namespace, name)
+                if running is not None and not running["metadata"].get("deletionTimestamp"):
+                    self.kubelet.evict(namespace, name)
         elif entry.add_node is not None:
             self.kubelet.add_node(entry.add_node)
         elif entry.hook_outage is not None:

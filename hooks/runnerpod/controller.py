@@ -1,0 +1,312 @@
+"""The runner-pod decorator: what `/sync/runnerpod`, `/finalize/runnerpod` and
+`/customize/runnerpod` answer.
+
+Every pod labelled `actions-runner` gets Metacontroller's finalizer, so no runner pod object
+leaves the cluster before its GitHub registration is gone, whoever deleted it. A finalizer
+cannot delay SIGTERM (the kubelet stops the containers at once); it only holds the pod object
+until this hook says the registration is gone.
+
+- sync: record the runner's GitHub id on the pod (`actions-runner/id`, as ARC) once GitHub
+  lists it, from the cached per-scope runner list. Scale-down is decided by the owners' hooks.
+- finalize: a pod whose owner (a Runner, or a RunnerSet's StatefulSet that finished this pod's
+  stop) takes care of its registration goes at once. Any other pod is stopped with the shared
+  graceful stop, its state kept in the pod's own annotation, and whatever registration a
+  stopped runner left behind is removed before the pod may go.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic import ValidationError
+
+from hooks.clock import Clock, format_time, parse_time
+from hooks.github.port import GitHubError, GitHubPort, RateLimitedError, RemoveOutcome, Scope
+from hooks.metacontroller import DecoratorHookRequest, DecoratorHookResponse, KubeObject
+from hooks.resources.runner import API_VERSION as RUNNER_API_VERSION
+from hooks.resources.runner import GracefulStopStatus
+from hooks.runner.graceful_stop import (
+    GRACEFUL_STOP_ANNOTATION,
+    StopSubject,
+    StopTiming,
+    begin_stop,
+    find_runner,
+    tick_graceful_stop,
+)
+from hooks.runnerpod.facts import (
+    RUNNER_ID_ANNOTATION,
+    ControllerRef,
+    RunnerPod,
+    controller_ref,
+    node_unreachable,
+    read_runner_pod,
+)
+from hooks.settings import Settings
+
+UNREGISTRATION_START_ANNOTATION = "actions-runner/unregistration-start-timestamp"
+UNREGISTRATION_COMPLETE_ANNOTATION = "actions-runner/unregistration-complete-timestamp"
+STATEFULSET_API_VERSION = "apps/v1"
+
+# Outcomes after which nothing is left on GitHub for this pod.
+_CLEAN_OUTCOMES = ("Unregistered", "NotRegistered")
+# A 403 ends a stop as in ARC: asking again for a DELETE GitHub just refused would not help.
+_FINAL_OUTCOMES = (*_CLEAN_OUTCOMES, "Forbidden")
+
+
+@dataclass(frozen=True)
+class RunnerPodDeps:
+    github: GitHubPort
+    clock: Clock
+    settings: Settings
+
+    @property
+    def timing(self) -> StopTiming:
+        return StopTiming.from_settings(self.settings)
+
+
+# ------------------------------------------------------------------------- sync
+
+
+def sync_runner_pod(request: DecoratorHookRequest, deps: RunnerPodDeps) -> DecoratorHookResponse:
+    """Record the runner id once GitHub lists the runner; poll until then, for a while."""
+    pod = read_runner_pod(request.object)
+    if pod.scope is None or pod.runner_id is not None:
+        return DecoratorHookResponse()
+    if pod.observed.stopped or not pod.runner_running:
+        return DecoratorHookResponse()  # a pod status change calls again when it starts
+    settings = deps.settings
+    running_since = pod.observed.ready_since or pod.runner_running_since
+    if running_since is not None:
+        running_for = (deps.clock.now() - running_since).total_seconds()
+        if running_for >= settings.registration_timeout:
+            return DecoratorHookResponse()  # it never registered; its owner replaces it
+    try:
+        found = find_runner(deps.github, pod.scope, pod.runner_name)
+    except RateLimitedError as error:
+        return DecoratorHookResponse(resync_after_seconds=error.retry_after)
+    except GitHubError:
+        return DecoratorHookResponse(resync_after_seconds=settings.registration_check_interval)
+    if found is None:
+        return DecoratorHookResponse(resync_after_seconds=settings.registration_check_interval)
+    return DecoratorHookResponse(annotations={RUNNER_ID_ANNOTATION: str(found.id)})
+
+
+# --------------------------------------------------------------------- finalize
+
+
+def finalize_runner_pod(
+    request: DecoratorHookRequest, deps: RunnerPodDeps
+) -> DecoratorHookResponse:
+    pod = read_runner_pod(request.object)
+    if _owner_takes_care(request, pod):
+        return DecoratorHookResponse(finalized=True)
+    if pod.scope is None or pod.observed.pending:
+        # Nothing to unregister with, or a runner that never ran (a pod stuck unscheduled, or
+        # on a node that went away before it started): nothing to wait for.
+        return DecoratorHookResponse(finalized=True)
+    if UNREGISTRATION_COMPLETE_ANNOTATION in pod.annotations:
+        return DecoratorHookResponse(finalized=True)  # ARC's own record: already done
+    return _PodStop(pod, pod.scope, deps).advance()
+
+
+class _PodStop:
+    """One finalize call's step of a pod's stop: the graceful stop, then leftovers."""
+
+    def __init__(self, pod: RunnerPod, scope: Scope, deps: RunnerPodDeps) -> None:
+        self.pod = pod
+        self.scope = scope
+        self.deps = deps
+        self.timing = deps.timing
+        self.now = deps.clock.now()
+        self.unreachable = node_unreachable(pod, self.now)
+
+    def advance(self) -> DecoratorHookResponse:
+        subject = self._subject()
+        state = self._recorded_state()
+        if state is None:
+            state = begin_stop(self._reason(), subject, self.deps.clock)
+        if self.unreachable and state.waiting_for_completion:
+            # Its exit would never be reported: ask GitHub again instead of waiting for it.
+            state = state.model_copy(update={"waiting_for_completion": False})
+        tick = tick_graceful_stop(subject, state, self.deps.github, self.deps.clock, self.timing)
+        state = tick.state
+        if not tick.done:
+            return self._answer(state, finalized=False, retry_after=tick.retry_after)
+        if state.outcome not in _FINAL_OUTCOMES:
+            state, retry_after = self._remove_leftover(state)
+            if retry_after is not None:
+                return self._answer(state, finalized=False, retry_after=retry_after)
+        return self._answer(state, finalized=True)
+
+    def _subject(self) -> StopSubject:
+        pod = self.pod
+        observed = pod.observed
+        if self.unreachable and observed.ready_since is None:
+            # Not Ready any more, so the registration grace period counts from the runner's
+            # start (or the deletion): a runner that never registered does not hold the pod.
+            since = pod.runner_running_since or pod.deletion_timestamp or self.now
+            observed = replace(observed, ready_since=since)
+        return StopSubject(
+            scope=self.scope,
+            runner_name=pod.runner_name,
+            runner_id=pod.runner_id,
+            pod=observed,
+            # Waiting for an ephemeral runner's completion needs a node that reports it.
+            ephemeral=observed.ephemeral and not self.unreachable,
+        )
+
+    def _reason(self) -> str:
+        return "PodDeleted" if self.pod.observed.terminating else "PodUnselected"
+
+    def _recorded_state(self) -> GracefulStopStatus | None:
+        """This pod's stop as recorded; an unreadable record, or another pod's, starts anew."""
+        text = self.pod.annotations.get(GRACEFUL_STOP_ANNOTATION)
+        if not text:
+            return None
+        try:
+            state = GracefulStopStatus.model_validate_json(text)
+        except ValidationError:
+            return None
+        return state if state.pod_uid == self.pod.uid else None
+
+    def _remove_leftover(
+        self, state: GracefulStopStatus
+    ) -> tuple[GracefulStopStatus, float | None]:
+        """The runner stopped without unregistering (killed mid-job, out of grace time, or a
+        static runner): remove its registration. (new state, retry after; None when done)."""
+        wait = self._leftover_pause(state)
+        if wait > 0:
+            return state, wait
+        github, timing = self.deps.github, self.timing
+        runner_id = state.runner_id
+        if runner_id is None:
+            try:
+                found = find_runner(github, self.scope, self.pod.runner_name)
+            except RateLimitedError as error:
+                return state.model_copy(update={"message": str(error)}), error.retry_after
+            except GitHubError as error:
+                return state.model_copy(update={"message": str(error)}), timing.retry_delay
+            if found is None:
+                return state.model_copy(update={"message": "no registration left"}), None
+            runner_id = found.id
+            state = state.model_copy(update={"runner_id": runner_id})
+        result = github.remove_runner(self.scope, runner_id)
+        match result.outcome:
+            case RemoveOutcome.REMOVED | RemoveOutcome.NOT_FOUND | RemoveOutcome.FORBIDDEN:
+                message = "leftover registration removed"
+                if result.outcome is RemoveOutcome.FORBIDDEN:
+                    message = result.message or "forbidden"
+                return state.model_copy(update={"message": message}), None
+            case RemoveOutcome.RATE_LIMITED:
+                delay = result.retry_after or timing.rate_limit_retry_delay
+                message = result.message or "GitHub rate limit"
+                return state.model_copy(update={"message": message}), delay
+            case RemoveOutcome.BUSY:
+                # GitHub still holds the job the runner was killed in; it lets the runner go
+                # once it gives the job up.
+                attempted = self._attempted(state, "runner still assigned a job on GitHub")
+                return attempted, timing.retry_delay
+            case _:
+                return self._attempted(state, result.message or "GitHub error"), timing.retry_delay
+
+    def _leftover_pause(self, state: GracefulStopStatus) -> float:
+        """Seconds to wait before the next leftover DELETE: one per retry delay."""
+        if state.last_attempt_at is None or state.completed_at is None:
+            return 0.0
+        last = parse_time(state.last_attempt_at)
+        if last < parse_time(state.completed_at):
+            return 0.0  # that attempt was the graceful stop's, before the runner stopped
+        return self.timing.retry_delay - (self.now - last).total_seconds()
+
+    def _attempted(self, state: GracefulStopStatus, message: str) -> GracefulStopStatus:
+        return state.model_copy(
+            update={"last_attempt_at": format_time(self.now), "message": message}
+        )
+
+    def _answer(
+        self, state: GracefulStopStatus, *, finalized: bool, retry_after: float | None = None
+    ) -> DecoratorHookResponse:
+        annotations: dict[str, str | None] = {
+            GRACEFUL_STOP_ANNOTATION: json.dumps(
+                state.to_wire(), sort_keys=True, separators=(",", ":")
+            )
+        }
+        if UNREGISTRATION_START_ANNOTATION not in self.pod.annotations:
+            annotations[UNREGISTRATION_START_ANNOTATION] = state.started_at
+        if finalized:
+            annotations[UNREGISTRATION_COMPLETE_ANNOTATION] = format_time(self.now)
+        return DecoratorHookResponse(
+            annotations=annotations,
+            finalized=finalized,
+            resync_after_seconds=retry_after,
+        )
+
+
+def _owner_takes_care(request: DecoratorHookRequest, pod: RunnerPod) -> bool:
+    """The pod's controller removes (or already removed) its registration itself."""
+    owner = pod.controller
+    if owner is None:
+        return False
+    if owner.kind == "Runner" and owner.api_version == RUNNER_API_VERSION:
+        # The Runner's own stop and replacement unregister before a new pod or its own end.
+        return _related(request, owner, pod.namespace) is not None
+    if owner.kind == "StatefulSet" and owner.api_version == STATEFULSET_API_VERSION:
+        statefulset = _related(request, owner, pod.namespace)
+        return statefulset is not None and _stopped_this_pod(statefulset, pod.uid)
+    return False
+
+
+def _related(
+    request: DecoratorHookRequest, owner: ControllerRef, namespace: str
+) -> KubeObject | None:
+    for obj in request.objects(owner.kind, related=True):
+        metadata = obj.get("metadata") or {}
+        if metadata.get("name") != owner.name:
+            continue
+        if owner.uid and metadata.get("uid") != owner.uid:
+            continue  # a namesake created since: not this pod's owner
+        if namespace and metadata.get("namespace", namespace) != namespace:
+            continue
+        return obj
+    return None
+
+
+def _stopped_this_pod(statefulset: KubeObject, pod_uid: str) -> bool:
+    """The RunnerSet hook recorded a finished stop of this very pod, nothing left on GitHub."""
+    annotations = (statefulset.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(GRACEFUL_STOP_ANNOTATION)
+    if not isinstance(text, str) or not text:
+        return False
+    try:
+        stop = GracefulStopStatus.model_validate_json(text)
+    except ValidationError:
+        return False
+    return stop.pod_uid == pod_uid and stop.outcome in _CLEAN_OUTCOMES
+
+
+# -------------------------------------------------------------------- customize
+
+
+def customize_runner_pod(request: dict[str, Any]) -> dict[str, Any]:
+    """Relate the pod's controller, for finalize to see whether it takes care of the pod."""
+    pod = request.get("object") or request.get("parent")
+    if not isinstance(pod, dict):
+        return {"relatedResources": []}
+    owner = controller_ref(pod)
+    resource = _RELATED_RESOURCES.get((owner.api_version, owner.kind)) if owner else None
+    if owner is None or resource is None or not owner.name:
+        return {"relatedResources": []}
+    rule: dict[str, Any] = {"apiVersion": owner.api_version, "resource": resource}
+    namespace = (pod.get("metadata") or {}).get("namespace")
+    if isinstance(namespace, str) and namespace:
+        rule["namespace"] = namespace
+    rule["names"] = [owner.name]
+    return {"relatedResources": [rule]}
+
+
+_RELATED_RESOURCES = {
+    (RUNNER_API_VERSION, "Runner"): "runners",
+    (STATEFULSET_API_VERSION, "StatefulSet"): "statefulsets",
+}

@@ -1,0 +1,1431 @@
+"""The RunnerSet hooks over HTTP, driven the way Metacontroller drives them.
+
+`RunnerSetWorld` keeps one RunnerSet, its observed children and the pods of its StatefulSets.
+Each call posts a v2 request in Metacontroller's shapes and applies the answer as Metacontroller
+does: new children get a uid and a creationTimestamp, omitted ones are deleted, StatefulSets and
+Secrets are updated in place, claims never are (OnDelete), the status is replaced. It then plays
+the StatefulSet controller and the kubelet in the smallest way the hook can notice: a StatefulSet
+of one replica gets its pod `<name>-0` built from its template, one scaled to zero (or deleted)
+sees its pod terminate, and a terminating pod is gone after the next call. Runner containers
+start, end and restart only when a test says so. Time moves only through the ManualClock.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from starlette.testclient import TestClient
+
+from hooks.app import create_app
+from hooks.clock import ManualClock, format_time
+from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
+from hooks.settings import Settings
+from tests.in_memory_github import InMemoryGitHub, rate_limited
+
+KubeObject = dict[str, Any]
+
+API = "actions.summerwind.dev/v1alpha1"
+NAMESPACE = "ci"
+SET_NAME = "build"
+ORG = Scope(organization="acme")
+K8S_VERSION = "1.35.0"
+STOP_ANNOTATION = "arc-hooks.dev/graceful-stop"
+LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
+SLOT_LABEL = "arc-hooks.dev/volume-slot"
+RETRY_DELAY = 60.0  # UNREGISTRATION_RETRY_DELAY's default
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "tests" / "reference" / "arc-legacy-crds" / "runnerset-samples.yaml"
+CONTROLLER: KubeObject = yaml.safe_load(
+    (ROOT / "metacontroller" / "runnerset-controller.yaml").read_text()
+)
+
+STATEFULSETS = "StatefulSet.apps/v1"
+SECRETS = "Secret.v1"
+CLAIMS = "PersistentVolumeClaim.v1"
+PODS = "Pod.v1"
+AUTOSCALERS = f"HorizontalRunnerAutoscaler.{API}"
+CHILD_GROUPS = {"StatefulSet": STATEFULSETS, "Secret": SECRETS, "PersistentVolumeClaim": CLAIMS}
+
+_uids = itertools.count(1)
+
+
+# ---------------------------------------------------------------- objects
+
+
+def runner_set(replicas: int | None = 1, **spec: Any) -> KubeObject:
+    """A RunnerSet as the API server serves it (ARC's required selector and template)."""
+    body: KubeObject = {
+        "organization": "acme",
+        "labels": ["linux"],
+        "selector": {"matchLabels": {"app": SET_NAME}},
+        "serviceName": SET_NAME,
+        "template": {"metadata": {"labels": {"app": SET_NAME}}},
+        **spec,
+    }
+    if replicas is not None:
+        body["replicas"] = replicas
+    return {
+        "apiVersion": API,
+        "kind": "RunnerSet",
+        "metadata": {
+            "name": SET_NAME,
+            "namespace": NAMESPACE,
+            "uid": "6b3f9c1e-0d7a-4c55-9a43-1f2e3d4c5b6a",
+            "generation": 1,
+            "resourceVersion": "1",
+            "creationTimestamp": "2025-12-31T00:00:00Z",
+        },
+        "spec": body,
+    }
+
+
+def claim_template(name: str) -> KubeObject:
+    return {
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+
+
+def autoscaler(name: str, target: dict[str, str], desired: int | None) -> KubeObject:
+    return {
+        "apiVersion": API,
+        "kind": "HorizontalRunnerAutoscaler",
+        "metadata": {"name": name, "namespace": NAMESPACE, "uid": f"hra-{name}"},
+        "spec": {"scaleTargetRef": target, "minReplicas": 0, "maxReplicas": 10},
+        "status": {} if desired is None else {"desiredReplicas": desired},
+    }
+
+
+def runner_running(since: str) -> KubeObject:
+    """The runner container runs and the pod is Ready."""
+    return {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": since}],
+        "containerStatuses": [
+            {
+                "name": "runner",
+                "ready": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": since}},
+            }
+        ],
+    }
+
+
+def runner_terminated(exit_code: int, at: str) -> KubeObject:
+    """The runner container exited and has not been restarted yet."""
+    return {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": at}],
+        "containerStatuses": [
+            {
+                "name": "runner",
+                "ready": False,
+                "restartCount": 0,
+                "state": {"terminated": {"exitCode": exit_code, "finishedAt": at}},
+            }
+        ],
+    }
+
+
+def runner_restarted(exit_code: int, at: str) -> KubeObject:
+    """The runner container exited once and the kubelet restarted it (restartPolicy Always)."""
+    return {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": at}],
+        "containerStatuses": [
+            {
+                "name": "runner",
+                "ready": True,
+                "restartCount": 1,
+                "state": {"running": {"startedAt": at}},
+                "lastState": {"terminated": {"exitCode": exit_code, "finishedAt": at}},
+            }
+        ],
+    }
+
+
+def runner_cannot_start() -> KubeObject:
+    """The kubelet cannot create the runner container: its RUNNER_TOKEN key is missing."""
+    return {
+        "phase": "Pending",
+        "conditions": [{"type": "Ready", "status": "False"}],
+        "containerStatuses": [
+            {
+                "name": "runner",
+                "ready": False,
+                "restartCount": 0,
+                "state": {
+                    "waiting": {
+                        "reason": "CreateContainerConfigError",
+                        "message": "couldn't find key token in Secret",
+                    }
+                },
+            }
+        ],
+    }
+
+
+# ---------------------------------------------------------------- reading answers
+
+
+def of_kind(answer: dict[str, Any], kind: str) -> dict[str, KubeObject]:
+    return {c["metadata"]["name"]: c for c in answer["children"] if c["kind"] == kind}
+
+
+def stop_record(sts: KubeObject) -> dict[str, Any] | None:
+    text = (sts["metadata"].get("annotations") or {}).get(STOP_ANNOTATION)
+    return json.loads(text) if text else None
+
+
+def runner_container(sts: KubeObject) -> KubeObject:
+    containers = sts["spec"]["template"]["spec"]["containers"]
+    found: KubeObject = next(c for c in containers if c["name"] == "runner")
+    return found
+
+
+def env_of(sts: KubeObject) -> dict[str, KubeObject]:
+    return {e["name"]: e for e in runner_container(sts).get("env") or []}
+
+
+def claims_mounted(sts: KubeObject) -> dict[str, str]:
+    """Volume name -> claim name, for the volumes backed by a claim."""
+    return {
+        v["name"]: v["persistentVolumeClaim"]["claimName"]
+        for v in sts["spec"]["template"]["spec"].get("volumes") or []
+        if "persistentVolumeClaim" in v
+    }
+
+
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(c for c in status["conditions"] if c["type"] == kind)
+    return found
+
+
+def validate(obj: KubeObject) -> None:
+    kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+def assert_mounts_have_volumes(sts: KubeObject) -> None:
+    """What the API server would reject and kubernetes-validate does not check."""
+    pod_spec = sts["spec"]["template"]["spec"]
+    volumes = [v["name"] for v in pod_spec.get("volumes") or []]
+    assert len(volumes) == len(set(volumes)), f"duplicate volumes: {volumes}"
+    for container in pod_spec["containers"] + pod_spec.get("initContainers", []):
+        for mount in container.get("volumeMounts") or []:
+            assert mount["name"] in volumes, f"{container['name']} mounts {mount['name']}"
+
+
+# ---------------------------------------------------------------- the world
+
+
+@dataclass
+class RunnerSetWorld:
+    client: TestClient
+    github: InMemoryGitHub
+    clock: ManualClock
+    parent: KubeObject
+    children: dict[tuple[str, str], KubeObject] = field(default_factory=dict)
+    pods: dict[str, KubeObject] = field(default_factory=dict)
+    autoscalers: list[KubeObject] = field(default_factory=list)
+    last: dict[str, Any] = field(default_factory=dict)
+    created: list[tuple[str, str]] = field(default_factory=list)
+    deleted: list[tuple[str, str]] = field(default_factory=list)
+
+    # --- Metacontroller
+
+    def request(self, *, finalizing: bool = False) -> dict[str, Any]:
+        children: dict[str, dict[str, KubeObject]] = {g: {} for g in CHILD_GROUPS.values()}
+        for (kind, name), obj in sorted(self.children.items()):
+            children[CHILD_GROUPS[kind]][f"{NAMESPACE}/{name}"] = copy.deepcopy(obj)
+        related = {
+            PODS: {f"{NAMESPACE}/{n}": copy.deepcopy(p) for n, p in sorted(self.pods.items())},
+            AUTOSCALERS: {
+                f"{NAMESPACE}/{h['metadata']['name']}": copy.deepcopy(h) for h in self.autoscalers
+            },
+        }
+        return {
+            "controller": CONTROLLER,
+            "parent": copy.deepcopy(self.parent),
+            "children": children,
+            "related": related,
+            "finalizing": finalizing,
+        }
+
+    def sync(self) -> dict[str, Any]:
+        return self._call("/sync/runnerset", finalizing=False)
+
+    def finalize(self) -> dict[str, Any]:
+        self.parent["metadata"].setdefault("deletionTimestamp", format_time(self.clock.now()))
+        return self._call("/finalize/runnerset", finalizing=True)
+
+    def _call(self, path: str, *, finalizing: bool) -> dict[str, Any]:
+        terminating = [n for n, p in self.pods.items() if p["metadata"].get("deletionTimestamp")]
+        response = self.client.post(path, json=self.request(finalizing=finalizing))
+        assert response.status_code == 200, response.text
+        answer: dict[str, Any] = response.json()
+        self._assert_no_token_outside_secrets(answer)
+        self.last = answer
+        self._apply(answer)
+        for name in terminating:  # the kubelet has finished what was terminating before
+            self.pods.pop(name, None)
+        self._run_statefulset_controller()
+        return answer
+
+    def _assert_no_token_outside_secrets(self, answer: dict[str, Any]) -> None:
+        tokens = [f"AABBCCTOKEN{i:04d}" for i in range(1, self.github.tokens_issued + 1)]
+        elsewhere = json.dumps(
+            {
+                "status": answer.get("status"),
+                "children": [c for c in answer["children"] if c["kind"] != "Secret"],
+            }
+        )
+        for token in tokens:
+            assert token not in elsewhere
+
+    def _apply(self, answer: dict[str, Any]) -> None:
+        status = dict(answer.get("status") or {})
+        status["observedGeneration"] = self.parent["metadata"]["generation"]
+        self.parent["status"] = status
+        if answer.get("finalized"):
+            return  # the finalizer goes first: this answer's children are not applied
+        desired: dict[tuple[str, str], KubeObject] = {}
+        for child in answer["children"]:
+            key = (child["kind"], child["metadata"]["name"])
+            assert key not in desired, f"{key} answered twice"
+            assert child["kind"] in CHILD_GROUPS, f"not a child type: {key}"
+            desired[key] = child
+        for key in sorted(self.children):
+            if key not in desired and not self.children[key]["metadata"].get("deletionTimestamp"):
+                self._delete(key)
+        for key, obj in desired.items():
+            if key in self.children:
+                self._update(self.children[key], obj)
+            else:
+                self._create(key, obj)
+
+    def _create(self, key: tuple[str, str], desired: KubeObject) -> None:
+        created = copy.deepcopy(desired)
+        metadata = created["metadata"]
+        metadata.setdefault("namespace", NAMESPACE)
+        metadata["uid"] = f"{key[0].lower()}-uid-{next(_uids)}"
+        metadata["creationTimestamp"] = format_time(self.clock.now())
+        metadata["generation"] = 1
+        metadata["annotations"] = {
+            **(metadata.get("annotations") or {}),
+            LAST_APPLIED: json.dumps(desired),
+        }
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": API,
+                "kind": "RunnerSet",
+                "name": self.parent["metadata"]["name"],
+                "uid": self.parent["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+        self.children[key] = created
+        self.created.append(key)
+
+    def _update(self, observed: KubeObject, desired: KubeObject) -> None:
+        kind = observed["kind"]
+        if kind == "PersistentVolumeClaim":  # OnDelete; a claim's spec is immutable anyway
+            assert desired.get("spec") == observed.get("spec")
+            return
+        if kind == "StatefulSet":
+            # A runner's StatefulSet only ever changes its replicas and annotations.
+            assert desired["spec"]["template"] == observed["spec"]["template"]
+            assert desired["spec"]["selector"] == observed["spec"]["selector"]
+            last_applied = observed["metadata"]["annotations"].get(LAST_APPLIED)
+            observed["metadata"]["labels"] = dict(desired["metadata"].get("labels") or {})
+            observed["metadata"]["annotations"] = {
+                **(desired["metadata"].get("annotations") or {}),
+                LAST_APPLIED: last_applied,
+            }
+            if desired["spec"] != observed["spec"]:
+                observed["metadata"]["generation"] += 1
+            observed["spec"] = copy.deepcopy(desired["spec"])
+        if kind == "Secret":
+            observed["data"] = copy.deepcopy(desired.get("data") or {})
+
+    def _delete(self, key: tuple[str, str]) -> None:
+        self.children.pop(key)
+        self.deleted.append(key)
+        if key[0] == "StatefulSet":  # garbage collection, in the background
+            pod = self.pods.get(f"{key[1]}-0")
+            if pod is not None:
+                self.delete_pod(pod)
+
+    # --- the StatefulSet controller and the kubelet
+
+    def _run_statefulset_controller(self) -> None:
+        for (kind, name), sts in sorted(self.children.items()):
+            if kind != "StatefulSet":
+                continue
+            pod = self.pods.get(f"{name}-0")
+            if sts["spec"]["replicas"] >= 1 and pod is None:
+                self.pods[f"{name}-0"] = self._new_pod(sts)
+            elif sts["spec"]["replicas"] == 0 and pod is not None:
+                self.delete_pod(pod)
+
+    def _new_pod(self, sts: KubeObject) -> KubeObject:
+        name = sts["metadata"]["name"]
+        template = sts["spec"]["template"]
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{name}-0",
+                "namespace": NAMESPACE,
+                "uid": f"pod-uid-{next(_uids)}",
+                "creationTimestamp": format_time(self.clock.now()),
+                "labels": {
+                    **template["metadata"]["labels"],
+                    "statefulset.kubernetes.io/pod-name": f"{name}-0",
+                    "apps.kubernetes.io/pod-index": "0",
+                },
+                "annotations": dict(template["metadata"].get("annotations") or {}),
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "StatefulSet",
+                        "name": name,
+                        "uid": sts["metadata"]["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": {**copy.deepcopy(template["spec"]), "hostname": f"{name}-0"},
+            "status": {"phase": "Pending"},
+        }
+
+    def delete_pod(self, pod: KubeObject) -> None:
+        pod["metadata"].setdefault("deletionTimestamp", format_time(self.clock.now()))
+
+    # --- what tests look at
+
+    def statefulsets(self) -> dict[str, KubeObject]:
+        return {n: o for (k, n), o in sorted(self.children.items()) if k == "StatefulSet"}
+
+    def runners(self) -> list[str]:
+        """StatefulSets still meant to run a runner: one replica, no stop recorded."""
+        return [
+            name
+            for name, sts in self.statefulsets().items()
+            if sts["spec"]["replicas"] == 1 and stop_record(sts) is None
+        ]
+
+    def claims(self) -> dict[str, KubeObject]:
+        return {n: o for (k, n), o in sorted(self.children.items()) if k == "PersistentVolumeClaim"}
+
+    def secret_data(self, sts_name: str) -> dict[str, str] | None:
+        secret = self.children.get(("Secret", f"{sts_name}-registration"))
+        if secret is None:
+            return None
+        return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+
+    def pod(self, sts_name: str) -> KubeObject:
+        return self.pods[f"{sts_name}-0"]
+
+    # --- what tests do to the world
+
+    def scale(self, replicas: int) -> None:
+        self.parent["spec"]["replicas"] = replicas
+        self.parent["metadata"]["generation"] += 1
+
+    def change_spec(self, **changes: Any) -> None:
+        self.parent["spec"] = {**self.parent["spec"], **changes}
+        self.parent["metadata"]["generation"] += 1
+
+    def grow(self, count: int) -> list[str]:
+        """Add `count` runners one at a time, a minute apart (so each is newer than the last);
+        returns the names of the new StatefulSets, oldest first."""
+        before = set(self.statefulsets())
+        for _ in range(count):
+            self.scale(len(self.runners()) + 1)
+            self.sync()
+            self.clock.advance(60)
+        added = [n for n in self.statefulsets() if n not in before]
+        return sorted(added, key=lambda n: self.statefulsets()[n]["metadata"]["creationTimestamp"])
+
+    def set_runner(self, sts_name: str, status: KubeObject) -> None:
+        self.pod(sts_name)["status"] = status
+
+    def start(self, sts_name: str, *, register: bool = True, busy: bool = False) -> None:
+        """The runner container starts, and the runner registers with GitHub."""
+        self.set_runner(sts_name, runner_running(format_time(self.clock.now())))
+        if register:
+            self.github.register(ORG, f"{sts_name}-0", busy=busy)
+
+    def settle(self, calls: int = 3) -> dict[str, Any]:
+        for _ in range(calls):
+            self.sync()
+        return self.last
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def github(clock: ManualClock) -> InMemoryGitHub:
+    return InMemoryGitHub(clock)
+
+
+@pytest.fixture
+def client(github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
+    settings = Settings.model_validate({"GITHUB_TOKEN": "ghp_" + "x" * 36})
+    with TestClient(create_app(settings, github=github, clock=clock)) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def world(client: TestClient, github: InMemoryGitHub, clock: ManualClock) -> RunnerSetWorld:
+    return RunnerSetWorld(client, github, clock, runner_set(replicas=0))
+
+
+# ---------------------------------------------------------------- 1. scale-up
+
+
+def test_scale_up_creates_one_statefulset_of_one_replica_per_runner(
+    world: RunnerSetWorld,
+) -> None:
+    world.scale(3)
+    answer = world.sync()
+
+    statefulsets = of_kind(answer, "StatefulSet")
+    secrets = of_kind(answer, "Secret")
+    assert len(statefulsets) == 3
+    prefix = f"{SET_NAME}-"
+    tags = {name.removeprefix(prefix)[:4] for name in statefulsets}
+    assert len(tags) == 1 and tags.pop().isalnum()
+    assert sorted(name.removeprefix(prefix)[4:] for name in statefulsets) == ["0", "1", "2"]
+    for name, sts in statefulsets.items():
+        validate(sts)
+        assert sts["spec"]["replicas"] == 1
+        pod_template = sts["spec"]["template"]
+        assert pod_template["spec"]["restartPolicy"] == "Always"
+        labels = pod_template["metadata"]["labels"]
+        assert labels["runnerset-name"] == SET_NAME
+        assert labels["runner-template-hash"] == sts["metadata"]["labels"]["runner-template-hash"]
+        assert "actions-runner" in labels
+        assert labels["app"] == SET_NAME  # the user's template labels stay
+        assert sts["metadata"]["labels"]["runnerset-name"] == SET_NAME
+        selector = sts["spec"]["selector"]["matchLabels"]
+        assert selector and selector.items() <= labels.items()
+        env = env_of(sts)
+        assert env["RUNNER_NAME"] == {"name": "RUNNER_NAME", "value": f"{name}-0"}
+        assert env["RUNNER_TOKEN"]["valueFrom"] == {
+            "secretKeyRef": {"name": f"{name}-registration", "key": "token"}
+        }
+        secret = secrets[f"{name}-registration"]
+        validate(secret)
+        token = base64.b64decode(secret["data"]["token"]).decode()
+        assert token.startswith("AABBCCTOKEN")
+    assert world.github.count("registration_token") == 1  # one token serves one scale-up
+    status = answer["status"]
+    assert status["replicas"] == status["updatedReplicas"] == status["desiredReplicas"] == 3
+    assert status["nextRunnerIndex"] == 3
+
+
+def test_statefulset_names_stay_short_enough_for_their_pods_as_the_counter_grows(
+    world: RunnerSetWorld,
+) -> None:
+    world.parent["metadata"]["name"] = "n" * 46
+    world.parent["status"] = {"nextRunnerIndex": 36}  # 36 ephemeral runners came and went
+    world.scale(1)
+
+    answer = world.sync()
+
+    valid = condition(answer["status"], "Valid")
+    statefulsets = of_kind(answer, "StatefulSet")
+    assert valid["status"] == "False" or all(len(n) <= 52 for n in statefulsets)
+    assert valid["status"] == "True" or not statefulsets
+
+
+def test_a_retried_request_gets_the_same_names(world: RunnerSetWorld) -> None:
+    world.scale(2)
+    request = world.request()
+
+    first = world.client.post("/sync/runnerset", json=request).json()
+    second = world.client.post("/sync/runnerset", json=request).json()
+
+    assert of_kind(first, "StatefulSet").keys() == of_kind(second, "StatefulSet").keys()
+
+
+def test_names_are_never_reused_by_a_later_scale_up(world: RunnerSetWorld) -> None:
+    world.scale(2)
+    first = set(of_kind(world.sync(), "StatefulSet"))
+    world.scale(0)
+    world.settle()
+    assert world.statefulsets() == {}
+
+    world.scale(2)
+    second = set(of_kind(world.sync(), "StatefulSet"))
+
+    assert len(second) == 2
+    assert first.isdisjoint(second)
+    assert world.parent["status"]["nextRunnerIndex"] == 4
+
+
+def test_names_observed_are_skipped_when_the_status_was_lost(world: RunnerSetWorld) -> None:
+    world.scale(2)
+    existing = set(of_kind(world.sync(), "StatefulSet"))
+    world.parent["status"] = {}  # e.g. the RunnerSet was restored from a backup
+    world.scale(3)
+
+    answer = world.sync()
+
+    new = set(of_kind(answer, "StatefulSet")) - existing
+    assert len(new) == 1
+    assert new.pop().endswith("2")
+    assert answer["status"]["nextRunnerIndex"] == 3
+
+
+# ---------------------------------------------------------------- 2. the registration Secret
+
+
+def test_secret_is_emptied_once_the_runner_started_and_never_refilled(
+    world: RunnerSetWorld,
+) -> None:
+    (name,) = world.grow(1)
+    world.sync()  # the pod is pending: the token stays
+    assert (world.secret_data(name) or {}).get("token", "").startswith("AABBCCTOKEN")
+
+    world.start(name)
+    world.sync()
+    emptied = world.secret_data(name)
+
+    assert emptied is not None and "token" not in emptied
+    for _ in range(4):  # long past the token's expiry
+        world.clock.advance(1800)
+        world.sync()
+        data = world.secret_data(name)
+        assert data is not None and "token" not in data
+    assert world.github.count("registration_token") == 1
+
+
+def test_a_pod_created_again_after_the_token_was_spent_is_replaced(
+    world: RunnerSetWorld,
+) -> None:
+    (name,) = world.grow(1)
+    world.start(name)
+    world.sync()
+    first_pod = world.pod(name)["metadata"]["uid"]
+    # The node went away and the pod was force-deleted before the hook saw it terminate; the
+    # StatefulSet controller creates it again and the kubelet cannot start its runner.
+    del world.pods[f"{name}-0"]
+    world.sync()
+    assert world.pod(name)["metadata"]["uid"] != first_pod
+    world.set_runner(name, runner_cannot_start())
+
+    replaced = world.sync()
+
+    stop = stop_record(of_kind(replaced, "StatefulSet")[name])
+    assert stop is not None and stop["reason"] == "PodRecreated"
+    assert name not in world.runners() and len(world.runners()) == 1
+    world.settle(2)
+    assert list(world.statefulsets()) == world.runners()
+    # One token for the first runner, one for its replacement: the spent Secret stays empty.
+    assert world.github.count("registration_token") == 2
+
+
+# ---------------------------------------------------------------- 3. scale-down
+
+
+@pytest.mark.parametrize(
+    ("replicas", "chosen"),
+    [
+        (4, set()),
+        (3, {"never-registered"}),
+        (2, {"never-registered", "idle-new"}),
+        (1, {"never-registered", "idle-new", "idle-old"}),
+        (0, {"never-registered", "idle-new", "idle-old", "busy"}),
+    ],
+    ids=["to-4", "to-3", "to-2", "to-1", "to-0"],
+)
+def test_scale_down_takes_never_registered_then_newest_idle_and_busy_last(
+    world: RunnerSetWorld, replicas: int, chosen: set[str]
+) -> None:
+    # Created oldest first: rank beats age (the never-registered runner is older than the newest
+    # idle one, the busy one newer than the oldest idle one).
+    idle_old, never_registered, busy, idle_new = world.grow(4)
+    world.start(idle_old)
+    world.start(busy, busy=True)
+    world.start(idle_new)
+    world.sync()
+    role = {
+        idle_old: "idle-old",
+        never_registered: "never-registered",
+        busy: "busy",
+        idle_new: "idle-new",
+    }
+
+    world.scale(replicas)
+    answer = world.sync()
+
+    stopping = {role[n] for n, sts in of_kind(answer, "StatefulSet").items() if stop_record(sts)}
+    assert stopping == chosen
+    assert {n for n, r in role.items() if r not in chosen} == set(world.runners())
+
+
+def test_idle_runner_is_unregistered_then_scaled_to_zero_then_left_out(
+    world: RunnerSetWorld,
+) -> None:
+    (name,) = world.grow(1)
+    world.start(name)
+    world.sync()
+    pod_uid = world.pod(name)["metadata"]["uid"]
+
+    world.scale(0)
+    released = world.sync()
+
+    assert world.github.count("remove_runner") == 1
+    assert world.github.runners[ORG] == []
+    sts = of_kind(released, "StatefulSet")[name]
+    assert sts["spec"]["replicas"] == 0
+    stop = stop_record(sts)
+    assert stop is not None
+    assert stop["outcome"] == "Unregistered" and stop["podUid"] == pod_uid
+    assert stop["reason"] == "ScaleDown"
+    assert f"{name}-registration" in of_kind(released, "Secret")
+    assert world.pod(name)["metadata"].get("deletionTimestamp")
+
+    terminating = world.sync()  # the pod is still terminating
+    assert name in of_kind(terminating, "StatefulSet")
+    assert f"{name}-registration" in of_kind(terminating, "Secret")
+
+    gone = world.sync()  # the pod is gone
+    assert of_kind(gone, "StatefulSet") == {}
+    assert of_kind(gone, "Secret") == {}
+    assert ("StatefulSet", name) in world.deleted
+    assert ("Secret", f"{name}-registration") in world.deleted
+    assert world.github.count("remove_runner") == 1
+
+
+# ---------------------------------------------------------------- 4. busy runners
+
+
+def test_busy_static_runner_is_not_released_while_github_answers_422(
+    world: RunnerSetWorld,
+) -> None:
+    world.change_spec(ephemeral=False)
+    (name,) = world.grow(1)
+    world.start(name, busy=True)
+    world.sync()
+
+    world.scale(0)
+    first = world.sync()
+    assert world.github.count("remove_runner") == 1
+    assert of_kind(first, "StatefulSet")[name]["spec"]["replicas"] == 1
+    assert first["resyncAfterSeconds"] == pytest.approx(RETRY_DELAY)
+
+    world.clock.advance(RETRY_DELAY / 2)
+    early = world.sync()
+    assert world.github.count("remove_runner") == 1  # not before the retry delay
+    assert early["resyncAfterSeconds"] == pytest.approx(RETRY_DELAY / 2)
+
+    world.clock.advance(RETRY_DELAY / 2)
+    world.sync()
+    assert world.github.count("remove_runner") == 2
+    assert world.statefulsets()[name]["spec"]["replicas"] == 1
+    assert world.pod(name)["metadata"].get("deletionTimestamp") is None
+
+    world.github.set_busy(ORG, f"{name}-0", False)  # the job ended
+    world.clock.advance(RETRY_DELAY)
+    released = world.sync()
+    assert world.github.count("remove_runner") == 3
+    assert of_kind(released, "StatefulSet")[name]["spec"]["replicas"] == 0
+    assert world.github.runners[ORG] == []
+
+
+def test_busy_ephemeral_runner_is_waited_for_without_a_second_delete(
+    world: RunnerSetWorld,
+) -> None:
+    (name,) = world.grow(1)
+    world.start(name, busy=True)
+    world.sync()
+
+    world.scale(0)
+    world.sync()
+    stop = stop_record(world.statefulsets()[name])
+    assert stop is not None and stop["waitingForCompletion"] is True
+    for _ in range(12):  # an hour-long job
+        world.clock.advance(300)
+        answer = world.sync()
+        assert of_kind(answer, "StatefulSet")[name]["spec"]["replicas"] == 1
+    assert world.github.count("remove_runner") == 1
+
+    # The job ends: the runner unregisters itself and its container exits.
+    world.github.unregister(ORG, f"{name}-0")
+    world.set_runner(name, runner_terminated(0, format_time(world.clock.now())))
+    released = world.sync()
+
+    assert of_kind(released, "StatefulSet")[name]["spec"]["replicas"] == 0
+    world.settle(2)
+    assert world.statefulsets() == {}
+    assert world.github.count("remove_runner") == 1
+
+
+# ---------------------------------------------------------------- 5. ended runners
+
+
+@pytest.mark.parametrize(
+    "ended",
+    [runner_terminated, runner_restarted],
+    ids=["container-terminated", "container-restarted"],
+)
+def test_completed_ephemeral_runner_is_replaced(
+    world: RunnerSetWorld, ended: Callable[[int, str], KubeObject]
+) -> None:
+    (old,) = world.grow(1)
+    world.start(old)
+    world.sync()
+    world.github.unregister(ORG, f"{old}-0")  # it ran its job and unregistered itself
+    world.set_runner(old, ended(0, format_time(world.clock.now())))
+
+    first = world.sync()
+    second = world.sync()
+
+    stop = stop_record(of_kind(first, "StatefulSet")[old])
+    assert stop is not None and stop["reason"] == "RunnerCompleted"
+    assert of_kind(first, "StatefulSet")[old]["spec"]["replicas"] == 0
+    new = (set(of_kind(first, "StatefulSet")) | set(of_kind(second, "StatefulSet"))) - {old}
+    assert len(new) == 1
+    world.settle(2)
+    assert list(world.statefulsets()) == list(new) == world.runners()
+    assert world.github.count("remove_runner") == 0
+
+
+def test_failed_runner_is_replaced_and_its_leftover_registration_removed(
+    world: RunnerSetWorld,
+) -> None:
+    (old,) = world.grow(1)
+    world.start(old)
+    world.sync()
+    world.set_runner(old, runner_terminated(1, format_time(world.clock.now())))
+
+    answer = world.sync()
+
+    stop = stop_record(of_kind(answer, "StatefulSet")[old])
+    assert stop is not None and stop["reason"] == "PodFailed"
+    assert of_kind(answer, "StatefulSet")[old]["spec"]["replicas"] == 0
+    assert world.github.runners[ORG] == []
+    world.settle(2)
+    assert len(world.runners()) == 1 and old not in world.statefulsets()
+
+
+def test_a_stopped_runner_keeps_its_pod_until_its_leftover_registration_is_removed(
+    world: RunnerSetWorld,
+) -> None:
+    (old,) = world.grow(1)
+    world.start(old)
+    world.sync()
+    world.set_runner(old, runner_terminated(1, format_time(world.clock.now())))
+    world.github.remove_answers.append(RemoveResult(RemoveOutcome.RATE_LIMITED, retry_after=120))
+
+    held = world.sync()
+
+    assert of_kind(held, "StatefulSet")[old]["spec"]["replicas"] == 1
+    assert held["resyncAfterSeconds"] == pytest.approx(120)
+    assert len(world.github.runners[ORG]) == 1
+    world.clock.advance(120)
+    released = world.sync()
+    assert of_kind(released, "StatefulSet")[old]["spec"]["replicas"] == 0
+    assert world.github.runners[ORG] == []
+
+
+def test_runner_that_never_registers_is_replaced_after_the_registration_timeout(
+    world: RunnerSetWorld,
+) -> None:
+    (old,) = world.grow(1)
+    world.start(old, register=False)
+
+    waiting = world.sync()
+    assert 0 < waiting["resyncAfterSeconds"] <= 60
+    assert old in world.runners()
+
+    world.clock.advance(601)
+    answer = world.sync()
+
+    stop = stop_record(of_kind(answer, "StatefulSet")[old])
+    assert stop is not None and stop["reason"] == "RegistrationTimeout"
+    assert stop["outcome"] == "NotRegistered"
+    assert of_kind(answer, "StatefulSet")[old]["spec"]["replicas"] == 0
+    assert len(world.runners()) == 1 and old not in world.runners()
+    assert world.github.count("remove_runner") == 0
+
+
+# ---------------------------------------------------------------- 6. pods deleted by others
+
+
+def test_pod_deleted_out_of_band_is_replaced_without_a_github_call(
+    world: RunnerSetWorld,
+) -> None:
+    (old,) = world.grow(1)
+    world.start(old)
+    world.sync()
+    world.delete_pod(world.pod(old))  # a node drain
+    deletes_before = world.github.count("remove_runner")
+
+    answer = world.sync()
+
+    statefulsets = of_kind(answer, "StatefulSet")
+    assert statefulsets[old]["spec"]["replicas"] == 0
+    stop = stop_record(statefulsets[old])
+    assert stop is not None
+    assert stop["outcome"] == "PodStopped" and stop["reason"] == "PodDeleted"
+    assert len(set(statefulsets) - {old}) == 1
+    world.settle(2)
+    assert old not in world.statefulsets() and len(world.runners()) == 1
+    assert world.github.count("remove_runner") == deletes_before == 0
+
+
+# ---------------------------------------------------------------- 7. template change
+
+
+def test_template_change_replaces_one_idle_runner_at_a_time_and_never_a_busy_one(
+    world: RunnerSetWorld,
+) -> None:
+    old = world.grow(3)
+    for name in old:
+        world.start(name, busy=name == old[1])
+    world.sync()
+    old_hash = world.statefulsets()[old[0]]["metadata"]["labels"]["runner-template-hash"]
+
+    world.change_spec(image="example/runner:v2")
+    for _ in range(10):
+        answer = world.sync()
+        replacing = [
+            n
+            for n, sts in of_kind(answer, "StatefulSet").items()
+            if n in old and (stop_record(sts) or {}).get("reason") == "TemplateChanged"
+        ]
+        assert len(replacing) <= 1
+        assert old[1] in world.runners()  # the busy runner keeps working
+
+    assert old[0] not in world.statefulsets() and old[2] not in world.statefulsets()
+    assert world.github.count("remove_runner") == 2
+    new = [n for n in world.runners() if n not in old]
+    assert len(new) == 2
+    for name in new:
+        sts = world.statefulsets()[name]
+        assert sts["metadata"]["labels"]["runner-template-hash"] != old_hash
+        assert runner_container(sts)["image"] == "example/runner:v2"
+
+    world.github.set_busy(ORG, f"{old[1]}-0", False)
+    world.settle(3)
+    assert old[1] not in world.statefulsets()
+    assert len(world.runners()) == 3
+
+
+# ---------------------------------------------------------------- 8. autoscalers
+
+
+@pytest.mark.parametrize(
+    ("target", "desired", "expected"),
+    [
+        ({"kind": "RunnerSet", "name": SET_NAME}, 3, 3),
+        ({"kind": "RunnerSet", "name": SET_NAME}, 0, 0),
+        ({"kind": "RunnerSet", "name": SET_NAME}, None, 1),  # no answer yet: spec.replicas
+        ({"kind": "RunnerDeployment", "name": SET_NAME}, 3, 1),
+        ({"name": SET_NAME}, 3, 1),  # ARC's default kind is RunnerDeployment
+        ({"kind": "RunnerSet", "name": "another-set"}, 3, 1),
+    ],
+    ids=["runnerset", "runnerset-zero", "unanswered", "deployment", "default-kind", "other-set"],
+)
+def test_replicas_come_from_the_autoscaler_that_targets_this_runner_set(
+    world: RunnerSetWorld, target: dict[str, str], desired: int | None, expected: int
+) -> None:
+    world.scale(1)
+    world.autoscalers = [autoscaler("scaler", target, desired)]
+
+    answer = world.sync()
+
+    assert len(of_kind(answer, "StatefulSet")) == expected
+    assert answer["status"]["desiredReplicas"] == expected
+
+
+# ---------------------------------------------------------------- 9. volumes
+
+
+def test_each_runner_mounts_the_claims_of_its_own_slot(world: RunnerSetWorld) -> None:
+    world.change_spec(volumeClaimTemplates=[claim_template("cache"), claim_template("work")])
+    world.scale(2)
+
+    answer = world.sync()
+
+    claims = of_kind(answer, "PersistentVolumeClaim")
+    assert set(claims) == {"cache-build-0", "cache-build-1", "work-build-0", "work-build-1"}
+    for claim in claims.values():
+        validate(claim)
+    mounted = sorted(
+        (claims_mounted(sts) for sts in of_kind(answer, "StatefulSet").values()),
+        key=lambda claims: claims["cache"],
+    )
+    assert mounted == [
+        {"cache": "cache-build-0", "work": "work-build-0"},
+        {"cache": "cache-build-1", "work": "work-build-1"},
+    ]
+    for sts in of_kind(answer, "StatefulSet").values():
+        validate(sts)
+        assert_mounts_have_volumes(sts)  # the claim replaces the default `work` emptyDir
+
+
+def test_claims_outlive_their_runners_and_the_next_runner_reuses_them(
+    world: RunnerSetWorld,
+) -> None:
+    world.change_spec(volumeClaimTemplates=[claim_template("cache")])
+    (first,) = world.grow(1)
+    claim_uid = world.claims()["cache-build-0"]["metadata"]["uid"]
+
+    world.scale(0)
+    world.settle()
+    assert world.statefulsets() == {}
+    assert "cache-build-0" in of_kind(world.last, "PersistentVolumeClaim")
+
+    world.scale(1)
+    answer = world.sync()
+
+    (second,) = of_kind(answer, "StatefulSet")
+    assert second != first
+    assert claims_mounted(of_kind(answer, "StatefulSet")[second]) == {"cache": "cache-build-0"}
+    assert world.claims()["cache-build-0"]["metadata"]["uid"] == claim_uid
+    assert [k for k in world.created if k[0] == "PersistentVolumeClaim"] == [
+        ("PersistentVolumeClaim", "cache-build-0")
+    ]
+    assert not [k for k in world.deleted if k[0] == "PersistentVolumeClaim"]
+
+
+def test_a_runner_whose_pod_is_being_created_again_keeps_its_slot(
+    world: RunnerSetWorld,
+) -> None:
+    world.change_spec(volumeClaimTemplates=[claim_template("cache")])
+    (first,) = world.grow(1)
+    del world.pods[f"{first}-0"]  # gone; the StatefulSet controller has not created it again
+
+    world.scale(2)
+    answer = world.sync()
+
+    mounted = {n: claims_mounted(sts)["cache"] for n, sts in of_kind(answer, "StatefulSet").items()}
+    assert mounted.pop(first) == "cache-build-0"
+    assert list(mounted.values()) == ["cache-build-1"]
+
+
+def test_a_replacement_takes_a_free_slot_never_one_a_live_runner_holds(
+    world: RunnerSetWorld,
+) -> None:
+    world.change_spec(volumeClaimTemplates=[claim_template("cache")])
+    slots_in_order: list[str] = []
+
+    def live_slots() -> list[str]:
+        return [sts["metadata"]["labels"][SLOT_LABEL] for sts in world.statefulsets().values()]
+
+    world.grow(1)
+    for _ in range(3):  # each runner completes its job in turn
+        (current,) = world.runners()
+        slots_in_order.append(world.statefulsets()[current]["metadata"]["labels"][SLOT_LABEL])
+        world.start(current)
+        world.sync()
+        world.github.unregister(ORG, f"{current}-0")
+        world.set_runner(current, runner_terminated(0, format_time(world.clock.now())))
+        for _ in range(3):
+            world.sync()
+            slots = live_slots()
+            assert len(slots) == len(set(slots)), f"two runners share a slot: {slots}"
+            mounted = [claims_mounted(s)["cache"] for s in world.statefulsets().values()]
+            assert len(mounted) == len(set(mounted))
+
+    # The replacement is created while the ended runner still holds its slot; the one after
+    # gets the freed slot (and its volume) back.
+    assert slots_in_order == ["0", "1", "0"]
+    assert set(world.claims()) == {"cache-build-0", "cache-build-1"}
+    assert not [k for k in world.deleted if k[0] == "PersistentVolumeClaim"]
+
+
+# ---------------------------------------------------------------- 10. status
+
+
+def test_status_counts_runners_by_readiness_registration_and_work(
+    world: RunnerSetWorld,
+) -> None:
+    busy, idle, _pending = world.grow(3)
+    world.start(busy, busy=True)
+    world.start(idle)
+
+    status = world.sync()["status"]
+
+    assert status["replicas"] == 3
+    assert status["readyReplicas"] == status["availableReplicas"] == 2
+    assert status["updatedReplicas"] == 3
+    assert status["desiredReplicas"] == 3
+    assert status["registeredReplicas"] == 2
+    assert status["busyReplicas"] == 1
+    assert status["nextRunnerIndex"] == 3
+    conditions = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+    assert conditions == {
+        "GitHubAvailable": ("True", "Listed"),
+        "Scaling": ("True", "Steady"),
+        "Valid": ("True", "Valid"),
+    }
+
+
+def test_status_during_a_scale_down_and_a_new_template(world: RunnerSetWorld) -> None:
+    busy, idle = world.grow(2)
+    world.start(busy, busy=True)
+    world.start(idle)
+    world.sync()
+
+    world.change_spec(image="example/runner:v2")
+    world.scale(1)
+    status = world.sync()["status"]
+
+    # The idle runner is on its way out: still a replica, no longer ready or updated; the busy
+    # one keeps counting as busy, is not updated, and no runner is created (1 desired, 1 active).
+    assert status["desiredReplicas"] == 1
+    assert status["replicas"] == 2
+    assert status["readyReplicas"] == 1
+    assert status["updatedReplicas"] == 0
+    assert status["registeredReplicas"] == 1
+    assert status["busyReplicas"] == 1
+    assert status["nextRunnerIndex"] == 2
+
+    world.scale(0)
+    status = world.settle()["status"]
+    # Only the busy runner is left, on its way out: not ready, not registered for new jobs,
+    # still busy.
+    assert status["desiredReplicas"] == 0
+    assert status["replicas"] == status["busyReplicas"] == 1
+    assert status["readyReplicas"] == status["registeredReplicas"] == 0
+
+
+def test_a_settled_set_answers_the_same_on_a_resync(world: RunnerSetWorld) -> None:
+    world.change_spec(volumeClaimTemplates=[claim_template("cache")])
+    for name in world.grow(2):
+        world.start(name)
+    settled = world.settle(2)
+    calls = len(world.created), len(world.deleted)
+
+    world.clock.advance(120)
+    again = world.sync()
+
+    assert again == settled  # no update, no status write: no hot loop
+    assert (len(world.created), len(world.deleted)) == calls
+
+
+# ---------------------------------------------------------------- 11. finalize
+
+
+def test_finalize_unregisters_every_runner_and_waits_for_the_pods(
+    world: RunnerSetWorld,
+) -> None:
+    first, second, _pending = world.grow(3)
+    world.start(first)
+    world.start(second)
+    world.sync()
+
+    stopping = world.finalize()
+
+    assert stopping["finalized"] is False
+    assert world.github.count("remove_runner") == 2
+    assert world.github.runners[ORG] == []
+    for sts in of_kind(stopping, "StatefulSet").values():
+        assert sts["spec"]["replicas"] == 0
+        assert (stop_record(sts) or {}).get("reason") == "RunnerSetDeleted"
+
+    assert len(world.pods) == 3
+    assert all(p["metadata"].get("deletionTimestamp") for p in world.pods.values())
+    terminating = world.finalize()
+    assert terminating["finalized"] is False
+
+    leaving = world.finalize()
+    assert leaving["finalized"] is False  # the StatefulSets are still there until deleted
+    assert of_kind(leaving, "StatefulSet") == {}
+    done = world.finalize()
+    assert done["finalized"] is True
+    assert world.pods == {}
+    assert world.github.count("remove_runner") == 2
+
+
+def test_finalize_is_not_finished_while_a_statefulset_is_observed(
+    world: RunnerSetWorld,
+) -> None:
+    (name,) = world.grow(1)
+    world.start(name)
+    world.sync()
+
+    for _ in range(5):
+        had_statefulsets = bool(world.statefulsets())
+        answer = world.finalize()
+        if had_statefulsets:
+            assert answer["finalized"] is False
+        if answer["finalized"]:
+            break
+    assert world.last["finalized"] is True
+
+
+def test_finalize_waits_for_a_busy_ephemeral_runner(world: RunnerSetWorld) -> None:
+    (name,) = world.grow(1)
+    world.start(name, busy=True)
+    world.sync()
+
+    for _ in range(6):
+        answer = world.finalize()
+        assert answer["finalized"] is False
+        assert world.statefulsets()[name]["spec"]["replicas"] == 1
+        world.clock.advance(600)
+    assert world.github.count("remove_runner") == 1
+
+    world.github.unregister(ORG, f"{name}-0")
+    world.set_runner(name, runner_terminated(0, format_time(world.clock.now())))
+    results = [world.finalize()["finalized"] for _ in range(4)]
+
+    # released, pod gone, StatefulSet left out, finished
+    assert results == [False, False, False, True]
+    assert world.github.count("remove_runner") == 1
+
+
+def test_finalize_lets_no_runner_go_while_github_is_rate_limited(world: RunnerSetWorld) -> None:
+    (name,) = world.grow(1)
+    world.start(name)
+    world.sync()
+    world.github.list_error = rate_limited(300)
+
+    answers = [world.finalize() for _ in range(3)]
+
+    assert [a["finalized"] for a in answers] == [False, False, False]
+    assert all(0 < a["resyncAfterSeconds"] <= 300 for a in answers)
+    assert world.statefulsets()[name]["spec"]["replicas"] == 1
+    assert world.github.count("remove_runner") == 0
+
+    world.github.list_error = None
+    world.clock.advance(300)
+    results = [world.finalize()["finalized"] for _ in range(4)]
+    assert results == [False, False, False, True]
+    assert world.github.runners[ORG] == []
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{}, {"selector": {"matchLabels": {"app": SET_NAME}}, "template": {}}],
+    ids=["no-selector-no-template", "no-scope"],
+)
+def test_finalize_with_an_unreadable_spec_lets_the_statefulsets_go_without_github(
+    world: RunnerSetWorld, spec: KubeObject
+) -> None:
+    names = world.grow(2)
+    for name in names:
+        world.start(name)
+    world.sync()
+    world.github.calls.clear()
+    world.parent["spec"] = spec
+
+    first = world.finalize()
+    second = world.finalize()
+    third = world.finalize()
+
+    assert of_kind(first, "StatefulSet") == {}
+    assert [first["finalized"], second["finalized"], third["finalized"]] == [False, False, True]
+    assert world.github.calls == []
+    assert world.pods == {}
+
+
+def test_finalize_with_an_unreadable_spec_waits_for_statefulsets_without_pods(
+    world: RunnerSetWorld,
+) -> None:
+    world.grow(2)
+    world.pods.clear()  # the StatefulSet controller has not created them (yet)
+    world.parent["spec"] = {}
+
+    first = world.finalize()
+    second = world.finalize()
+
+    assert of_kind(first, "StatefulSet") == {}
+    assert [first["finalized"], second["finalized"]] == [False, True]
+
+
+# ---------------------------------------------------------------- 12. invalid input
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"organization": None}, "enterprise, organization or repository"),
+        ({"replicas": -1}, "replicas"),
+        ({"volumeClaimTemplates": [{"spec": {}}]}, "volumeClaimTemplates"),
+    ],
+    ids=["no-scope", "negative-replicas", "unnamed-claim-template"],
+)
+def test_invalid_runner_set_keeps_its_children_unchanged(
+    world: RunnerSetWorld, change: KubeObject, fragment: str
+) -> None:
+    world.change_spec(volumeClaimTemplates=[claim_template("cache")])
+    names = world.grow(2)
+    world.start(names[0])
+    world.sync()
+    before = copy.deepcopy(world.children)
+    created, deleted, calls = len(world.created), len(world.deleted), len(world.github.calls)
+    spec = {k: v for k, v in {**world.parent["spec"], **change}.items() if v is not None}
+    world.parent["spec"] = spec
+
+    answer = world.sync()
+
+    assert world.children == before
+    assert len(world.created) == created and len(world.deleted) == deleted
+    assert len(world.github.calls) == calls
+    valid = condition(answer["status"], "Valid")
+    assert valid["status"] == "False" and valid["reason"] == "InvalidSpec"
+    assert fragment in valid["message"]
+    assert answer["status"]["replicas"] == 2  # what was observed is still reported
+
+
+@pytest.mark.parametrize("path", ["/sync/runnerset", "/finalize/runnerset", "/customize/runnerset"])
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b'["parent"]', "JSON object"),
+        (b'{"controller": {}, "children": {}}', "parent"),
+        (b'{"parent": {"metadata": {"namespace": "ci"}}}', "parent.metadata.name"),
+        (b'{"parent": {"metadata": {"name": "build"}}, "children": {"Pod.v1": []}}', "Pod.v1"),
+    ],
+)
+def test_malformed_request_gets_a_4xx_with_a_message(
+    client: TestClient, path: str, body: bytes, fragment: str
+) -> None:
+    response = client.post(path, content=body, headers={"content-type": "application/json"})
+
+    assert 400 <= response.status_code < 500
+    assert fragment in response.json()["error"]
+
+
+# ---------------------------------------------------------------- 13. GitHub trouble
+
+
+@pytest.mark.parametrize(
+    ("error", "resync"),
+    [
+        (rate_limited(900), 900.0),
+        (GitHubError("GitHub answered 502 Bad Gateway", status=502), RETRY_DELAY),
+    ],
+    ids=["rate-limited", "outage"],
+)
+def test_no_scale_down_is_chosen_while_github_cannot_list_runners(
+    world: RunnerSetWorld, error: GitHubError, resync: float
+) -> None:
+    names = world.grow(3)
+    for name in names:
+        world.start(name)
+    world.sync()
+    deleted = len(world.deleted)
+
+    world.github.list_error = error
+    world.scale(1)
+    answer = world.sync()
+
+    assert set(of_kind(answer, "StatefulSet")) == set(names)
+    for sts in of_kind(answer, "StatefulSet").values():
+        assert sts["spec"]["replicas"] == 1 and stop_record(sts) is None
+    assert len(world.deleted) == deleted
+    assert world.github.count("remove_runner") == 0
+    assert 0 < answer["resyncAfterSeconds"] <= resync
+    available = condition(answer["status"], "GitHubAvailable")
+    assert available["status"] == "False"
+
+    world.github.list_error = None  # GitHub is back: the scale-down goes on
+    world.clock.advance(resync)
+    world.settle()
+    assert len(world.runners()) == 1
+    assert world.github.count("remove_runner") == 2
+
+
+def test_a_token_error_on_scale_up_is_reported_without_a_token(world: RunnerSetWorld) -> None:
+    (name,) = world.grow(1)
+    world.start(name)
+    world.github.token_error = rate_limited(120)
+    world.scale(2)
+
+    answer = world.sync()
+
+    assert set(of_kind(answer, "StatefulSet")) == {name}
+    scaling = condition(answer["status"], "Scaling")
+    assert scaling["status"] == "False" and scaling["reason"] == "RegistrationFailed"
+    assert answer["resyncAfterSeconds"] == pytest.approx(120)
+    world.github.token_error = None
+    world.clock.advance(120)
+    assert len(of_kind(world.sync(), "StatefulSet")) == 2
+
+
+# ---------------------------------------------------------------- 14. customize
+
+
+def test_customize_asks_for_the_sets_pods_and_the_autoscalers_of_its_namespace(
+    client: TestClient,
+) -> None:
+    response = client.post(
+        "/customize/runnerset", json={"controller": CONTROLLER, "parent": runner_set(2)}
+    )
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "relatedResources": [
+            {
+                "apiVersion": "v1",
+                "resource": "pods",
+                "labelSelector": {"matchLabels": {"runnerset-name": SET_NAME}},
+                "namespace": NAMESPACE,
+            },
+            {
+                "apiVersion": API,
+                "resource": "horizontalrunnerautoscalers",
+                "labelSelector": {},
+                "namespace": NAMESPACE,
+            },
+        ]
+    }
+
+
+# ---------------------------------------------------------------- 15. ARC's samples
+
+
+def arc_samples() -> list[KubeObject]:
+    return [doc for doc in yaml.safe_load_all(SAMPLES.read_text()) if doc]
+
+
+@pytest.mark.parametrize("sample", arc_samples(), ids=lambda s: s["metadata"]["name"])
+def test_arc_sample_syncs_to_valid_statefulsets(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock, sample: KubeObject
+) -> None:
+    parent = copy.deepcopy(sample)
+    parent["metadata"].update(namespace=NAMESPACE, uid=f"uid-{sample['metadata']['name']}")
+    parent["metadata"].update(generation=1, resourceVersion="1")
+    world = RunnerSetWorld(client, github, clock, parent)
+
+    answer = world.sync()
+    world.sync()
+
+    statefulsets = of_kind(answer, "StatefulSet")
+    assert len(statefulsets) == sample["spec"].get("replicas", 1)
+    for child in answer["children"]:
+        validate(child)
+    for sts in statefulsets.values():
+        assert_mounts_have_volumes(sts)
+        assert sts["spec"]["template"]["spec"]["restartPolicy"] == "Always"
+        sample_labels = sample["spec"]["template"]["metadata"]["labels"]
+        assert sample_labels.items() <= sts["spec"]["template"]["metadata"]["labels"].items()
+    valid = condition(answer["status"], "Valid")
+    assert valid["status"] == "True"
