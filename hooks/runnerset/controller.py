@@ -194,10 +194,6 @@ class _Member:
     def busy(self) -> bool:
         return self.github_runner is not None and self.github_runner.busy
 
-    @property
-    def stopping(self) -> bool:
-        return self.stop is not None
-
 
 def _read_member(sts: KubeObject, request: CompositeHookRequest) -> _Member:
     metadata = sts.get("metadata") or {}
