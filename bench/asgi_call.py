@@ -1,4 +1,6 @@
-"""Call an ASGI app in-process, without an HTTP client, to time the server side alone."""
+"""Call an ASGI app in-process, without an HTTP client, to time the server side alone.
+
+Hook calls carry the Bearer token, as Metacontroller's do: the check is part of every call."""
 
 from __future__ import annotations
 
@@ -6,6 +8,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+
+BENCH_HOOK_TOKEN = "bench-hook-token"
+BENCH_SETTINGS = {"GITHUB_TOKEN": "bench", "HOOK_BEARER_TOKEN": BENCH_HOOK_TOKEN}
+"""Settings of a server the benchmarks may call."""
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -27,7 +33,10 @@ async def call(app: ASGIApp, method: str, path: str, body: bytes = b"") -> tuple
         "raw_path": path.encode(),
         "query_string": b"",
         "root_path": "",
-        "headers": [(b"content-type", b"application/json")],
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"authorization", f"Bearer {BENCH_HOOK_TOKEN}".encode()),
+        ],
         "client": ("127.0.0.1", 1),
         "server": ("127.0.0.1", 80),
     }

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 import orjson
 from starlette.concurrency import run_in_threadpool
 
+from bench.asgi_call import BENCH_SETTINGS
 from bench.bench_runner_hooks import _requests
 from hooks.clock import ManualClock
 from hooks.github.cached import CachedGitHub
@@ -63,7 +64,7 @@ def main() -> int:
     clock = ManualClock()
     backend = InMemoryGitHub(clock)
     backend.register(Scope(organization="acme"), "example-runner", busy=True)
-    settings = Settings.model_validate({"GITHUB_TOKEN": "bench"})
+    settings = Settings.model_validate(BENCH_SETTINGS)
     github = CachedGitHub(backend, settings, clock)
     sync_body, finalize_body = _requests(settings, github, clock)
     deps = RunnerHookDeps(github, clock, settings)

@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-from bench.asgi_call import median_seconds
+from bench.asgi_call import BENCH_SETTINGS, median_seconds
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.settings import Settings
@@ -79,7 +79,7 @@ def main() -> int:
     logging.disable(logging.INFO)
     clock = ManualClock()
     body = json.dumps(request(clock)).encode()
-    app = create_app(Settings.model_validate({"GITHUB_TOKEN": "bench"}), clock=clock)
+    app = create_app(Settings.model_validate(BENCH_SETTINGS), clock=clock)
 
     parse_times = []
     for _ in range(ROUNDS):

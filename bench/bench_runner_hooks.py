@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from bench.asgi_call import median_seconds
+from bench.asgi_call import BENCH_HOOK_TOKEN, BENCH_SETTINGS, median_seconds
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
@@ -38,7 +38,8 @@ def _requests(settings: Settings, github: Any, clock: ManualClock) -> tuple[byte
     """A running, registered organization runner: one sync and one finalize request."""
     from starlette.testclient import TestClient
 
-    with TestClient(create_app(settings, github=github, clock=clock)) as client:
+    app = create_app(settings, github=github, clock=clock)
+    with TestClient(app, headers={"Authorization": f"Bearer {BENCH_HOOK_TOKEN}"}) as client:
         driver = HookDriver(client, new_runner({"organization": "acme", "labels": ["linux"]}))
         driver.sync()
         driver.sync()
@@ -70,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     clock = ManualClock()
     backend = InMemoryGitHub(clock)
     backend.register(Scope(organization="acme"), "example-runner", busy=True)
-    settings = Settings.model_validate({"GITHUB_TOKEN": "bench"})
+    settings = Settings.model_validate(BENCH_SETTINGS)
     github = CachedGitHub(backend, settings, clock)
     sync_body, finalize_body = _requests(settings, github, clock)
     app = create_app(settings, github=github, clock=clock)

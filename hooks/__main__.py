@@ -20,6 +20,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="run the hook server")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument(
+        "--tls-cert",
+        metavar="FILE",
+        help="serve HTTPS with this PEM certificate (default: HOOK_TLS_CERT_FILE)",
+    )
+    serve.add_argument(
+        "--tls-key", metavar="FILE", help="its PEM private key (default: HOOK_TLS_KEY_FILE)"
+    )
+    serve.add_argument(
+        "--tls-client-ca",
+        metavar="FILE",
+        help="require client certificates signed by this CA (mTLS; default: "
+        "HOOK_TLS_CLIENT_CA_FILE)",
+    )
+    serve.add_argument(
+        "--health-port",
+        type=int,
+        metavar="PORT",
+        help="also serve /healthz, /readyz and /metrics over plain HTTP on this port (for "
+        "probes and scrapers without a client certificate; default: HOOK_HEALTH_PORT)",
+    )
 
     crds = commands.add_parser("crds", help="write the CRDs generated from the models")
     crds.add_argument("--dir", type=Path, default=DEFAULT_CRD_DIR)
@@ -37,7 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "serve":
-        return _serve(args.host, args.port)
+        return _serve(
+            args.host, args.port, args.tls_cert, args.tls_key, args.tls_client_ca, args.health_port
+        )
     if args.command == "simulate":
         return _simulate(args.file, args.json)
     if args.command == "demo":
@@ -45,11 +68,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _crds(args.dir, args.check)
 
 
-def _serve(host: str, port: int) -> int:
-    import uvicorn
+def _serve(
+    host: str,
+    port: int,
+    tls_cert: str | None,
+    tls_key: str | None,
+    tls_client_ca: str | None,
+    health_port: int | None,
+) -> int:
+    import logging
 
     from hooks.app import create_app
+    from hooks.hook_auth import HookCredentials
     from hooks.logs import configure_logging
+    from hooks.server import TlsError, serve, tls_options
     from hooks.settings import Settings
 
     settings = Settings()
@@ -59,20 +91,34 @@ def _serve(host: str, port: int) -> int:
             settings.github_token,
             settings.github_app_private_key,
             settings.github_webhook_secret_token,
+            settings.hook_bearer_token,
         )
         if s is not None
     ]
     configure_logging(settings.log_level, secrets)
-    app = create_app(settings)
-    # uvicorn stops accepting on SIGTERM and lets in-flight hook calls finish.
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=20,
-    )
+    try:
+        tls = tls_options(
+            tls_cert or settings.tls_cert_file,
+            tls_key or settings.tls_key_file,
+            tls_client_ca or settings.tls_client_ca_file,
+        )
+    except TlsError as error:
+        print(f"arc-hooks serve: {error}", file=sys.stderr)
+        return 2
+    credentials = HookCredentials.from_settings(settings)
+    log = logging.getLogger("arc_hooks")
+    if not credentials.accepted():
+        if credentials.allow_unauthenticated:
+            log.warning(
+                "HOOKS_ALLOW_UNAUTHENTICATED=true and no hook credential: any caller that "
+                "reaches this server can call the hooks (for local experiments only)"
+            )
+        else:
+            log.warning(
+                "hooks will be refused until a credential is configured: %s",
+                credentials.not_ready_reason(),
+            )
+    serve(create_app(settings), host, port, tls, health_port or settings.health_port)
     return 0
 
 

@@ -20,6 +20,7 @@ import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, Histogram, generate_latest
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
@@ -36,6 +37,7 @@ from hooks.deployment.controller import (
     sync_runner_deployment,
 )
 from hooks.github.port import GitHubPort, RunnerGroupInfo
+from hooks.hook_auth import HookAuthMiddleware, HookCredentials
 from hooks.kube.cluster import ClusterKube
 from hooks.kube.port import KubePort
 from hooks.metacontroller import (
@@ -94,6 +96,7 @@ WEBHOOK_DEADLINE_SECONDS = 8.0
 class AppState:
     settings: Settings
     deps: RunnerHookDeps
+    credentials: HookCredentials
     workers: CallRunner = field(default_factory=WorkerThreads)
 
 
@@ -115,6 +118,7 @@ def create_app(
     state = AppState(
         settings=settings,
         deps=RunnerHookDeps(github, clock, settings),
+        credentials=HookCredentials.from_settings(settings),
         workers=WorkerThreads() if github_blocks else InlineCalls(),
     )
 
@@ -201,7 +205,11 @@ def create_app(
         Route("/readyz", _readyz(state), methods=["GET"]),
         Route("/metrics", _metrics, methods=["GET"]),
     ]
-    return Starlette(routes=routes)
+    # Only Metacontroller may call the hooks: refused before anything is read.
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(HookAuthMiddleware, credentials=state.credentials)],
+    )
 
 
 def _github_from_settings(settings: Settings, clock: Clock) -> GitHubPort:
@@ -484,12 +492,16 @@ async def _healthz(request: Request) -> Response:
 
 def _readyz(state: AppState) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
+        reasons = []
+        if not state.credentials.ready:
+            reasons.append(state.credentials.not_ready_reason())
         if not state.settings.has_github_credentials:
-            return PlainTextResponse(
-                "not ready: no GitHub credentials (set GITHUB_TOKEN, or GITHUB_APP_ID, "
-                "GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY)",
-                status_code=503,
+            reasons.append(
+                "no GitHub credentials (set GITHUB_TOKEN, or GITHUB_APP_ID, "
+                "GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY)"
             )
+        if reasons:
+            return PlainTextResponse("not ready: " + "; ".join(reasons), status_code=503)
         return PlainTextResponse("ready")
 
     return endpoint

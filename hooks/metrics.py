@@ -15,6 +15,14 @@ HOOK_LATENCY = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
 
+HOOK_REFUSALS = Counter(
+    "arc_hooks_hook_refusals",
+    "Hook calls refused before they were read, by reason (missing, wrong_scheme, wrong_token, "
+    "not_configured).",
+    ["reason"],
+    registry=REGISTRY,
+)
+
 GITHUB_API_CALLS = Counter(
     "arc_hooks_github_api_calls",
     "GitHub REST calls made, by endpoint template and outcome.",

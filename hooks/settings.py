@@ -105,6 +105,41 @@ class Settings(BaseSettings):
     runner_groups_cache_ttl: float = Field(default=60.0, alias="GITHUB_RUNNER_GROUPS_CACHE_TTL")
     github_request_timeout: float = Field(default=5.0, alias="GITHUB_REQUEST_TIMEOUT")
 
+    # Who may call the hooks (Metacontroller), and how the server is reached.
+    hook_bearer_token: SecretStr | None = Field(
+        default=None,
+        alias="HOOK_BEARER_TOKEN",
+        description="The Bearer token Metacontroller sends on every hook call.",
+    )
+    hook_bearer_token_file: str | None = Field(
+        default=None,
+        alias="HOOK_BEARER_TOKEN_FILE",
+        description="A file holding that token (a mounted Secret); read again when it changes.",
+    )
+    hook_bearer_token_previous_file: str | None = Field(
+        default=None,
+        alias="HOOK_BEARER_TOKEN_PREVIOUS_FILE",
+        description="A file with a token still accepted while a rotation is under way.",
+    )
+    hooks_allow_unauthenticated: bool = Field(
+        default=False,
+        alias="HOOKS_ALLOW_UNAUTHENTICATED",
+        description="Answer hooks without a credential when none is configured (unsafe).",
+    )
+    tls_cert_file: str | None = Field(default=None, alias="HOOK_TLS_CERT_FILE")
+    tls_key_file: str | None = Field(default=None, alias="HOOK_TLS_KEY_FILE")
+    tls_client_ca_file: str | None = Field(
+        default=None,
+        alias="HOOK_TLS_CLIENT_CA_FILE",
+        description="With TLS on: require client certificates signed by this CA (mTLS).",
+    )
+
+    health_port: int | None = Field(
+        default=None,
+        alias="HOOK_HEALTH_PORT",
+        description="Also serve /healthz, /readyz and /metrics over plain HTTP on this port.",
+    )
+
     log_level: str = Field(default="INFO", alias="LOG_LEVEL")
 
     @field_validator("runner_image_pull_secrets", "common_runner_labels", mode="before")

@@ -25,6 +25,7 @@ from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import WorkflowJob, WorkflowRun
 from hooks.settings import Settings
+from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub, rate_limited
 
 API = "actions.summerwind.dev/v1alpha1"
@@ -252,14 +253,14 @@ def github(clock: ManualClock) -> InMemoryGitHub:
 
 
 def settings() -> Settings:
-    return Settings.model_validate(
+    return hook_settings(
         {"GITHUB_TOKEN": GITHUB_TOKEN, "GITHUB_WEBHOOK_SECRET_TOKEN": WEBHOOK_SECRET}
     )
 
 
 @pytest.fixture
 def client(github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
-    with TestClient(create_app(settings(), github=github, clock=clock)) as test_client:
+    with hook_client(create_app(settings(), github=github, clock=clock)) as test_client:
         yield test_client
 
 

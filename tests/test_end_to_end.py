@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
@@ -22,6 +23,7 @@ from hooks.github.port import Scope
 from hooks.settings import Settings
 from hooks.sim.fake_github import FakeGitHub
 from hooks.sim.loopback import serve_loopback
+from tests.hook_app import HOOK_AUTH, HOOK_TOKEN, hook_settings
 from tests.hook_driver import HookDriver, new_runner, running_status
 
 PAT = "ghp_" + "e2e0" * 9
@@ -57,10 +59,10 @@ def world() -> Iterator[World]:
     github = FakeGitHub(clock)
     github.add_personal_access_token(PAT)
     with serve_loopback(github.app) as github_url:
-        settings = Settings.model_validate({"GITHUB_URL": github_url, "GITHUB_TOKEN": PAT})
+        settings = hook_settings({"GITHUB_URL": github_url, "GITHUB_TOKEN": PAT})
         with (
             serve_loopback(create_app(settings, clock=clock)) as hooks_url,
-            httpx.Client(base_url=hooks_url, timeout=10) as hooks,
+            httpx.Client(base_url=hooks_url, timeout=10, headers=HOOK_AUTH) as hooks,
         ):
             yield World(clock, github, hooks, settings)
 
@@ -137,10 +139,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_serve_command_starts_answers_and_stops_on_sigterm() -> None:
+def test_serve_command_starts_answers_and_stops_on_sigterm(tmp_path: Path) -> None:
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "HOOK"))}
     env["GITHUB_TOKEN"] = PAT
+    token_file = tmp_path / "token"
+    token_file.write_text(HOOK_TOKEN + "\n")
+    env["HOOK_BEARER_TOKEN_FILE"] = str(token_file)
     server = subprocess.Popen(
         [sys.executable, "-m", "hooks", "serve", "--port", str(port)],
         env=env,
@@ -150,6 +155,10 @@ def test_serve_command_starts_answers_and_stops_on_sigterm() -> None:
     try:
         ready = _poll(f"http://127.0.0.1:{port}/readyz", server)
         assert ready == 200
+        hook = f"http://127.0.0.1:{port}/customize/runnerdeployment"
+        request = {"controller": {}, "parent": {"metadata": {"name": "d", "namespace": "ci"}}}
+        assert httpx.post(hook, json=request, headers=HOOK_AUTH).status_code == 200
+        assert httpx.post(hook, json=request).status_code == 401
         server.send_signal(signal.SIGTERM)
         output, _ = server.communicate(timeout=30)
     finally:
@@ -159,6 +168,7 @@ def test_serve_command_starts_answers_and_stops_on_sigterm() -> None:
     assert server.returncode in (0, -signal.SIGTERM)
     assert b"Finished server process" in output
     assert PAT.encode() not in output
+    assert HOOK_TOKEN.encode() not in output
 
 
 def _poll(url: str, server: subprocess.Popen[bytes]) -> int:

@@ -27,6 +27,7 @@ from hooks.runner.controller import RunnerHookDeps, sync_runner
 from hooks.runner.pod import build_runner_pod
 from hooks.settings import Settings
 from hooks.workers import WorkerThreads
+from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import HookDriver, HookResponse, new_runner, running_status
 from tests.in_memory_github import InMemoryGitHub
 
@@ -77,7 +78,7 @@ class _Client:
         self._warm = self._make() if warm else None
 
     def _make(self) -> TestClient:
-        return TestClient(create_app(self._settings, github=self._github, clock=self._clock))
+        return hook_client(create_app(self._settings, github=self._github, clock=self._clock))
 
     def post(self, url: str, *, json: Any) -> HookResponse:
         client = self._warm or self._make()
@@ -89,7 +90,7 @@ def _lifecycle(warm: bool, annotations: dict[str, str]) -> list[str]:
     and deletion. Every call is made twice, as Metacontroller's resyncs do."""
     clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
     backend = InMemoryGitHub(clock)
-    settings = Settings.model_validate({"GITHUB_TOKEN": "ghp_" + "x" * 36})
+    settings = hook_settings()
     github = CachedGitHub(backend, settings, clock)
     client = _Client(settings, github, clock, warm)
     driver = HookDriver(client, new_runner(SPEC, name="memo-runner", annotations=annotations))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,7 +146,8 @@ def test_kustomization_lists_every_manifest() -> None:
     on_disk = {
         path
         for path in MANIFESTS.rglob("*.yaml")
-        if path.name != "kustomization.yaml" and "samples" not in path.relative_to(MANIFESTS).parts
+        if path.name != "kustomization.yaml"
+        and not {"samples", "components"} & set(path.relative_to(MANIFESTS).parts)
     }
     assert on_disk == listed, "add new manifests to metacontroller/kustomization.yaml"
 
@@ -577,3 +580,155 @@ def test_the_webhook_receiver_has_the_minimal_rbac_and_its_own_service() -> None
     # The hook server itself writes nothing: no token mounted.
     hooks = _one("Deployment", "arc-hooks")
     assert hooks["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+
+
+# ---------------------------------------------------------------------------------------------
+# Only Metacontroller may call the hooks
+
+HOOK_TOKEN_SECRET = {"name": "arc-hooks-hook-token", "namespace": "arc-hooks", "key": "token"}
+
+
+def _controllers() -> list[dict[str, Any]]:
+    return _of_kind("CompositeController") + _of_kind("DecoratorController")
+
+
+def test_every_hook_call_carries_the_token_of_the_hook_secret() -> None:
+    from hooks.sim.metacontroller.endpoint import credential_ref
+    from hooks.sim.metacontroller.spec import webhook_url
+
+    for controller in _controllers():
+        configs = controller["spec"].get("endpointConfigs") or []
+        for name, hook in _webhooks(controller):
+            webhook = hook["webhook"]
+            ref = credential_ref(webhook, webhook_url(webhook), configs)
+            assert ref is not None, f"{_object_id(controller)} {name} sends no credential"
+            assert (ref.kind, ref.scheme) == ("authorization", "Bearer")
+            assert {"name": ref.name, "namespace": ref.namespace, "key": ref.key} == (
+                HOOK_TOKEN_SECRET
+            )
+
+
+def test_the_hook_server_compares_with_the_same_secret_mounted() -> None:
+    pod = _deployment()["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in _container()["env"]}
+    mounts = {m["name"]: m for m in _container()["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    (name,) = [n for n, v in volumes.items() if "secret" in v]
+    assert volumes[name]["secret"]["secretName"] == HOOK_TOKEN_SECRET["name"]
+    assert mounts[name]["readOnly"] is True
+    directory = mounts[name]["mountPath"]
+    assert env["HOOK_BEARER_TOKEN_FILE"] == f"{directory}/{HOOK_TOKEN_SECRET['key']}"
+    assert env["HOOK_BEARER_TOKEN_PREVIOUS_FILE"] == f"{directory}/previous-token"
+    assert "HOOKS_ALLOW_UNAUTHENTICATED" not in env
+    # The receiver is exposed to GitHub: it gets no hook credential, so its hooks answer 503.
+    receiver = _one("Deployment", "arc-hooks-webhook")["spec"]["template"]["spec"]
+    receiver_env = {e["name"] for c in receiver["containers"] for e in c.get("env", [])}
+    assert not {n for n in receiver_env if n.startswith("HOOK")}
+
+
+def test_only_metacontrollers_pods_reach_the_hook_port() -> None:
+    policy = _one("NetworkPolicy", "arc-hooks")["spec"]
+    labels = _deployment()["spec"]["template"]["metadata"]["labels"]
+    assert policy["podSelector"]["matchLabels"].items() <= labels.items()
+    assert policy["policyTypes"] == ["Ingress"]
+    (rule,) = policy["ingress"]
+    (peer,) = rule["from"]
+    assert peer == {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "metacontroller"}},
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "metacontroller"}},
+    }
+    assert rule["ports"] == [{"port": "http", "protocol": "TCP"}]
+
+
+def test_anyone_reaches_the_webhook_receiver_port_and_only_it() -> None:
+    policy = _one("NetworkPolicy", "arc-hooks-webhook")["spec"]
+    receiver = _one("Deployment", "arc-hooks-webhook")["spec"]["template"]["metadata"]["labels"]
+    hooks = _deployment()["spec"]["template"]["metadata"]["labels"]
+    selector = policy["podSelector"]["matchLabels"]
+    assert selector.items() <= receiver.items()
+    assert not selector.items() <= hooks.items()
+    (rule,) = policy["ingress"]
+    assert "from" not in rule
+    assert rule["ports"] == [{"port": "http", "protocol": "TCP"}]
+
+
+# ---------------------------------------------------------------------------------------------
+# The TLS component (cert-manager certificates, HTTPS, mTLS)
+
+TLS_COMPONENT = MANIFESTS / "components" / "tls"
+
+
+@functools.cache
+def _tls_build() -> list[dict[str, Any]] | None:
+    """The install with the TLS component, as a user's kustomization composes them."""
+    if shutil.which("kubectl") is None:
+        return None
+    with tempfile.TemporaryDirectory() as directory:
+        user = Path(directory)
+        kustomization = {
+            "resources": [os.path.relpath(MANIFESTS, user)],
+            "components": [os.path.relpath(TLS_COMPONENT, user)],
+        }
+        (user / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+        result = subprocess.run(
+            ["kubectl", "kustomize", str(user)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def test_tls_component_builds_https_hooks_with_metacontrollers_client_certificate() -> None:
+    built = _tls_build()
+    if built is None:  # no kubectl: the component's own files are what can be checked
+        (component,) = _load(TLS_COMPONENT / "kustomization.yaml")
+        assert component["kind"] == "Component"
+        assert all((TLS_COMPONENT / r).is_file() for r in component["resources"])
+        return
+    by_id = {_object_id(obj): obj for obj in built}
+    certificates = {o["spec"]["secretName"]: o["spec"] for o in built if o["kind"] == "Certificate"}
+    assert "client auth" in certificates["arc-hooks-metacontroller-tls"]["usages"]
+    server = certificates["arc-hooks-tls"]
+    assert "arc-hooks.arc-hooks" in server["dnsNames"] and "server auth" in server["usages"]
+    assert not [o for o in built if o["kind"] == "ConfigMap"]  # the scheme is local config
+
+    controllers = [o for o in built if _group(o) == "metacontroller.k8s.io"]
+    assert len(controllers) == 6
+    for controller in controllers:
+        schema = crdgen.to_json_schema(
+            _metacontroller_schema(controller["kind"]), reject_unknown=True
+        )
+        jsonschema.Draft202012Validator(schema).validate(controller)
+        (endpoint,) = controller["spec"]["endpointConfigs"]
+        assert endpoint["caBundle"]["secretRef"]["name"] == "arc-hooks-tls"
+        assert endpoint["clientTLS"]["secretRef"]["name"] == "arc-hooks-metacontroller-tls"
+        assert endpoint["authorization"]["secretRef"] == HOOK_TOKEN_SECRET
+        for _, hook in _webhooks(controller):
+            url = urlsplit(hook["webhook"]["url"])
+            assert (url.scheme, url.netloc) == ("https", endpoint["host"])
+
+    (port,) = by_id["Service/arc-hooks"]["spec"]["ports"]
+    assert (port["port"], port["targetPort"]) == (443, "http")
+    pod = by_id["Deployment/arc-hooks"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    for variable, key in (
+        ("HOOK_TLS_CERT_FILE", "tls.crt"),
+        ("HOOK_TLS_KEY_FILE", "tls.key"),
+        ("HOOK_TLS_CLIENT_CA_FILE", "ca.crt"),
+    ):
+        directory, _, name = env[variable].rpartition("/")
+        assert name == key
+        assert volumes[mounts[directory]]["secret"]["secretName"] == "arc-hooks-tls"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports["health"] == int(env["HOOK_HEALTH_PORT"]) != ports["http"]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"]["port"] == "health"
+    for obj in built:
+        if _group(obj) not in CUSTOM_GROUPS | {"cert-manager.io"}:
+            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)

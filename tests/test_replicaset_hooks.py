@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
-from hooks.settings import Settings
+from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub
 
 API = "actions.summerwind.dev/v1alpha1"
@@ -23,8 +23,8 @@ def clock() -> ManualClock:
 
 
 def make_client(clock: ManualClock, **settings: str) -> TestClient:
-    configured = Settings.model_validate({"GITHUB_TOKEN": "ghp_" + "x" * 36, **settings})
-    return TestClient(create_app(configured, github=InMemoryGitHub(clock), clock=clock))
+    configured = hook_settings(settings)
+    return hook_client(create_app(configured, github=InMemoryGitHub(clock), clock=clock))
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import Scope
 from hooks.settings import Settings
+from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import HookDriver, new_runner, running_status
 from tests.in_memory_github import InMemoryGitHub
 
@@ -35,12 +36,12 @@ def github(clock: ManualClock) -> InMemoryGitHub:
 
 @pytest.fixture
 def settings() -> Settings:
-    return Settings.model_validate({"GITHUB_TOKEN": "ghp_" + "x" * 36})
+    return hook_settings()
 
 
 @pytest.fixture
 def client(settings: Settings, github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
-    with TestClient(create_app(settings, github=github, clock=clock)) as test_client:
+    with hook_client(create_app(settings, github=github, clock=clock)) as test_client:
         yield test_client
 
 

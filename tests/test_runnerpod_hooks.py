@@ -23,6 +23,7 @@ from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
 from hooks.resources.runner import API_VERSION
 from hooks.runner.graceful_stop import GRACEFUL_STOP_ANNOTATION
 from hooks.settings import Settings
+from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import running_status
 from tests.in_memory_github import InMemoryGitHub, rate_limited
 
@@ -54,13 +55,13 @@ def github(clock: ManualClock) -> InMemoryGitHub:
 
 @pytest.fixture
 def settings() -> Settings:
-    return Settings.model_validate({"GITHUB_TOKEN": GITHUB_TOKEN})
+    return hook_settings({"GITHUB_TOKEN": GITHUB_TOKEN})
 
 
 @pytest.fixture
 def client(settings: Settings, github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
     app = create_app(settings, github=github, clock=clock, github_blocks=False)
-    with TestClient(app) as test_client:
+    with hook_client(app) as test_client:
         yield test_client
 
 
@@ -237,7 +238,7 @@ def test_sync_reads_one_cached_list_per_scope_however_many_pods(
 ) -> None:
     cached = CachedGitHub(github, settings, clock)
     app = create_app(settings, github=cached, clock=clock, github_blocks=False)
-    with TestClient(app) as client:
+    with hook_client(app) as client:
         pods = [driver(client, clock, runner_pod(f"runner-{i}")) for i in range(20)]
         for pod in pods:
             pod.start()

@@ -29,7 +29,7 @@ from starlette.testclient import TestClient
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
-from hooks.settings import Settings
+from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub, rate_limited
 
 KubeObject = dict[str, Any]
@@ -488,8 +488,8 @@ def github(clock: ManualClock) -> InMemoryGitHub:
 
 @pytest.fixture
 def client(github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
-    settings = Settings.model_validate({"GITHUB_TOKEN": "ghp_" + "x" * 36})
-    with TestClient(create_app(settings, github=github, clock=clock)) as test_client:
+    settings = hook_settings()
+    with hook_client(create_app(settings, github=github, clock=clock)) as test_client:
         yield test_client
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from hooks.settings import Settings
@@ -70,3 +73,13 @@ def test_runner_defaults_from_the_environment() -> None:
     assert configured.runner_image_pull_secrets == ["a", "b", "c"]
     assert configured.runner_registration_mode == "jit"
     assert configured.unregistration_retry_delay == 15
+
+
+def test_the_readme_documents_every_setting() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", table))
+    # Internal knobs for tests and the simulated world only.
+    undocumented = {"REGISTRATION_CHECK_INTERVAL"}
+    aliases = {field.alias for field in Settings.model_fields.values() if field.alias}
+    assert aliases - undocumented <= documented, aliases - undocumented - documented

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from email.utils import format_datetime
@@ -24,7 +24,6 @@ from starlette.routing import Route
 from hooks.app import create_app
 from hooks.clock import ManualClock
 from hooks.github.port import Scope
-from hooks.settings import Settings
 from hooks.sim.events import EventLoop
 from hooks.sim.loopback import serve_loopback
 from hooks.sim.metacontroller import (
@@ -46,6 +45,8 @@ from hooks.sim.metacontroller.spec import (
 )
 from hooks.sim.metacontroller.workqueue import WorkQueue
 from hooks.sim.store import KubeObject, ObjectStore
+from hooks.sim.world import hook_token_secret
+from tests.hook_app import HOOK_TOKEN, hook_settings
 from tests.in_memory_github import InMemoryGitHub
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -693,9 +694,11 @@ def test_item5_the_hook_timeout_defaults_to_10_seconds(world: World) -> None:
     timeouts: list[float] = []
 
     class Recording:
-        def post(self, url: str, body: bytes, timeout: float) -> HookReply:
+        def post(
+            self, url: str, body: bytes, timeout: float, headers: Mapping[str, str] | None = None
+        ) -> HookReply:
             timeouts.append(timeout)
-            return world.transport.post(url, body, timeout)
+            return world.transport.post(url, body, timeout, headers)
 
     emulator = MetacontrollerEmulator(world.store, world.loop, Recording())
     emulator.load_directory(FIXTURES / "crds.yaml")
@@ -1346,6 +1349,7 @@ def test_webhook_urls_come_from_url_or_from_service_and_path() -> None:
 
 
 def test_controllers_are_read_from_the_shipped_manifests(world: World) -> None:
+    world.store.create(hook_token_secret(HOOK_TOKEN))
     emulator = MetacontrollerEmulator(world.store, world.loop, world.transport)
     emulator.load_directory(ROOT / "metacontroller")
     assert [controller.name for controller in emulator.controllers] == [
@@ -1361,6 +1365,22 @@ def test_controllers_are_read_from_the_shipped_manifests(world: World) -> None:
     assert spec.hooks.sync is not None
     assert (spec.hooks.sync.version, spec.hooks.sync.strict) == ("v2", True)
     assert spec.hooks.sync.url == "http://arc-hooks.arc-hooks/sync/runner"
+    # Every hook carries the token of the Secret the endpoint config names.
+    for controller in emulator.controllers:
+        hooks = controller.spec.hooks
+        for hook in (hooks.sync, hooks.finalize, hooks.customize):
+            assert hook is None or hook.authorization == f"Bearer {HOOK_TOKEN}"
+
+
+def test_shipped_controllers_do_not_start_without_the_hook_token_secret(world: World) -> None:
+    emulator = MetacontrollerEmulator(world.store, world.loop, world.transport)
+    emulator.load_directory(ROOT / "metacontroller")
+    assert emulator.controllers == []
+    assert len(emulator.warnings) == 6
+    assert all(
+        "can't get authorization secret arc-hooks/arc-hooks-hook-token" in warning
+        for warning in emulator.warnings
+    )
 
 
 def test_asgi_transport_spreads_calls_over_replicas_deterministically() -> None:
@@ -1406,9 +1426,10 @@ def test_the_runner_controller_drives_the_real_runner_hooks() -> None:
     loop = EventLoop(clock, seed=11)
     store = ObjectStore(clock)
     github = InMemoryGitHub(clock)
-    settings = Settings.model_validate({"GITHUB_TOKEN": "ghp_" + "x" * 36})
+    settings = hook_settings()
     replicas = [create_app(settings, github=github, clock=clock) for _ in range(2)]
     transport = AsgiTransport(replicas, random.Random(5), clock=clock)
+    store.create(hook_token_secret(HOOK_TOKEN))
     emulator = MetacontrollerEmulator(store, loop, transport)
     emulator.load_directory(ROOT / "metacontroller")
     emulator.start()

@@ -9,6 +9,7 @@ timeline; `run()` returns the summary.
 from __future__ import annotations
 
 import asyncio
+import base64
 import random
 import time
 from collections.abc import Callable
@@ -50,6 +51,22 @@ SETTLE_STEP_SECONDS = 30.0
 ARC_GROUP = "actions.summerwind.dev"
 
 
+HOOK_TOKEN_NAMESPACE = "arc-hooks"
+HOOK_TOKEN_SECRET = "arc-hooks-hook-token"
+"""The Secret the shipped controllers' endpointConfigs name (see metacontroller/hooks.yaml)."""
+
+
+def hook_token_secret(token: str) -> KubeObject:
+    """The Secret Metacontroller reads the hooks' Bearer token from, as users create it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": HOOK_TOKEN_SECRET, "namespace": HOOK_TOKEN_NAMESPACE},
+        "type": "Opaque",
+        "data": {"token": base64.b64encode(token.encode()).decode()},
+    }
+
+
 def default_manifests() -> Path:
     """`metacontroller/` of this source tree: the simulation runs what users install."""
     return Path(__file__).resolve().parents[2] / "metacontroller"
@@ -62,10 +79,14 @@ class World:
         self.loop = EventLoop(self.clock, scenario.seed)
         self.store = ObjectStore(self.clock)
         self.github = self._github(scenario)
+        # Metacontroller calls the hooks with the token users put in a Secret, as on a cluster.
+        self.hook_token = f"{random.Random(scenario.seed).getrandbits(128):032x}"
+        self.store.create(hook_token_secret(self.hook_token))
         self.settings = Settings.model_validate(
             {
                 "GITHUB_TOKEN": SIMULATED_PAT,
                 "GITHUB_WEBHOOK_SECRET_TOKEN": WEBHOOK_SECRET,
+                "HOOK_BEARER_TOKEN": self.hook_token,
                 **{name: str(value) for name, value in scenario.settings.items()},
             }
         )

@@ -15,7 +15,12 @@ from hooks.sim.metacontroller.composite import CompositeController
 from hooks.sim.metacontroller.context import Context
 from hooks.sim.metacontroller.decorator import DecoratorController
 from hooks.sim.metacontroller.resources import ResourceCatalog
-from hooks.sim.metacontroller.spec import CompositeSpec, InvalidController, read_controller
+from hooks.sim.metacontroller.spec import (
+    CompositeSpec,
+    InvalidController,
+    read_controller,
+    with_credentials,
+)
 from hooks.sim.metacontroller.stats import EmulatorStats
 from hooks.sim.metacontroller.transport import HookTransport
 from hooks.sim.metacontroller.webhook import HookCaller
@@ -122,7 +127,7 @@ class MetacontrollerEmulator:
 
     def _add(self, obj: KubeObject) -> None:
         try:
-            spec = read_controller(obj, self.catalog)
+            spec = with_credentials(read_controller(obj, self.catalog), self.store)
         except InvalidController as error:
             self.warnings.append(str(error))
             return

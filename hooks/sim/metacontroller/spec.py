@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from hooks.sim.metacontroller.endpoint import (
+    CredentialRef,
+    UnresolvableCredential,
+    credential_ref,
+    resolve_header,
+)
 from hooks.sim.metacontroller.resources import ResourceCatalog, ResourceType, UnknownResource
-from hooks.sim.store import KubeObject
+from hooks.sim.store import KubeObject, ObjectStore
 
 DEFAULT_HOOK_TIMEOUT_SECONDS = 10.0
 MINIMUM_RESYNC_PERIOD_SECONDS = 1.0
@@ -27,6 +33,10 @@ class Hook:
     version: Literal["v1", "v2"]
     strict: bool
     """Strict response decoding: unknown or duplicate fields fail the call."""
+    credential: CredentialRef | None = None
+    """Where the Authorization header comes from (the hook's own, or its endpoint config's)."""
+    authorization: str | None = None
+    """The header itself, resolved from the Secret when the controller starts."""
 
     @property
     def v2(self) -> bool:
@@ -110,9 +120,28 @@ def read_controller(obj: KubeObject, catalog: ResourceCatalog) -> ControllerSpec
             return _composite(name, obj, spec, catalog)
         if obj.get("kind") == "DecoratorController":
             return _decorator(name, obj, spec, catalog)
-    except (UnknownResource, KeyError, TypeError) as error:
+    except (UnknownResource, UnresolvableCredential, KeyError, TypeError) as error:
         raise InvalidController(f"{obj.get('kind')} {name}: {error}") from error
     raise InvalidController(f"not a Metacontroller controller: {obj.get('kind')}")
+
+
+def with_credentials(spec: ControllerSpec, store: ObjectStore) -> ControllerSpec:
+    """The spec with each hook's Authorization header read from its Secret, as Metacontroller
+    does once when a controller starts (a later change of the Secret is not seen)."""
+    try:
+        hooks = Hooks(
+            *(
+                replace(hook, authorization=resolve_header(hook.credential, store))
+                if hook is not None and hook.credential is not None
+                else hook
+                for hook in (spec.hooks.sync, spec.hooks.finalize, spec.hooks.customize)
+            )
+        )
+    except UnresolvableCredential as error:
+        kind = "CompositeController" if isinstance(spec, CompositeSpec) else "DecoratorController"
+        message = f"{kind} {spec.name}: can't resolve endpoint config: {error}"
+        raise InvalidController(message) from None
+    return replace(spec, hooks=hooks)
 
 
 def _composite(
@@ -130,7 +159,7 @@ def _composite(
         strategies=_strategies(children),
         generate_selector=bool(spec.get("generateSelector")),
         resync_period=_resync_period(spec),
-        hooks=_hooks(spec.get("hooks") or {}),
+        hooks=_hooks(spec.get("hooks") or {}, spec.get("endpointConfigs") or []),
     )
 
 
@@ -154,7 +183,7 @@ def _decorator(
         attachments=attachments,
         strategies=_strategies(attachments),
         resync_period=_resync_period(spec),
-        hooks=_hooks(spec.get("hooks") or {}),
+        hooks=_hooks(spec.get("hooks") or {}, spec.get("endpointConfigs") or []),
     )
 
 
@@ -176,15 +205,15 @@ def _resync_period(spec: dict[str, Any]) -> float | None:
     return max(float(seconds), MINIMUM_RESYNC_PERIOD_SECONDS)
 
 
-def _hooks(hooks: dict[str, Any]) -> Hooks:
+def _hooks(hooks: dict[str, Any], endpoint_configs: list[dict[str, Any]]) -> Hooks:
     return Hooks(
-        sync=_hook(hooks.get("sync")),
-        finalize=_hook(hooks.get("finalize")),
-        customize=_hook(hooks.get("customize")),
+        sync=_hook(hooks.get("sync"), endpoint_configs),
+        finalize=_hook(hooks.get("finalize"), endpoint_configs),
+        customize=_hook(hooks.get("customize"), endpoint_configs),
     )
 
 
-def _hook(hook: dict[str, Any] | None) -> Hook | None:
+def _hook(hook: dict[str, Any] | None, endpoint_configs: list[dict[str, Any]]) -> Hook | None:
     if not hook:
         return None
     webhook = hook.get("webhook")
@@ -200,11 +229,13 @@ def _hook(hook: dict[str, Any] | None) -> Hook | None:
             raise InvalidController(f"unknown hook version {other!r}")
     mode = webhook.get("responseUnMarshallMode") or ("strict" if version == "v2" else "loose")
     timeout = parse_duration(webhook["timeout"]) if webhook.get("timeout") else 0.0
+    url = webhook_url(webhook)
     return Hook(
-        url=webhook_url(webhook),
+        url=url,
         timeout=timeout if timeout > 0 else DEFAULT_HOOK_TIMEOUT_SECONDS,
         version=version,
         strict=mode == "strict",
+        credential=credential_ref(webhook, url, endpoint_configs),
     )
 
 

@@ -32,7 +32,11 @@ class HookTimeout(HookUnreachable):
 
 
 class HookTransport(Protocol):
-    def post(self, url: str, body: bytes, timeout: float) -> HookReply: ...
+    def post(
+        self, url: str, body: bytes, timeout: float, headers: Mapping[str, str] | None = None
+    ) -> HookReply:
+        """POST `body` with `headers` besides the content type (e.g. Authorization)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,9 @@ class AsgiTransport:
     def heal_replica(self, index: int) -> None:
         self._faults.pop(index, None)
 
-    def post(self, url: str, body: bytes, timeout: float) -> HookReply:
+    def post(
+        self, url: str, body: bytes, timeout: float, headers: Mapping[str, str] | None = None
+    ) -> HookReply:
         index = self.rng.randrange(len(self.apps)) if len(self.apps) > 1 else 0
         self.calls_by_replica[index] += 1
         fault = self._active_fault(index)
@@ -79,7 +85,7 @@ class AsgiTransport:
             if fault.error == "unreachable":
                 raise HookUnreachable(f"replica {index}: connection refused")
             return fault.error, {}, b"replica unavailable"
-        return self._loop.run_until_complete(_call_asgi(self.apps[index], url, body))
+        return self._loop.run_until_complete(_call_asgi(self.apps[index], url, body, headers or {}))
 
     def close(self) -> None:
         self._loop.run_until_complete(self._loop.shutdown_default_executor())
@@ -95,7 +101,9 @@ class AsgiTransport:
         return fault
 
 
-async def _call_asgi(app: ASGIApp, url: str, body: bytes) -> HookReply:
+async def _call_asgi(
+    app: ASGIApp, url: str, body: bytes, extra_headers: Mapping[str, str]
+) -> HookReply:
     parts = urlsplit(url)
     host = parts.hostname or "localhost"
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -113,6 +121,7 @@ async def _call_asgi(app: ASGIApp, url: str, body: bytes) -> HookReply:
             (b"host", parts.netloc.encode()),
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
+            *((name.lower().encode(), value.encode()) for name, value in extra_headers.items()),
         ],
         "client": ("127.0.0.1", 50000),
         "server": (host, port),
@@ -164,7 +173,9 @@ class LoopbackTransport:
         self.rng = rng
         self._client = httpx.Client()
 
-    def post(self, url: str, body: bytes, timeout: float) -> HookReply:
+    def post(
+        self, url: str, body: bytes, timeout: float, headers: Mapping[str, str] | None = None
+    ) -> HookReply:
         base = self.base_urls[0]
         if self.rng is not None and len(self.base_urls) > 1:
             base = self.base_urls[self.rng.randrange(len(self.base_urls))]
@@ -174,7 +185,7 @@ class LoopbackTransport:
             response = self._client.post(
                 target,
                 content=body,
-                headers={"content-type": "application/json"},
+                headers={"content-type": "application/json", **(headers or {})},
                 timeout=timeout,
             )
         except httpx.TimeoutException as error:

@@ -30,7 +30,9 @@ class HookCaller:
             path = self._paths[hook.url] = urlsplit(hook.url).path or "/"
         self.stats.hook_calls[path] += 1
         try:
-            status, headers, payload = self.transport.post(hook.url, body, hook.timeout)
+            status, headers, payload = self.transport.post(
+                hook.url, body, hook.timeout, self._headers(hook)
+            )
         except HookTimeout as error:
             raise SyncFailure("timeout", f"{hook.url}: {error}") from error
         except HookUnreachable as error:
@@ -42,6 +44,10 @@ class HookCaller:
             text = payload[:_ERROR_BODY_CHARS].decode("utf-8", "replace")
             raise SyncFailure("non_200", f"{hook.url}: HTTP {status}: {text}")
         return payload
+
+    @staticmethod
+    def _headers(hook: Hook) -> dict[str, str] | None:
+        return {"authorization": hook.authorization} if hook.authorization else None
 
     def _retry_after(self, headers: Mapping[str, str]) -> float:
         """Seconds, or an HTTP date; a missing or unreadable header means at once."""

@@ -1,0 +1,26 @@
+"""The hook server as tests call it: with the Bearer token Metacontroller would send."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from starlette.testclient import TestClient
+from starlette.types import ASGIApp
+
+from hooks.settings import Settings
+
+HOOK_TOKEN = "hook-token-for-tests"
+HOOK_AUTH = {"Authorization": f"Bearer {HOOK_TOKEN}"}
+GITHUB_TOKEN = "ghp_" + "x" * 36
+
+
+def hook_settings(env: Mapping[str, object] | None = None) -> Settings:
+    """Settings with GitHub credentials and the hook token, plus `env`."""
+    return Settings.model_validate(
+        {"GITHUB_TOKEN": GITHUB_TOKEN, "HOOK_BEARER_TOKEN": HOOK_TOKEN, **(env or {})}
+    )
+
+
+def hook_client(app: ASGIApp) -> TestClient:
+    """A client that authenticates as Metacontroller does."""
+    return TestClient(app, headers=HOOK_AUTH)
