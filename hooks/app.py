@@ -82,6 +82,16 @@ _Response = TypeVar("_Response", CompositeHookResponse, DecoratorHookResponse)
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """Metacontroller sends every child in one request; 1,000 runner pods fit well inside this."""
 
+ORJSON_MAX_WRITTEN_DEPTH = 254
+"""The deepest nesting orjson encodes (it decodes up to 1,024 levels)."""
+
+ANSWER_HEADROOM = 8
+"""How much deeper than in its request an answer may nest what it copies (a level or two
+today), with room to spare."""
+
+MAX_NESTING = ORJSON_MAX_WRITTEN_DEPTH - ANSWER_HEADROOM
+"""The deepest request accepted. Kubernetes objects nest a few dozen levels at most."""
+
 
 JSON_MEDIA_TYPE = "application/json"
 
@@ -373,12 +383,10 @@ def _hook(
                 response = await state.workers.run(handler, hook_request)
             else:
                 response = handler(hook_request)
-        except BadHookRequest as error:
-            return _finish(path, key, "bad_request", started, error.status, str(error))
-        except Exception:
-            log.exception("hook failed", extra={"path": path, "parent": key})
-            return _finish(path, key, "error", started, 500, "internal error; see the logs")
-        wire = response.to_wire()
+            wire = response.to_wire()
+            body = orjson.dumps(wire)
+        except Exception as error:
+            return _failed(path, key, started, error)
         outcome = "finalized" if response.finalized else "ok"
         _record(path, outcome, started)
         if log.isEnabledFor(logging.INFO):
@@ -394,7 +402,7 @@ def _hook(
                     "finalized": response.finalized,
                 },
             )
-        return _json_response(wire)
+        return _json_body(body)
 
     return endpoint
 
@@ -409,15 +417,27 @@ def _customize_hook(
 
     async def endpoint(request: Request) -> Response:
         started = time.perf_counter()
+        key = "-"
         try:
             hook_request = _validated(model, await _read_document(request))
-        except BadHookRequest as error:
-            return _finish(path, "-", "bad_request", started, error.status, str(error))
-        answer = handler({"controller": hook_request.controller, "parent": hook_request.parent})
+            key = _object_key(hook_request.parent)
+            answer = handler({"controller": hook_request.controller, "parent": hook_request.parent})
+            body = orjson.dumps(answer)
+        except Exception as error:
+            return _failed(path, key, started, error)
         _record(path, "ok", started)
-        return _json_response(answer)
+        return _json_body(body)
 
     return endpoint
+
+
+def _failed(path: str, key: str, started: float, error: Exception) -> Response:
+    """A refused request (4xx, with the reason), or a failure: a JSON 500, never an exception
+    escaping to the server (whose plain-text 500 would also close the connection)."""
+    if isinstance(error, BadHookRequest):
+        return _finish(path, key, "bad_request", started, error.status, str(error))
+    log.error("hook failed", exc_info=error, extra={"path": path, "parent": key})
+    return _finish(path, key, "error", started, 500, "internal error; see the logs")
 
 
 async def _read_document(request: Request) -> dict[str, Any]:
@@ -430,7 +450,26 @@ async def _read_document(request: Request) -> dict[str, Any]:
         raise BadHookRequest(f"request body is not valid JSON: {error.msg}") from None
     if not isinstance(document, dict):
         raise BadHookRequest("request body must be a JSON object")
+    _check_nesting(document)
     return document
+
+
+def _check_nesting(document: dict[str, Any]) -> None:
+    """Refuse, before any work, a request whose answer could not be written.
+
+    orjson reads JSON nested 1,024 levels deep but writes only 254 levels, and an answer nests
+    what it copies from its request a level or two deeper (a RunnerSet's pod template goes into
+    a StatefulSet's spec). A request that could not be written back with `ANSWER_HEADROOM`
+    more levels around it is therefore refused here, rather than failing after the handler has
+    run (and perhaps called GitHub). Encoding measures the depth exactly as the answer's
+    encoding will, at a fraction of the decoding's cost."""
+    wrapped: object = document
+    for _ in range(ANSWER_HEADROOM):
+        wrapped = [wrapped]
+    try:
+        orjson.dumps(wrapped)
+    except orjson.JSONEncodeError:
+        raise BadHookRequest(f"request body nested deeper than {MAX_NESTING} levels") from None
 
 
 def _validated(model: type[HookRequest], document: dict[str, Any]) -> HookRequest:
@@ -450,10 +489,10 @@ def _summarize(error: ValidationError) -> str:
 
 
 def _object_key(obj: dict[str, Any]) -> str:
-    metadata = obj.get("metadata") or {}
-    namespace = metadata.get("namespace")
-    name = metadata.get("name", "?")
-    return f"{namespace}/{name}" if namespace else str(name)
+    """`namespace/name` of a parent the request model identified (its name is a string)."""
+    metadata = obj["metadata"]
+    namespace, name = metadata.get("namespace"), str(metadata["name"])
+    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
 
 
 def _finish(
@@ -474,7 +513,11 @@ def _finish(
 
 
 def _json_response(content: dict[str, Any], status: int = 200) -> Response:
-    return Response(orjson.dumps(content), status_code=status, media_type=JSON_MEDIA_TYPE)
+    return _json_body(orjson.dumps(content), status)
+
+
+def _json_body(body: bytes, status: int = 200) -> Response:
+    return Response(body, status_code=status, media_type=JSON_MEDIA_TYPE)
 
 
 def _record(path: str, outcome: str, started: float) -> None:

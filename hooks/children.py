@@ -8,7 +8,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from hooks.clock import format_time
-from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
+from hooks.metacontroller import (
+    CompositeHookRequest,
+    CompositeHookResponse,
+    KubeObject,
+    list_or_empty,
+    object_or_empty,
+)
 from hooks.resources.common import Condition
 
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
@@ -19,9 +25,9 @@ ConditionValue = tuple[str, str, str]
 
 def as_kept(obj: KubeObject) -> KubeObject:
     """An observed child, as a desired object that changes nothing."""
-    metadata = obj.get("metadata") or {}
+    metadata = object_or_empty(obj.get("metadata"))
     annotations = {
-        k: v for k, v in (metadata.get("annotations") or {}).items() if k != LAST_APPLIED
+        k: v for k, v in object_or_empty(metadata.get("annotations")).items() if k != LAST_APPLIED
     }
     kept: KubeObject = {
         "apiVersion": obj.get("apiVersion", "v1"),
@@ -29,7 +35,7 @@ def as_kept(obj: KubeObject) -> KubeObject:
         "metadata": {
             "name": metadata.get("name"),
             "namespace": metadata.get("namespace"),
-            "labels": metadata.get("labels") or {},
+            "labels": object_or_empty(metadata.get("labels")),
             "annotations": annotations,
         },
     }
@@ -89,7 +95,7 @@ def invalid_status(parent: KubeObject, problems: list[str], now: datetime) -> di
     raw = parent.get("status")
     previous = dict(raw) if isinstance(raw, dict) else {}
     conditions: list[Condition] = []
-    for item in previous.get("conditions") or []:
+    for item in list_or_empty(previous.get("conditions")):
         try:
             conditions.append(Condition.model_validate(item))
         except ValidationError:

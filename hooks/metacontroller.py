@@ -11,10 +11,13 @@ request can carry a thousand children, and handlers only read them.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SkipValidation, field_validator
 from pydantic_core import PydanticCustomError
+
+from hooks.clock import parse_optional_time
 
 KubeObject = dict[str, Any]
 ObjectGroups = dict[str, dict[str, KubeObject]]
@@ -172,25 +175,132 @@ class CustomizeHookRequest(BaseModel):
         return _identified(value, "parent")
 
 
+def object_or_empty(value: object) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one. Observed objects are read through
+    this (and `list_or_empty`): a part of the wrong type reads as absent, never as a crash."""
+    return value if isinstance(value, dict) else {}
+
+
+def list_or_empty(value: object) -> list[Any]:
+    """`value` when it is a JSON array, else an empty one (see `object_or_empty`)."""
+    return value if isinstance(value, list) else []
+
+
+def observed_int(value: object) -> int | None:
+    """A non-negative integer an observed object holds as text (a label, an annotation, a
+    Secret's key): ASCII digits only, so that `int` cannot fail on other Unicode digits."""
+    if isinstance(value, str) and 0 < len(value) <= 18 and value.isascii() and value.isdigit():
+        return int(value)
+    return None
+
+
+_TIME_MARGIN = timedelta(days=365_250)
+"""A thousand years: more than any duration a hook adds to or subtracts from a time (Go's
+durations, which Kubernetes objects use, end at 292 years)."""
+
+
+def observed_time(value: object) -> datetime | None:
+    """A timestamp of an observed object (or a delivery), in UTC; None when it is absent, not
+    a time, or so near the ends of the calendar (within `_TIME_MARGIN`) that adding or
+    subtracting a duration would overflow."""
+    parsed = parse_optional_time(value) if isinstance(value, str) else None
+    if parsed is None:
+        return None
+    try:
+        utc = parsed.astimezone(UTC)
+        _ = (utc - _TIME_MARGIN, utc + _TIME_MARGIN)
+    except OverflowError:
+        return None
+    return utc
+
+
 def _identified(value: object, field: str) -> dict[str, Any]:
+    """An object as the API server serves every kind: a name, and metadata of the types
+    ObjectMeta gives them. Anything else is not a request Metacontroller sends."""
     obj = _object(value)
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
         raise ValueError(f"{field}.metadata.name is required")
+    problem = _metadata_problem(metadata) or _kind_problem(obj)
+    if problem:
+        raise ValueError(f"{field}.{problem}")
     return obj
 
 
+def _metadata_problem(metadata: dict[str, Any]) -> str:
+    for key in ("namespace", "uid", "resourceVersion", "generateName"):
+        if metadata.get(key) is not None and not isinstance(metadata[key], str):
+            return f"metadata.{key} must be a string"
+    for key in ("labels", "annotations"):
+        value = metadata.get(key)
+        if value is not None and not _string_map(value):
+            return f"metadata.{key} must map strings to strings"
+    for key in ("creationTimestamp", "deletionTimestamp"):
+        if metadata.get(key) is not None and observed_time(metadata[key]) is None:
+            return f"metadata.{key} must be an RFC 3339 time"
+    finalizers = metadata.get("finalizers")
+    if finalizers is not None and not (
+        isinstance(finalizers, list) and all(isinstance(f, str) for f in finalizers)
+    ):
+        return "metadata.finalizers must be a list of strings"
+    owners = metadata.get("ownerReferences")
+    if owners is not None and not (
+        isinstance(owners, list) and all(_string_fields(o, "kind", "name", "uid") for o in owners)
+    ):
+        return "metadata.ownerReferences must be a list of references with kind, name and uid"
+    return ""
+
+
+def _kind_problem(obj: dict[str, Any]) -> str:
+    for key in ("apiVersion", "kind"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            return f"{key} must be a string"
+    return ""
+
+
+def _string_map(value: object) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+def _string_fields(value: object, *keys: str) -> bool:
+    return isinstance(value, dict) and all(isinstance(value.get(key), str) for key in keys)
+
+
+def _observed_parts_problem(obj: dict[str, Any]) -> str:
+    """Every kind the hooks observe (pods, StatefulSets, Secrets, claims, the custom
+    resources) has an object spec and status, or none."""
+    for key in ("spec", "status"):
+        if obj.get(key) is not None and not isinstance(obj[key], dict):
+            return f"{key} must be an object"
+    data = obj.get("data")
+    if data is not None and not _string_map(data):
+        return "data must map strings to strings"
+    return ""
+
+
 def _groups_of_objects(value: object) -> object:
+    """Observed objects by group and key. Each is an object the API server served, so it has
+    a name: anything else is not a request Metacontroller sends."""
     if value is None:
         return {}
     groups = _object(value)
     for group_key, members in groups.items():
         if not isinstance(members, dict):
-            raise ValueError(f"group {group_key!r} must map keys to objects")
+            raise ValueError(f"group {_shown(group_key)} must map keys to objects")
         for key, obj in members.items():
+            member = f"{_shown(group_key)} member {_shown(key)}"
             if not isinstance(obj, dict):
-                raise ValueError(f"{group_key!r} member {key!r} must be an object")
+                raise ValueError(f"{member} must be an object")
+            _identified(obj, member)
+            problem = _observed_parts_problem(obj)
+            if problem:
+                raise ValueError(f"{member}: {problem}")
     return groups
+
+
+def _shown(key: str) -> str:
+    """A key as an error message quotes it: short, whatever its length."""
+    return repr(key if len(key) <= 60 else key[:57] + "...")
 
 
 def _object(value: object) -> dict[str, Any]:

@@ -7,6 +7,7 @@ The server still answers hooks (invalid Runners get their conditions, pods are k
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import NoReturn
 
 from hooks.github.port import (
@@ -26,7 +27,9 @@ MESSAGE = "no GitHub credentials configured (GITHUB_TOKEN or a GitHub App)"
 
 
 class UnconfiguredGitHub:
-    def list_runners(self, scope: Scope) -> Sequence[GitHubRunner]:
+    def list_runners(
+        self, scope: Scope, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
         self._fail()
 
     def registration_token(self, scope: Scope) -> RegistrationToken:
@@ -45,7 +48,9 @@ class UnconfiguredGitHub:
     def runner_group_id(self, scope: Scope, group_name: str) -> int:
         self._fail()
 
-    def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
+    def remove_runner(
+        self, scope: Scope, runner_id: int, *, not_before: datetime | None = None
+    ) -> RemoveResult:
         return RemoveResult(RemoveOutcome.ERROR, message=MESSAGE)
 
     def list_workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:

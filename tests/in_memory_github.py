@@ -64,7 +64,9 @@ class InMemoryGitHub:
 
     # --- the port
 
-    def list_runners(self, scope: Scope) -> Sequence[GitHubRunner]:
+    def list_runners(
+        self, scope: Scope, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
         self.calls.append(("list_runners", str(scope)))
         if self.list_error is not None:
             raise self.list_error
@@ -99,7 +101,9 @@ class InMemoryGitHub:
         self.calls.append(("runner_group_id", str(scope)))
         return 7
 
-    def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
+    def remove_runner(
+        self, scope: Scope, runner_id: int, *, not_before: datetime | None = None
+    ) -> RemoveResult:
         self.calls.append(("remove_runner", str(scope)))
         if self.remove_answers:
             return self.remove_answers.pop(0)

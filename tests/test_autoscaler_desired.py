@@ -1,16 +1,11 @@
-"""Desired replicas: a port of ARC's `TestDetermineDesiredReplicas_RepositoryRunner` and
-`_OrganizationalRunner` (autoscaling_test.go), then metric combinations, clamps, the scale-down
-delay, scheduled overrides and reservations as `desired_replicas` combines them.
-
-ARC's cases give canned JSON for the runs listed as queued and as in_progress and for the jobs
-of each run id; they also give a list of all runs, which ARC never requests, so it is left out.
-A run without an `id` is ARC's `{"status": ...}` run.
-"""
+"""Desired replicas beyond ARC's tables (tests/test_arc_autoscaling.py): metric
+combinations, clamps, the scale-down delay, scheduled overrides and reservations as
+`desired_replicas` combines them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -41,239 +36,20 @@ from hooks.resources.common import ObjectMeta
 
 NOW = datetime(2022, 3, 1, 12, 0, tzinfo=UTC)
 REPO = "test/valid"
-ORG_REPOSITORY_NAMES_ERROR = (
-    "validating autoscaling metrics: spec.autoscaling.metrics[].repositoryNames is required "
-    "and must have one more more entries for organizational runner deployment"
-)
 
 
-def run(status: str, run_id: int = 0) -> WorkflowRun:
-    return WorkflowRun(id=run_id, status=status)
-
-
-def job(status: str, *labels: str) -> WorkflowJob:
-    return WorkflowJob(status=status, labels=labels)
-
-
-Q, P, C = run("queued"), run("in_progress"), run("completed")
-
-# ARC's job-level runs: 1 queued, 2 and 3 in progress, and a completed run without an id that
-# the in_progress listing still returned.
-JOB_LEVEL_QUEUED = (run("queued", 1),)
-JOB_LEVEL_IN_PROGRESS = (run("in_progress", 2), run("in_progress", 3), C)
-
-
-def jobs_labelled(*labels: str) -> dict[int, tuple[WorkflowJob, ...]]:
-    return {
-        1: (job("queued", *labels),),
-        2: (job("in_progress", *labels), job("completed", *labels)),
-        3: (job("in_progress", *labels), job("queued", *labels)),
-    }
-
-
-@dataclass(frozen=True)
-class Case:
-    description: str
-    want: int = 0
-    err: str = ""
-    repo: str = ""
-    org: str = ""
-    repository_names: tuple[str, ...] = ()
-    labels: tuple[str, ...] = ()
-    fixed: int | None = None  # the target's spec.replicas
-    min: int | None = None
-    max: int | None = None
-    s_replicas: int | None = None  # status.desiredReplicas
-    s_time: datetime | None = None  # status.lastSuccessfulScaleOutTime
-    queued: tuple[WorkflowRun, ...] = ()
-    in_progress: tuple[WorkflowRun, ...] = ()
-    jobs: dict[int, tuple[WorkflowJob, ...]] = field(default_factory=dict)
-    other_repo_queued: tuple[WorkflowRun, ...] = ()  # runs of test/other
-
-
-@dataclass(frozen=True)
-class Target:
-    """Repository or organization runners, applied to a shared case."""
-
-    repo: str = ""
-    org: str = ""
-    repository_names: tuple[str, ...] = ()
-
-    def apply(self, case: Case) -> Case:
-        return replace(case, repo=self.repo, org=self.org, repository_names=self.repository_names)
-
-
-REPOSITORY_RUNNERS = Target(repo=REPO)
-ORGANIZATION_RUNNERS = Target(org="test", repository_names=("valid",))
-
-
-def legacy_cases(target: Target) -> list[Case]:
-    """ARC's run-level cases, the same for repository and organization runners."""
-    cases = [
-        Case("3 demanded, max at 3", 3, min=2, max=3, queued=(Q,), in_progress=(P, P)),
-        Case(
-            "3 demanded, max at 3, explicit self-hosted label",
-            3,
-            labels=("self-hosted",),
-            min=2,
-            max=3,
-            queued=(Q,),
-            in_progress=(P, P),
-        ),
-        Case(
-            "2 demanded, max at 3, currently 3, delay scaling down due to grace period",
-            3,
-            min=2,
-            max=3,
-            s_replicas=3,
-            s_time=NOW,
-            queued=(Q,),
-            in_progress=(P,),
-        ),
-        Case("3 demanded, max at 2", 2, min=2, max=2, queued=(Q,), in_progress=(P, P)),
-        Case("2 demanded, min at 2", 2, min=2, max=3, queued=(Q,), in_progress=(P,)),
-        Case("1 demanded (queued), min at 2", 2, min=2, max=3, queued=(Q,)),
-        Case("1 demanded (in progress), min at 2", 2, min=2, max=3, in_progress=(P,)),
-        Case("1 demanded (queued), min at 1", 1, min=1, max=3, queued=(Q,)),
-        Case("1 demanded (in progress), min at 1", 1, min=1, max=3, in_progress=(P,)),
-        Case("fixed at 3", 3, min=1, max=3, fixed=3, in_progress=(P, P, P)),
-    ]
-    return [target.apply(case) for case in cases]
-
-
-def job_level_cases(target: Target) -> list[Case]:
-    """ARC's job-level cases: a job counts when the runners have all its labels."""
-    cases = [
-        Case(
-            "job-level autoscaling: 4 jobs from 3 runs",
-            4,
-            labels=("label1",),
-            min=2,
-            max=10,
-            jobs=jobs_labelled("label1"),
-        ),
-        Case(
-            "skipped job-level autoscaling with no explicit runner label",
-            2,
-            min=2,
-            max=10,
-            jobs=jobs_labelled("label1"),
-        ),
-        Case(
-            "skipped job-level autoscaling with no label",
-            2,
-            labels=("label1",),
-            min=2,
-            max=10,
-            jobs=jobs_labelled(),
-        ),
-        Case(
-            "job-level autoscaling with the default runner label only",
-            4,
-            labels=("label1",),
-            min=2,
-            max=10,
-            jobs=jobs_labelled("self-hosted"),
-        ),
-        Case(
-            "job-level autoscaling with the default and a runner label",
-            4,
-            labels=("label1",),
-            min=2,
-            max=10,
-            jobs=jobs_labelled("self-hosted", "label1"),
-        ),
-        Case(
-            "skipped job-level autoscaling with a label the runners lack",
-            2,
-            labels=("label1",),
-            min=2,
-            max=10,
-            jobs=jobs_labelled("self-hosted", "label1", "label2"),
-        ),
-        Case(
-            "job-level autoscaling with the empty jobs in the first run",
-            4,
-            labels=("label1",),
-            min=2,
-            max=10,
-            jobs={**jobs_labelled("label1"), 1: ()},
-        ),
-    ]
-    runs = [
-        replace(case, queued=JOB_LEVEL_QUEUED, in_progress=JOB_LEVEL_IN_PROGRESS) for case in cases
-    ]
-    return [target.apply(case) for case in runs]
-
-
-HOSTED_JOBS = {
-    1: (job("queued", "ubuntu-latest"),),
-    2: (job("in_progress", "label1"), job("completed", "label1")),
-    3: (job("in_progress", "windows-latest"), job("queued", "self-hosted", "label1")),
-}
-
-REPOSITORY_CASES = [
-    *legacy_cases(REPOSITORY_RUNNERS),
-    *job_level_cases(REPOSITORY_RUNNERS),
-    Case(
-        "job-level autoscaling with some hosted runner jobs",
-        2,
-        repo=REPO,
-        labels=("label1",),
-        min=1,
-        max=10,
-        queued=JOB_LEVEL_QUEUED,
-        in_progress=JOB_LEVEL_IN_PROGRESS,
-        jobs=HOSTED_JOBS,
-    ),
-    Case(
-        "labels match exactly, case included",
-        2,
-        repo=REPO,
-        labels=("Label1",),
-        min=2,
-        max=10,
-        queued=JOB_LEVEL_QUEUED,
-        in_progress=JOB_LEVEL_IN_PROGRESS,
-        jobs=jobs_labelled("label1"),
-    ),
-    Case(
-        "2 demanded, max at 3, currently 3, grace period over",
-        2,
-        repo=REPO,
-        min=2,
-        max=3,
-        s_replicas=3,
-        s_time=NOW - timedelta(minutes=10),
-        queued=(Q,),
-        in_progress=(P,),
-    ),
-]
-
-ORGANIZATION_CASES = [
-    *legacy_cases(ORGANIZATION_RUNNERS),
-    Case(
-        "organizational runners without repositoryNames",
-        err=ORG_REPOSITORY_NAMES_ERROR,
-        org="test",
-        min=2,
-        max=3,
-        queued=(Q,),
-        in_progress=(P, P),
-    ),
-    *job_level_cases(ORGANIZATION_RUNNERS),
-    Case(
-        "runs of every named repository count",
-        3,
-        org="test",
-        repository_names=("valid", "other"),
-        min=1,
-        max=10,
-        queued=(Q,),
-        in_progress=(P,),
-        other_repo_queued=(Q,),
-    ),
-]
+def queued_jobs(count: int, busy: int = 0) -> RecordedActivity:
+    """`count` queued runs of REPO with one queued `label1` job each."""
+    return RecordedActivity(
+        busy=busy,
+        runs={
+            (REPO, "queued"): tuple(WorkflowRun(id=i, status="queued") for i in range(1, count + 1))
+        },
+        jobs={
+            (REPO, i): (WorkflowJob(status="queued", labels=("label1",)),)
+            for i in range(1, count + 1)
+        },
+    )
 
 
 def hra(
@@ -310,53 +86,6 @@ def hra(
 QUEUED_RUNS = MetricSpec(type=METRIC_QUEUED_AND_IN_PROGRESS_WORKFLOW_RUNS)
 
 
-def check(case: Case) -> None:
-    org_repo = f"{case.org}/valid" if case.org else REPO
-    activity = RecordedActivity(
-        runs={
-            (org_repo, "queued"): case.queued,
-            (org_repo, "in_progress"): case.in_progress,
-            ("test/other", "queued"): case.other_repo_queued,
-        },
-        jobs={(org_repo, run_id): jobs for run_id, jobs in case.jobs.items()},
-    )
-    metric = MetricSpec(
-        type=METRIC_QUEUED_AND_IN_PROGRESS_WORKFLOW_RUNS,
-        repository_names=list(case.repository_names),
-    )
-    autoscaler = hra(
-        case.min, case.max, [metric], desired=case.s_replicas, scaled_out_at=case.s_time
-    )
-    target = ScaleTarget(
-        RunnerScope(organization=case.org, repository=case.repo, labels=case.labels),
-        replicas=case.fixed,
-    )
-
-    if case.err:
-        with pytest.raises(AutoscalingError) as raised:
-            desired_replicas(autoscaler, target, activity, NOW)
-        assert str(raised.value) == case.err
-        return
-    assert desired_replicas(autoscaler, target, activity, NOW).desired_replicas == case.want
-
-
-def test_the_tables_have_arcs_case_counts() -> None:
-    assert len(REPOSITORY_CASES) == 20
-    assert len(ORGANIZATION_CASES) == 19
-
-
-@pytest.mark.parametrize("case", REPOSITORY_CASES, ids=[c.description for c in REPOSITORY_CASES])
-def test_determine_desired_replicas_repository_runner(case: Case) -> None:
-    check(case)
-
-
-@pytest.mark.parametrize(
-    "case", ORGANIZATION_CASES, ids=[c.description for c in ORGANIZATION_CASES]
-)
-def test_determine_desired_replicas_organizational_runner(case: Case) -> None:
-    check(case)
-
-
 # The HRA and its metrics.
 
 
@@ -380,7 +109,7 @@ class NoGitHub:
 
 REPO_TARGET = ScaleTarget(RunnerScope(repository=REPO, labels=("label1",)), replicas=4)
 BUSY = MetricSpec(type=METRIC_PERCENTAGE_RUNNERS_BUSY)
-THREE_QUEUED = RecordedActivity(busy=0, runs={(REPO, "queued"): (Q, Q, Q)})
+THREE_QUEUED = queued_jobs(3)
 
 
 def test_no_metric_gives_min_plus_reserved_without_asking_github() -> None:
@@ -477,7 +206,7 @@ def test_enterprise_runners_cannot_use_workflow_runs() -> None:
     ],
 )
 def test_clamps(min_replicas: int, max_replicas: int, queued: int, want: int, reason: str) -> None:
-    activity = RecordedActivity(runs={(REPO, "queued"): (Q,) * queued})
+    activity = queued_jobs(queued)
 
     decision = desired_replicas(
         hra(min_replicas, max_replicas, [QUEUED_RUNS]), REPO_TARGET, activity, NOW
@@ -578,7 +307,7 @@ def test_scale_down_delay(case: DelayCase) -> None:
         scaled_out_at=case.scaled_out_at,
         delay_seconds=case.delay_seconds,
     )
-    activity = RecordedActivity(runs={(REPO, "queued"): (Q,) * case.queued})
+    activity = queued_jobs(case.queued)
 
     decision = desired_replicas(autoscaler, REPO_TARGET, activity, NOW)
 

@@ -173,3 +173,32 @@ def test_workflow_run_repositories(scope: RunnerScope, names: list[str], want: l
 def test_a_repository_must_be_owner_slash_name() -> None:
     with pytest.raises(AutoscalingError, match='"app" is not of the form OWNER/REPO'):
         workflow_run_repositories(MetricSpec(), RunnerScope(repository="app"))
+
+
+# ARC #1962 (fixed upstream in PR #4593): with reservations, the replicas in effect and the busy
+# runners both include what the reservations added; the caller adds the reservations again.
+
+
+def test_reserved_runners_are_taken_out_of_the_busy_fraction() -> None:
+    rule = busy_rule(busy_metric())
+    # 3 replicas of which 1 reserved (its runner busy with the reserved job), 1 of the other 2
+    # busy: 50%, between the thresholds: 2 for demand, the caller adds 1 reserved again.
+    assert suggest_by_busy_runners(rule, 3, 2, reserved=1) == 2
+    # Only reserved runners busy: nothing for demand beyond what the fraction gives.
+    assert suggest_by_busy_runners(rule, 2, 2, reserved=2) == 0
+    # More reserved than replicas (a reservation not yet in effect): never negative.
+    assert suggest_by_busy_runners(rule, 1, 0, reserved=3) == 0
+
+
+def test_one_reservation_and_half_busy_runners_give_a_steady_answer() -> None:
+    """The issue's sequence: 3 -> 4 -> 5 -> 6 -> 7 -> 8 over six syncs without the fix."""
+    rule = busy_rule(busy_metric())
+    reserved = 1
+    desired = 3
+    answers = []
+    for _ in range(6):
+        demand_runners = desired - reserved
+        busy = reserved + demand_runners // 2  # the reserved job's runner, and half the others
+        desired = suggest_by_busy_runners(rule, desired, busy, reserved=reserved) + reserved
+        answers.append(desired)
+    assert answers == [3] * 6

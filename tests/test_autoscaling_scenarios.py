@@ -289,3 +289,22 @@ def test_scheduled_override_scales_to_zero_for_the_weekend() -> None:
     assert {s.overrides_summary for s in mondays} == {"min=0 time=2026-01-17 00:00:00 +0000 UTC"}
     # Jobs on Friday and Monday ran on the two weekday runners.
     assert run.summary.jobs.max_queue_seconds <= 5 * MINUTE  # measured 190 s
+
+
+def test_busy_metric_with_webhook_reservations_gives_a_steady_answer_to_steady_load() -> None:
+    """ARC #1962: the busy metric must not count again the runners reservations added. Steady
+    load (about three jobs at a time, each also reserving a runner) keeps the answer steady for
+    two hours; counting reservations twice climbed to 21 of 30 here."""
+    run = run_sampled("busy-metric-with-webhook-reservations", step=MINUTE)
+
+    assert_clean(run.summary)
+    steady = run.between(20 * MINUTE, 125 * MINUTE)
+    desired = [s.desired for s in steady if s.desired is not None]
+    assert len(desired) == len(steady)
+    # Demand is about 3 runners: the answer stays near it, whatever reservations add.
+    assert max(desired) <= 8, desired
+    # No ratchet: the second hour asks for no more than the first.
+    first_hour = [s.desired for s in run.between(20 * MINUTE, 75 * MINUTE) if s.desired]
+    second_hour = [s.desired for s in run.between(75 * MINUTE, 125 * MINUTE) if s.desired]
+    assert max(second_hour) <= max(first_hour), desired
+    assert BUSY_RUNNERS in {s.suggested_by for s in steady}

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import jsonschema  # type: ignore[import-untyped]
+import jsonschema
 import kubernetes_validate
 import pytest
 import yaml

@@ -54,7 +54,9 @@ class ScriptedPort:
         self.read_hook: Callable[[], None] | None = None
         self.read_error: GitHubError | None = None
 
-    def list_runners(self, scope: Scope) -> Sequence[GitHubRunner]:
+    def list_runners(
+        self, scope: Scope, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
         self.calls["list"] += 1
         answer = list(self.runners.get(scope, []))
         if self.list_hook is not None:
@@ -86,7 +88,9 @@ class ScriptedPort:
         self.calls["group"] += 1
         return self.groups[group_name]
 
-    def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
+    def remove_runner(
+        self, scope: Scope, runner_id: int, *, not_before: datetime | None = None
+    ) -> RemoveResult:
         self.calls["remove"] += 1
         result = self.removals.get(runner_id, RemoveResult(RemoveOutcome.REMOVED))
         if result.outcome is RemoveOutcome.REMOVED:

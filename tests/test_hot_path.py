@@ -171,7 +171,7 @@ def test_a_parent_that_is_not_plain_json_is_parsed_without_the_memo(
     deps: RunnerHookDeps,
 ) -> None:
     parent = new_runner(SPEC)
-    parent["metadata"]["creationTimestamp"] = datetime(2026, 1, 1, tzinfo=UTC)
+    parent["spec"]["dockerdWithinRunnerContainer"] = datetime(2026, 1, 1, tzinfo=UTC)
 
     answer = sync_runner(_request(parent), deps)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import jsonschema  # type: ignore[import-untyped]
+import jsonschema
 import kubernetes_validate
 import pytest
 import yaml

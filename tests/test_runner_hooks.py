@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
+from hooks.github.cached import CachedGitHub
 from hooks.github.port import Scope
 from hooks.settings import Settings
 from tests.hook_app import hook_client, hook_settings
@@ -175,7 +176,7 @@ def test_status_is_stable_across_resyncs(
     [
         ({}, "spec needs enterprise, organization or repository"),
         ({"organization": "acme", "repository": "acme/app"}, "cannot have many fields"),
-        ({"repository": "not-a-repo"}, "does not match"),
+        ({"repository": "not-a-repo"}, "spec.repository must be OWNER/NAME"),
         ({"organization": "acme", "containerMode": "kubernetes"}, "workVolumeClaimTemplate"),
         ({"organization": "acme", "labels": "not-a-list"}, "labels"),
     ],
@@ -502,3 +503,60 @@ def test_not_ready_without_credentials(github: InMemoryGitHub, clock: ManualCloc
         response = bare.get("/readyz")
     assert response.status_code == 503
     assert "GITHUB_TOKEN" in response.text
+
+
+@pytest.mark.parametrize("exit_reported_as", ["container-exit-0", "pod-succeeded"])
+def test_a_completed_ephemeral_runner_being_deleted_finishes_without_stale_cached_answers(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock, exit_reported_as: str
+) -> None:
+    """The Runner is deleted while its ephemeral runner works; the job then ends. Answers the
+    cache remembered while the job ran (busy) must not hold the Runner up once the container
+    exited: the pod is released, then the Runner finishes, at once and with nothing leaked."""
+    cached = CachedGitHub(github, settings, clock)
+    with hook_client(create_app(settings, github=cached, clock=clock)) as client:
+        driver = running_driver(client, clock, github)
+        clock.advance(61)  # the cached runner list is refreshed: it lists the runner now
+        driver.sync()
+        github.set_busy(ORG, "example-runner", True)
+        waiting = driver.finalize()  # DELETE answers 422: the cache remembers "busy"
+        assert waiting["finalized"] is False
+        assert waiting["status"]["gracefulStop"]["waitingForCompletion"] is True
+        clock.advance(20)
+
+        # The job ends: the runner removes its own registration and its container exits 0.
+        github.unregister(ORG, "example-runner")
+        if exit_reported_as == "pod-succeeded":
+            driver.set_pod_status({"phase": "Succeeded"})
+        else:
+            driver.set_pod_status(running_status(format_time(clock.now()), exit_code=0))
+        released = driver.finalize()
+        assert "Pod" not in [c["kind"] for c in released["children"]]
+        assert released["finalized"] is False
+
+        finished = driver.finalize()  # the pod is gone; no time has passed
+
+    assert finished["finalized"] is True, finished["status"]
+    assert github.runners[ORG] == []
+    assert github.count("remove_runner") == 1  # the one that answered "busy"
+
+
+def test_a_runner_still_listed_after_its_container_exited_is_removed(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """No registration may leak on the way: the exit is no proof the runner removed itself."""
+    cached = CachedGitHub(github, settings, clock)
+    with hook_client(create_app(settings, github=cached, clock=clock)) as client:
+        driver = running_driver(client, clock, github)
+        clock.advance(61)
+        driver.sync()
+        github.set_busy(ORG, "example-runner", True)
+        driver.finalize()
+        clock.advance(20)
+        github.set_busy(ORG, "example-runner", False)  # idle, but still registered
+        driver.set_pod_status(running_status(format_time(clock.now()), exit_code=0))
+        driver.finalize()
+        finished = driver.finalize()
+
+    assert finished["finalized"] is True, finished["status"]
+    assert github.runners[ORG] == []
+    assert github.count("remove_runner") == 2

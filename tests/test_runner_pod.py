@@ -1,5 +1,9 @@
 """The runner Pod, table-driven like ARC's TestNewRunnerPod: each case is a Runner spec and the
-exact pod expected, written as a change to the default pod (tests/fixtures/pods/)."""
+exact pod expected, written as a change to the default pod (tests/fixtures/pods/).
+
+ARC's own rows are ported in tests/test_arc_runner_pod.py; this table covers what they leave
+out: further ARC behaviour (SELinux, MTU, registry mirror, kubernetes mode, pass-through fields,
+merging of user containers, ...) and this project's own (registration from a Secret, JIT)."""
 
 from __future__ import annotations
 
@@ -274,23 +278,8 @@ class PodCase:
         return self.description
 
 
+# ARC's TestNewRunnerPod and TestNewRunnerPodFromRunnerController rows are in test_arc_runner_pod.
 CASES = [
-    PodCase("default sidecar", {}, unchanged),
-    PodCase(
-        "user DOCKER_GROUP_GID kept",
-        {"dockerEnv": [{"name": "DOCKER_GROUP_GID", "value": "2000"}]},
-        docker_gid("2000"),
-    ),
-    PodCase(
-        "20.04 runner image: gid 1001",
-        {"image": "example/runner:ubuntu-20.04"},
-        compose(runner_image("example/runner:ubuntu-20.04"), docker_gid("1001")),
-    ),
-    PodCase(
-        "22.04 runner image: gid 121",
-        {"image": "example/runner:ubuntu-22.04"},
-        compose(runner_image("example/runner:ubuntu-22.04"), docker_gid("121")),
-    ),
     PodCase(
         "24.04 runner image: gid 121",
         {"image": "example/runner:ubuntu-24.04"},
@@ -302,18 +291,6 @@ CASES = [
         compose(runner_image("example/runner:22.04"), docker_gid("121")),
         settings={"RUNNER_IMAGE": "example/runner:22.04"},
     ),
-    PodCase("dind in the runner", {"dockerdWithinRunnerContainer": True}, dind_in_runner),
-    PodCase(
-        "dind in the runner, custom image",
-        {"dockerdWithinRunnerContainer": True, "image": "example/dind-runner"},
-        compose(dind_in_runner, runner_image("example/dind-runner")),
-    ),
-    PodCase(
-        "dockerEnabled=false ignored with dind in the runner",
-        {"dockerdWithinRunnerContainer": True, "dockerEnabled": False},
-        dind_in_runner,
-    ),
-    PodCase("docker disabled", {"dockerEnabled": False}, docker_disabled),
     PodCase(
         "SELinux options: dind in the runner is not privileged",
         {"dockerdWithinRunnerContainer": True, "securityContext": SELINUX},
@@ -405,22 +382,6 @@ CASES = [
         {"dockerRegistryMirror": ""},
         unchanged,
         settings={"DOCKER_REGISTRY_MIRROR": "https://settings-mirror.example.com/"},
-    ),
-    PodCase(
-        "user work volume (generic ephemeral) replaces the default, without a mount",
-        {"volumes": [EPHEMERAL_WORK]},
-        set_spec("volumes", [VOLUME_RUNNER, VOLUME_VAR_RUN, EPHEMERAL_WORK]),
-    ),
-    PodCase(
-        "user work volume replaces the default, mounted in the runner container",
-        {
-            "containers": [{"name": "runner", "volumeMounts": [MOUNT_WORK]}],
-            "volumes": [EPHEMERAL_WORK],
-        },
-        compose(
-            set_spec("volumes", [VOLUME_RUNNER, VOLUME_VAR_RUN, EPHEMERAL_WORK]),
-            set_in(RUNNER_CONTAINER, "volumeMounts", [MOUNT_WORK, MOUNT_RUNNER, MOUNT_VAR_RUN]),
-        ),
     ),
     PodCase(
         "user work volume replaces the default, mounted through spec.volumeMounts",

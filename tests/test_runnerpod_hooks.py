@@ -733,6 +733,18 @@ def test_customize_relates_the_pods_controller(
             422,
             "related",
         ),
+        (
+            "/sync/runnerpod",
+            b'{"object": {"metadata": {"name": "x", "ownerReferences": ["not-an-object"]}}}',
+            422,
+            "object.metadata.ownerReferences must be a list of references",
+        ),
+        (
+            "/sync/runnerpod",
+            b'{"object": {"metadata": {"name": "x", "labels": {"a": 1}}}}',
+            422,
+            "object.metadata.labels must map strings to strings",
+        ),
         ("/customize/runnerpod", b'{"controller": {}}', 422, "parent"),
         ("/customize/runnerpod", b"null", 400, "JSON object"),
     ],
@@ -751,7 +763,7 @@ def test_odd_but_valid_pods_never_get_a_500(client: TestClient) -> None:
         "metadata": {
             "name": "odd",
             "annotations": {ID: "not-a-number", GRACEFUL_STOP_ANNOTATION: "[]"},
-            "ownerReferences": ["not-an-object", {"controller": True}],
+            "ownerReferences": [{"apiVersion": "x/v1", "kind": "Odd", "name": "o", "uid": "u"}],
             "deletionTimestamp": "2026-01-01T00:00:00Z",
             "deletionGracePeriodSeconds": "thirty",
         },
@@ -795,3 +807,27 @@ def test_no_token_in_answers_or_logs(
     text = json.dumps(pod.answers) + caplog.text
     assert RUNNER_TOKEN not in text
     assert GITHUB_TOKEN not in text
+
+
+def test_a_busy_answer_remembered_before_the_runner_stopped_does_not_hold_its_pod(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """The pod's DELETE answered "busy" while its job ran and the cache remembers that; the
+    runner is then killed and GitHub lets the job go. The leftover removal asks afresh and
+    the pod goes at once, instead of waiting out a retry delay on the remembered answer."""
+    cached = CachedGitHub(github, settings, clock)
+    app = create_app(settings, github=cached, clock=clock, github_blocks=False)
+    with hook_client(app) as client:
+        pod = registered_driver(client, clock, github, ephemeral=False, busy=True)
+        held = pod.finalize()  # DELETE answers 422
+        clock.advance(20)
+        github.runners[ORG] = [
+            replace(r, status="offline", busy=False) for r in github.runners[ORG]
+        ]
+        pod.runner_exits(137)
+        done = pod.finalize()
+
+    assert held["finalized"] is False
+    assert done["finalized"] is True, pod.stop_state()
+    assert github.runners[ORG] == []
+    assert github.count("remove_runner") == 2

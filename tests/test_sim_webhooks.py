@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jsonschema import Draft202012Validator, ValidationError  # type: ignore[import-untyped]
+from jsonschema import Draft202012Validator, ValidationError
 
 from hooks.clock import ManualClock
 from hooks.github.port import Scope

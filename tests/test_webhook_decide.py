@@ -1,7 +1,8 @@
 """ARC's webhook rules: which deliveries scale which HorizontalRunnerAutoscaler, and by how much.
 
-The first tests port ARC's `horizontal_runner_autoscaler_webhook_test.go`; the rest cover the
-lookup order, runner groups and their visibility, label matching and trigger rules.
+ARC's own webhook tests are ported in test_arc_webhook.py, over HTTP. These test the decision
+itself: the reservation it names, completions, the lookup order, runner groups and their
+visibility, label matching and trigger rules.
 """
 
 from __future__ import annotations
@@ -76,7 +77,6 @@ def runner_deployment(
     name: str = "test-name",
     *,
     namespace: str = "default",
-    metadata_labels: dict[str, str] | None = None,
     **config: Any,
 ) -> Json:
     return {
@@ -85,7 +85,7 @@ def runner_deployment(
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
             "template": {
-                "metadata": {"labels": metadata_labels or {}},
+                "metadata": {"labels": {}},
                 "spec": runner_config(**config),
             }
         },
@@ -172,20 +172,12 @@ def scaled(decision: Decision) -> str | None:
     return decision.target.reference if decision.target else None
 
 
-# ARC's horizontal_runner_autoscaler_webhook_test.go
+# Queued jobs
 
 
-def test_ping_answers_pong() -> None:
-    decision = decide(parse_event("ping", b'{"zen": "zen"}'), [], now=NOW)
-    assert decision == Decision(Action.NONE, "pong")
-
-
-@pytest.mark.parametrize(
-    "labels", [("label1",), ("self-hosted", "label1")], ids=["label1", "self-hosted,label1"]
-)
-def test_a_queued_job_with_matching_labels_scales_by_one(labels: tuple[str, ...]) -> None:
+def test_a_queued_job_reserves_one_runner_for_the_triggers_duration() -> None:
     target = deployment_target("test-name", organization="MY_ORG", labels=["label1"])
-    decision = run(workflow_job("queued", labels), target)
+    decision = run(workflow_job("queued", ("self-hosted", "label1")), target)
     assert decision == Decision(
         Action.CREATE_RESERVATION,
         "scaled test-name by 1",
@@ -196,30 +188,6 @@ def test_a_queued_job_with_matching_labels_scales_by_one(labels: tuple[str, ...]
     )
     assert decision.amount == 1
     assert decision.target is not None and decision.target.uid == "uid-test-name"
-
-
-@pytest.mark.parametrize(
-    "labels", [("label1",), ("self-hosted", "label1")], ids=["label1", "self-hosted,label1"]
-)
-def test_a_queued_job_with_other_labels_finds_no_hra(labels: tuple[str, ...]) -> None:
-    target = deployment_target("test-name", organization="MY_ORG", labels=["label2"])
-    decision = run(workflow_job("queued", labels), target)
-    assert (decision.action, decision.message) == (Action.NONE, NO_TARGET_MESSAGE)
-    assert decision.target is None and decision.reservation_name is None
-    assert decision.notes == (
-        "default/test-name: its RunnerDeployment 'test-name' lacks the job's labels label1",
-    )
-
-
-@pytest.mark.parametrize(
-    "labels", [("label1",), ("self-hosted", "label1")], ids=["label1", "self-hosted,label1"]
-)
-def test_labels_only_in_the_template_metadata_do_not_count(labels: tuple[str, ...]) -> None:
-    target = ScaleTarget.from_objects(
-        hra("test-name"),
-        runner_deployment("test-name", organization="MY_ORG", metadata_labels={"label1": "x"}),
-    )
-    assert run(workflow_job("queued", labels), target).message == NO_TARGET_MESSAGE
 
 
 # Completions
@@ -267,6 +235,24 @@ def test_ignored_completions_say_why() -> None:
     assert skipped.message == "ignored the completion of a skipped job"
     assert check_run.message == "ignored a check run's completion: it had no runner"
     assert skipped.target is None and check_run.target is None
+
+
+@pytest.mark.parametrize(
+    ("conclusion", "runner_id"),
+    [("skipped", None), ("success", None), ("failure", 5)],
+    ids=["skipped", "check run", "ran"],
+)
+def test_a_completion_no_hra_serves_gets_arcs_answer(
+    conclusion: str, runner_id: int | None
+) -> None:
+    # The HRA is looked up before the completion is judged, as ARC does.
+    target = deployment_target("test-name", organization="MY_ORG", labels=["gpu"])
+    event = workflow_job("completed", conclusion=conclusion, runner_id=runner_id)
+    decision = run(event, target)
+    assert (decision.action, decision.message) == (Action.NONE, NO_TARGET_MESSAGE)
+    assert decision.notes == (
+        "default/test-name: its RunnerDeployment 'test-name' lacks the job's labels label1",
+    )
 
 
 @pytest.mark.parametrize("action", ["in_progress", "waiting", "requested", ""])
@@ -338,8 +324,8 @@ def test_keys_compare_case_insensitively() -> None:
     assert scaled(run(workflow_job(), organization, repository)) == "default/repo"
 
 
-# Runner groups: default before custom, organization before enterprise (ARC's
-# simulator/runnergroups_test.go)
+# Runner groups beyond ARC's tables (tests/test_arc_runner_groups.py): notes, visibility
+# lookups, errors, names.
 
 ORG_DEFAULT: Json = {"organization": "MY_ORG"}
 ENTERPRISE_DEFAULT: Json = {"enterprise": "my-ent"}
@@ -358,20 +344,6 @@ def group_targets(order: Iterable[int]) -> list[ScaleTarget]:
         )
         for rank, index in enumerate(order)
     ]
-
-
-@pytest.mark.parametrize("order", [(0, 1, 2, 3), (3, 2, 1, 0), (2, 3, 0, 1), (1, 3, 2, 0)])
-def test_group_precedence(order: tuple[int, ...]) -> None:
-    targets = group_targets(order)
-    by_group = {
-        PRECEDENCE_NAMES[index]: target for index, target in zip(order, targets, strict=True)
-    }
-    event = workflow_job(enterprise="my-ent")
-    remaining = list(targets)
-    for name in PRECEDENCE_NAMES:
-        assert run(event, *remaining).target == by_group[name], name
-        remaining.remove(by_group[name])
-    assert run(event, *remaining).message == NO_TARGET_MESSAGE
 
 
 def test_enterprise_runners_need_the_payloads_enterprise() -> None:

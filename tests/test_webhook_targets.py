@@ -1,4 +1,4 @@
-"""Target keys, runner-group precedence (ARC's `simulator/runnergroups_test.go`), durations."""
+"""Target keys, runner groups beyond ARC's tables (tests/test_arc_runner_groups.py), durations."""
 
 from __future__ import annotations
 
@@ -17,18 +17,6 @@ ENTERPRISE_DEFAULT = RunnerGroup(GroupScope.ENTERPRISE)
 ENTERPRISE_CUSTOM = RunnerGroup(GroupScope.ENTERPRISE, "myenterprisegroup1")
 
 
-def test_default_groups_come_before_custom_ones_and_organizations_before_enterprises() -> None:
-    # ARC's TestVisibleRunnerGroupsInsert: added custom, enterprise default, org default.
-    assert in_precedence_order([ORG_CUSTOM, ENTERPRISE_DEFAULT, ORG_DEFAULT]) == [
-        ORG_DEFAULT,
-        ENTERPRISE_DEFAULT,
-        ORG_CUSTOM,
-    ]
-    assert in_precedence_order(
-        [ENTERPRISE_CUSTOM, ORG_CUSTOM, ENTERPRISE_DEFAULT, ORG_DEFAULT]
-    ) == [ORG_DEFAULT, ENTERPRISE_DEFAULT, ORG_CUSTOM, ENTERPRISE_CUSTOM]
-
-
 def test_groups_of_equal_precedence_keep_their_order_and_appear_once() -> None:
     second = RunnerGroup(GroupScope.ORGANIZATION, "second")
     groups = [second, ORG_CUSTOM, RunnerGroup(GroupScope.ORGANIZATION, "SECOND"), ORG_DEFAULT]
@@ -36,7 +24,7 @@ def test_groups_of_equal_precedence_keep_their_order_and_appear_once() -> None:
 
 
 def test_groups_from_githubs_runner_group_list() -> None:
-    # ARC's TestVisibleRunnerGroups reads GitHub's `default` and `inherited` flags.
+    # GitHub's `default` and `inherited` flags give the group's scope and kind.
     assert from_github({"id": 1, "name": "Default", "default": True}) == ORG_DEFAULT
     assert from_github({"id": 2, "name": "Default", "default": True, "inherited": True}) == (
         ENTERPRISE_DEFAULT

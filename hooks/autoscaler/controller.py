@@ -51,7 +51,12 @@ from hooks.github.port import (
     WorkflowJob,
     WorkflowRun,
 )
-from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
+from hooks.metacontroller import (
+    CompositeHookRequest,
+    CompositeHookResponse,
+    KubeObject,
+    object_or_empty,
+)
 from hooks.resources.autoscaler import (
     HorizontalRunnerAutoscaler,
     HorizontalRunnerAutoscalerStatus,
@@ -94,12 +99,12 @@ class AutoscalerDeps:
 
 def customize_horizontal_runner_autoscaler(request: dict[str, Any]) -> dict[str, Any]:
     """Ask for the scale target and, for a RunnerDeployment, its Runners."""
-    parent = request.get("parent") or {}
-    namespace = (parent.get("metadata") or {}).get("namespace") or ""
-    ref = (parent.get("spec") or {}).get("scaleTargetRef") or {}
+    parent = object_or_empty(request.get("parent"))
+    namespace = object_or_empty(parent.get("metadata")).get("namespace") or ""
+    ref = object_or_empty(object_or_empty(parent.get("spec")).get("scaleTargetRef"))
     kind = ref.get("kind") or RUNNER_DEPLOYMENT
     name = ref.get("name")
-    if not isinstance(name, str) or not name or kind not in _PLURALS:
+    if not (isinstance(name, str) and name and isinstance(kind, str) and kind in _PLURALS):
         return {"relatedResources": []}
     rules: list[dict[str, Any]] = [
         {"apiVersion": API_VERSION, "resource": _PLURALS[kind], "names": [name]}
@@ -152,22 +157,31 @@ class _ObservedReservation:
         try:
             if not isinstance(spec, dict):
                 raise ValueError("no spec")
-            effective = parse_time(spec["effectiveTime"])
-            expiration = parse_time(spec["expirationTime"])
+            effective = _time(spec.get("effectiveTime"))
+            expiration = _time(spec.get("expirationTime"))
             start = spec.get("startTime")
+            started_at = _time(start) if start else None
             replicas = spec.get("replicas", 1)
-            if not isinstance(replicas, int) or replicas < 0:
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
                 raise ValueError("bad replicas")
             reservation = Reservation(
                 name=name,
                 effective_time=effective,
                 expiration_time=expiration,
-                started_at=parse_time(start) if start else None,
+                started_at=started_at,
                 replicas=replicas,
             )
         except (KeyError, TypeError, ValueError):
             return cls(obj, name, None, False, None)
         return cls(obj, name, reservation, bool(spec.get("completionTime")), expiration)
+
+
+def _time(value: object) -> datetime:
+    """A reservation's time; any year is taken, as the CRD allows (the sizing reports an
+    overflow as a failure condition)."""
+    if not isinstance(value, str):
+        raise ValueError("not a time")
+    return parse_time(value)
 
 
 class _Sync:

@@ -106,13 +106,13 @@ def desired_replicas(
     spec = hra.spec
     overrides = match_overrides(spec.scheduled_overrides, now)
     minimum = min_replicas_with(overrides, spec.min_replicas)
-    suggestion = suggest_replicas(hra, target, activity)
-    suggested = minimum if suggestion.replicas is None else suggestion.replicas
     counted = count_reservations(
         [*reservations_from_spec(spec.capacity_reservations), *reservations],
         spec.max_replicas,
         now,
     )
+    suggestion = suggest_replicas(hra, target, activity, reserved=counted.reserved)
+    suggested = minimum if suggestion.replicas is None else suggestion.replicas
     clamped, reason = _clamp(suggested + counted.reserved, minimum, spec.max_replicas)
     delay = _scale_down_delay(hra, default_scale_down_delay)
     hold = _scale_down_hold(hra.status, clamped, delay, now)
@@ -139,10 +139,15 @@ def desired_replicas(
 
 
 def suggest_replicas(
-    hra: HorizontalRunnerAutoscaler, target: ScaleTarget, activity: ActivitySource
+    hra: HorizontalRunnerAutoscaler,
+    target: ScaleTarget,
+    activity: ActivitySource,
+    *,
+    reserved: int = 0,
 ) -> Suggestion:
     """ARC's `suggestDesiredReplicas`: the second metric is asked only when the first
-    suggests nothing (0), which is how PercentageRunnersBusy scales up from zero."""
+    suggests nothing (0), which is how PercentageRunnersBusy scales up from zero. `reserved`
+    is what reservations add on top of the suggestion (PercentageRunnersBusy discounts it)."""
     spec = hra.spec
     name = f"{hra.metadata.namespace}/{hra.metadata.name}"
     if spec.min_replicas is None:
@@ -155,7 +160,7 @@ def suggest_replicas(
     for metric in spec.metrics:
         if metric.type == METRIC_PERCENTAGE_RUNNERS_BUSY:
             busy = activity.busy_runners()
-            replicas = suggest_by_busy_runners(busy_rule(metric), target.replicas, busy)
+            replicas = suggest_by_busy_runners(busy_rule(metric), target.replicas, busy, reserved)
             suggestion = Suggestion(replicas, metric.type, busy=busy)
         else:
             jobs = suggest_by_workflow_runs(metric, target.scope, activity)

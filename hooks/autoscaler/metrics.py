@@ -75,13 +75,21 @@ def busy_rule(metric: MetricSpec) -> BusyRule:
     )
 
 
-def suggest_by_busy_runners(rule: BusyRule, replicas: int | None, busy: int) -> int:
+def suggest_by_busy_runners(
+    rule: BusyRule, replicas: int | None, busy: int, reserved: int = 0
+) -> int:
     """ARC's `suggestReplicasByPercentageRunnerBusy` from the replicas in effect (None: 1).
+
+    The replicas in effect include what reservations added, and the runners serving reserved
+    jobs are busy; the caller adds the reservations again. So they are taken out of both first
+    (ARC #1962, fixed upstream in PR #4593): the metric scales the runners that exist for
+    demand, and steady demand gives a steady answer instead of one reservation more per sync.
 
     With 0 replicas the fraction is Go's float division: +Inf when some runner is busy (scale
     up from 0, which only an adjustment can do), NaN otherwise (no threshold matches).
     """
-    before = 1 if replicas is None else replicas
+    before = max((1 if replicas is None else replicas) - reserved, 0)
+    busy = max(busy - reserved, 0)
     fraction = _busy_fraction(busy, before)
     if fraction >= rule.scale_up_threshold:
         if rule.scale_up_adjustment > 0:
@@ -98,15 +106,17 @@ def suggest_by_workflow_runs(
     metric: MetricSpec, scope: RunnerScope, activity: ActivitySource
 ) -> JobCounts:
     """ARC's `suggestReplicasByQueuedAndInProgressWorkflowRuns`: the queued and running jobs
-    this target's runners could take, in the repositories the metric watches."""
+    this target's runners could take, in the repositories the metric watches.
+
+    A run without an id, or whose jobs list is empty, counts nothing (ARC >= 0.27.5, PR #2671):
+    GitHub lists such runs before their jobs exist, and they are no work a runner can take."""
     queued = in_progress = 0
     for repository in workflow_run_repositories(metric, scope):
         for listed_status in (QUEUED, IN_PROGRESS):
             for run in activity.workflow_runs(repository, listed_status):
-                if run.status not in (QUEUED, IN_PROGRESS):
-                    continue  # completed (or unknown) by now
-                jobs = activity.workflow_jobs(repository, run.id) if run.id else ()
-                counts = _count_jobs(jobs, scope.labels) if jobs else _count_run(run.status)
+                if run.status not in (QUEUED, IN_PROGRESS) or not run.id:
+                    continue  # completed (or unknown) by now, or no jobs to list
+                counts = _count_jobs(activity.workflow_jobs(repository, run.id), scope.labels)
                 queued += counts.queued
                 in_progress += counts.in_progress
     return JobCounts(queued=queued, in_progress=in_progress)
@@ -174,12 +184,6 @@ def _count_jobs(jobs: Sequence[WorkflowJob], runner_labels: Sequence[str]) -> Jo
         queued=sum(job.status == QUEUED for job in fitting),
         in_progress=sum(job.status == IN_PROGRESS for job in fitting),
     )
-
-
-def _count_run(status: str) -> JobCounts:
-    """A run whose jobs are unknown (no id, or none listed yet) counts as one job, whatever
-    its labels: ARC's fallback, and how runs were counted before jobs were."""
-    return JobCounts(queued=int(status == QUEUED), in_progress=int(status == IN_PROGRESS))
 
 
 def _busy_fraction(busy: int, before: int) -> float:

@@ -14,7 +14,7 @@ Effective replicas: `status.desiredReplicas` of the HorizontalRunnerAutoscaler w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import ValidationError
 
@@ -25,16 +25,22 @@ from hooks.children import (
     invalid_answer,
     merge_conditions,
 )
-from hooks.clock import Clock, parse_time
-from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
-from hooks.replicaset.controller import TEMPLATE_HASH_LABEL, template_hash
+from hooks.clock import Clock
+from hooks.metacontroller import (
+    CompositeHookRequest,
+    CompositeHookResponse,
+    KubeObject,
+    object_or_empty,
+    observed_time,
+)
+from hooks.replicaset.controller import TEMPLATE_HASH_LABEL, readable_time, template_hash
 from hooks.resources.replicaset import (
     RunnerDeployment,
     RunnerDeploymentStatus,
     RunnerTemplate,
 )
 from hooks.resources.runner import API_VERSION
-from hooks.runner.validation import validate_runner_spec
+from hooks.runner.validation import validate_runner_template
 
 DEPLOYMENT_NAME_LABEL = "runner-deployment-name"
 
@@ -47,14 +53,14 @@ class DeploymentDeps:
 
 def customize_runner_deployment(request: dict[str, Any]) -> dict[str, Any]:
     """Ask for the HorizontalRunnerAutoscalers of the deployment's namespace."""
-    parent = request.get("parent") or {}
-    namespace = (parent.get("metadata") or {}).get("namespace") or ""
+    metadata = object_or_empty(object_or_empty(request.get("parent")).get("metadata"))
+    namespace = metadata.get("namespace")
     rule: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "resource": "horizontalrunnerautoscalers",
         "labelSelector": {},
     }
-    if namespace:
+    if isinstance(namespace, str) and namespace:
         rule["namespace"] = namespace
     return {"relatedResources": [rule]}
 
@@ -73,21 +79,37 @@ class _Set:
 
     @classmethod
     def read(cls, obj: KubeObject) -> _Set:
-        metadata = obj.get("metadata") or {}
-        status = obj.get("status") or {}
-        spec = obj.get("spec") or {}
-        replicas = spec.get("replicas")
+        """A RunnerReplicaSet as it reports itself. An unreadable count errs on the side of
+        keeping runners: replicas read as some (the set is not deleted), readiness as none
+        (older sets are not retired on its account)."""
+        metadata = object_or_empty(obj.get("metadata"))
+        raw_status = obj.get("status")
+        status = object_or_empty(raw_status)
+        status_unreadable = raw_status is not None and not isinstance(raw_status, dict)
+
+        def count(key: str, unreadable: int) -> int:
+            value = status.get(key)
+            if status_unreadable or (value is not None and not _is_count(value)):
+                return unreadable
+            return int(value or 0)
+
+        replicas = object_or_empty(obj.get("spec")).get("replicas")
+        template_hash = object_or_empty(metadata.get("labels")).get(TEMPLATE_HASH_LABEL)
         return cls(
             obj=obj,
             name=str(metadata.get("name", "")),
-            template_hash=(metadata.get("labels") or {}).get(TEMPLATE_HASH_LABEL),
-            spec_replicas=replicas if isinstance(replicas, int) else 1,
-            replicas=int(status.get("replicas") or 0),
-            ready=int(status.get("readyReplicas") or 0),
-            available=int(status.get("availableReplicas") or 0),
-            registered=int(status.get("registeredReplicas") or 0),
-            busy=int(status.get("busyReplicas") or 0),
+            template_hash=template_hash if isinstance(template_hash, str) else None,
+            spec_replicas=replicas if _is_count(replicas) else 1,
+            replicas=count("replicas", unreadable=1),
+            ready=count("readyReplicas", unreadable=0),
+            available=count("availableReplicas", unreadable=0),
+            registered=count("registeredReplicas", unreadable=0),
+            busy=count("busyReplicas", unreadable=0),
         )
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def autoscaler_of(deployment: RunnerDeployment, related: list[KubeObject]) -> KubeObject | None:
@@ -97,12 +119,11 @@ def autoscaler_of(deployment: RunnerDeployment, related: list[KubeObject]) -> Ku
 def autoscaler_targeting(kind: str, name: str, related: list[KubeObject]) -> KubeObject | None:
     """The HRA that sizes the `kind` named `name`: the first (by name) whose scaleTargetRef
     names it and that has given an answer."""
-    for hra in sorted(related, key=lambda obj: (obj.get("metadata") or {}).get("name", "")):
-        target = (hra.get("spec") or {}).get("scaleTargetRef") or {}
+    for hra in sorted(related, key=lambda obj: str(obj["metadata"]["name"])):
+        target = object_or_empty(object_or_empty(hra.get("spec")).get("scaleTargetRef"))
         if (target.get("kind") or "RunnerDeployment") != kind or target.get("name") != name:
             continue
-        desired = (hra.get("status") or {}).get("desiredReplicas")
-        if isinstance(desired, int) and desired >= 0:
+        if _is_count(object_or_empty(hra.get("status")).get("desiredReplicas")):
             return hra
     return None
 
@@ -117,9 +138,10 @@ def scaled_replicas(hra: KubeObject | None, spec_replicas: int | None) -> int:
 def later_effective_time(hra: KubeObject | None, own: str | None) -> str | None:
     """ARC's HRA writes the newest reservation's effectiveTime into the target's spec; here the
     HRA reports it in its status and the target passes the later of the two on."""
-    reported = (hra.get("status") or {}).get("newestReservationTime") if hra else None
-    candidates = [t for t in (own, reported) if isinstance(t, str) and t]
-    return max(candidates, key=parse_time) if candidates else None
+    reported = object_or_empty(hra.get("status")).get("newestReservationTime") if hra else None
+    times = {text: observed_time(text) for text in (own, reported) if isinstance(text, str)}
+    readable = {text: time for text, time in times.items() if time is not None}
+    return max(readable, key=lambda text: readable[text]) if readable else None
 
 
 def effective_replicas(deployment: RunnerDeployment, related: list[KubeObject]) -> int:
@@ -143,11 +165,11 @@ def sync_runner_deployment(
             now,
             ["RunnerReplicaSet"],
         )
-    problems = [
-        f"spec.template.spec: {p}" for p in validate_runner_spec(deployment.spec.template.spec)
-    ]
+    problems = validate_runner_template(deployment.spec.template)
     if deployment.spec.replicas is not None and deployment.spec.replicas < 0:
         problems.append("spec.replicas must not be negative")
+    if not readable_time(deployment.spec.effective_time):
+        problems.append("spec.effectiveTime must be an RFC 3339 time")
     if problems:
         return invalid_answer(request, problems, now, ["RunnerReplicaSet"])
 
@@ -158,7 +180,7 @@ def sync_runner_deployment(
     sets = [
         _Set.read(obj)
         for obj in request.objects("RunnerReplicaSet")
-        if not (obj.get("metadata") or {}).get("deletionTimestamp")
+        if not obj["metadata"].get("deletionTimestamp")  # observed: identified
     ]
     newest = next((s for s in sets if s.template_hash == hash_), None)
     old = [s for s in sets if s is not newest]
@@ -243,5 +265,5 @@ def _replica_set(
 
 def _scaled_to_zero(obj: KubeObject) -> KubeObject:
     kept = as_kept(obj)
-    kept["spec"] = {**kept.get("spec", {}), "replicas": 0}
+    kept["spec"] = {**object_or_empty(kept.get("spec")), "replicas": 0}
     return kept

@@ -44,18 +44,22 @@ DEFAULT_MAX_ENTRIES = 4096
 
 
 class _TTLMap(Generic[K, V]):
-    """A dict whose entries expire, bounded in size. Not thread-safe: the owner locks."""
+    """A dict whose entries expire, bounded in size, and remember when they were stored (an
+    answer older than a fact the caller observed since is not served). Not thread-safe: the
+    owner locks."""
 
     def __init__(self, max_entries: int) -> None:
         self._max = max_entries
-        self._data: dict[K, tuple[V, datetime]] = {}
+        self._data: dict[K, tuple[V, datetime, datetime]] = {}
 
-    def get(self, key: K, now: datetime) -> V | None:
+    def get(self, key: K, now: datetime, not_before: datetime | None = None) -> V | None:
         item = self._data.get(key)
         if item is None:
             return None
         if now >= item[1]:
             del self._data[key]
+            return None
+        if not_before is not None and item[2] < not_before:
             return None
         return item[0]
 
@@ -65,13 +69,19 @@ class _TTLMap(Generic[K, V]):
 
     def put(self, key: K, value: V, expires_at: datetime, now: datetime) -> None:
         self._data.pop(key, None)
-        self._data[key] = (value, expires_at)
+        self._data[key] = (value, expires_at, now)
         if len(self._data) > self._max:
-            for stale in [k for k, (_, exp) in self._data.items() if now >= exp]:
+            for stale in [k for k, (_, exp, _) in self._data.items() if now >= exp]:
                 del self._data[stale]
             # Still full: drop the oldest insertions (dicts keep insertion order).
             while len(self._data) > self._max:
                 del self._data[next(iter(self._data))]
+
+    def amend(self, key: K, value: V) -> None:
+        """Correct an entry in place: same expiry, and as old as the answer it came from."""
+        item = self._data.get(key)
+        if item is not None:
+            self._data[key] = (value, item[1], item[2])
 
     def pop(self, key: K) -> None:
         self._data.pop(key, None)
@@ -84,6 +94,7 @@ class _TTLMap(Generic[K, V]):
 class _Flight:
     """One call in progress; callers asking for the same key meanwhile wait for its answer."""
 
+    started_at: datetime
     done: threading.Event = field(default_factory=threading.Event)
     result: object = None
     error: BaseException | None = None
@@ -142,15 +153,21 @@ class CachedGitHub(GitHubPort):
 
     # -- reads -------------------------------------------------------------------------------
 
-    def list_runners(self, scope: Scope) -> Sequence[GitHubRunner]:
+    def list_runners(
+        self, scope: Scope, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
         def cached() -> tuple[GitHubRunner, ...] | None:
-            return self._lists.get(scope, self._clock.now())
+            return self._lists.get(scope, self._clock.now(), not_before)
 
         def store(value: tuple[GitHubRunner, ...], now: datetime) -> None:
             self._lists.put(scope, value, now + self._list_ttl, now)
 
         return self._single_flight(
-            ("list", scope), cached, lambda: tuple(self._inner.list_runners(scope)), store
+            ("list", scope),
+            cached,
+            lambda: tuple(self._inner.list_runners(scope)),
+            store,
+            not_before=not_before,
         )
 
     def registration_token(self, scope: Scope) -> RegistrationToken:
@@ -226,7 +243,9 @@ class CachedGitHub(GitHubPort):
             with self._lock:
                 self._invalidate_list(scope)
 
-    def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
+    def remove_runner(
+        self, scope: Scope, runner_id: int, *, not_before: datetime | None = None
+    ) -> RemoveResult:
         key = (scope, runner_id)
 
         def store(result: RemoveResult, at: datetime) -> None:
@@ -234,10 +253,11 @@ class CachedGitHub(GitHubPort):
 
         return self._single_flight(
             ("remove", *key),
-            lambda: self._remembered_removal(key),
+            lambda: self._remembered_removal(key, not_before),
             lambda: self._inner.remove_runner(scope, runner_id),
             store,
             backoff=False,
+            not_before=not_before,
         )
 
     # -- internals ---------------------------------------------------------------------------
@@ -263,9 +283,11 @@ class CachedGitHub(GitHubPort):
             store,
         )
 
-    def _remembered_removal(self, key: tuple[Scope, int]) -> RemoveResult | None:
+    def _remembered_removal(
+        self, key: tuple[Scope, int], not_before: datetime | None
+    ) -> RemoveResult | None:
         now = self._clock.now()
-        result = self._removals.get(key, now)
+        result = self._removals.get(key, now, not_before)
         if result is None:
             return None
         if result.outcome is RemoveOutcome.RATE_LIMITED:
@@ -299,21 +321,20 @@ class CachedGitHub(GitHubPort):
     def _drop_from_list(self, scope: Scope, runner_id: int) -> None:
         self._mark_flight_stale(("list", scope))
         runners = self._lists.get(scope, self._clock.now())
-        expiry = self._lists.expiry(scope)
-        if runners is None or expiry is None:
+        if runners is None:
             return
         kept = tuple(r for r in runners if r.id != runner_id)
         if len(kept) != len(runners):
-            self._lists.put(scope, kept, expiry, self._clock.now())
+            self._lists.amend(scope, kept)
 
     def _mark_busy(self, scope: Scope, runner_id: int) -> None:
         # GitHub just told us the runner is busy: fresher than a cached list that says idle.
         runners = self._lists.get(scope, self._clock.now())
-        expiry = self._lists.expiry(scope)
-        if runners is None or expiry is None:
+        if runners is None:
             return
-        updated = tuple(replace(r, busy=True) if r.id == runner_id else r for r in runners)
-        self._lists.put(scope, updated, expiry, self._clock.now())
+        self._lists.amend(
+            scope, tuple(replace(r, busy=True) if r.id == runner_id else r for r in runners)
+        )
 
     def _invalidate_list(self, scope: Scope) -> None:
         self._lists.pop(scope)
@@ -332,11 +353,13 @@ class CachedGitHub(GitHubPort):
         store: Callable[[T, datetime], None],
         *,
         backoff: bool = True,
+        not_before: datetime | None = None,
     ) -> T:
         """Run `call` once for all concurrent callers of `key`; `store` its answer.
 
         `cached` is re-checked under the lock, because another caller may have stored an answer
-        between the caller's first look and now.
+        between the caller's first look and now. A call in flight since before `not_before` is
+        not joined: its answer may predate what the caller knows.
         """
         with self._lock:
             hit = cached()
@@ -345,9 +368,17 @@ class CachedGitHub(GitHubPort):
             if backoff:
                 self._raise_if_backing_off(key)
             flight = self._flights.get(key)
+            joinable = flight is None or not_before is None or flight.started_at >= not_before
             leader = flight is None
             if flight is None:
-                flight = self._flights[key] = _Flight()
+                flight = self._flights[key] = _Flight(self._clock.now())
+        if not joinable:
+            # The call in flight is too old to answer for what the caller knows, and it is
+            # not ours to replace: call on our own.
+            result = call()
+            with self._lock:
+                store(result, self._clock.now())
+            return result
         if not leader:
             flight.wait()
             if flight.error is not None:

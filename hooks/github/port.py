@@ -166,8 +166,12 @@ class ConflictError(GitHubError):
 
 
 class GitHubPort(Protocol):
-    def list_runners(self, scope: Scope) -> Sequence[GitHubRunner]:
-        """Every runner registered in the scope (all pages). May be served from a cache."""
+    def list_runners(
+        self, scope: Scope, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
+        """Every runner registered in the scope (all pages). May be served from a cache, but
+        not from an answer obtained before `not_before` (the caller has observed a fact since,
+        e.g. the runner's container exited, that an older answer may contradict)."""
         ...
 
     def registration_token(self, scope: Scope) -> RegistrationToken:
@@ -189,8 +193,11 @@ class GitHubPort(Protocol):
         """The id of a runner group by name (the default group when the name is empty)."""
         ...
 
-    def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
-        """Unregister a runner; never raises for an answer GitHub gave."""
+    def remove_runner(
+        self, scope: Scope, runner_id: int, *, not_before: datetime | None = None
+    ) -> RemoveResult:
+        """Unregister a runner; never raises for an answer GitHub gave. An answer remembered
+        from before `not_before` is not reused."""
         ...
 
     def list_workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:

@@ -573,7 +573,9 @@ class PyGithubAdapter(GitHubPort):
 
     # -- the port ----------------------------------------------------------------------------
 
-    def list_runners(self, scope: Scope) -> Sequence[GitHubRunner]:
+    def list_runners(
+        self, scope: Scope, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
         def call(gh: Github) -> list[GitHubRunner]:
             if scope.repository:
                 listing = gh.get_repo(scope.repository).get_self_hosted_runners()
@@ -686,7 +688,9 @@ class PyGithubAdapter(GitHubPort):
 
         return self._guard(f"list runner groups visible to {repository_name!r}", scope, call)
 
-    def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
+    def remove_runner(
+        self, scope: Scope, runner_id: int, *, not_before: datetime | None = None
+    ) -> RemoveResult:
         # Every scope goes through requestJson: it returns status, headers and message for any
         # answer, which is what the classification needs (PyGithub's repository method reduces
         # a 422 "still running a job" to False).

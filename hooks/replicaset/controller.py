@@ -26,15 +26,21 @@ from hooks.children import (
     invalid_answer,
     merge_conditions,
 )
-from hooks.clock import Clock, format_time, parse_time
-from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
+from hooks.clock import Clock, format_time
+from hooks.metacontroller import (
+    CompositeHookRequest,
+    CompositeHookResponse,
+    KubeObject,
+    object_or_empty,
+    observed_time,
+)
 from hooks.resources.replicaset import (
     RunnerReplicaSet,
     RunnerReplicaSetStatus,
     RunnerTemplate,
 )
 from hooks.resources.runner import API_VERSION
-from hooks.runner.validation import validate_runner_spec
+from hooks.runner.validation import validate_runner_template
 
 TEMPLATE_HASH_LABEL = "runner-template-hash"
 SYNC_TIME_ANNOTATION = "actions-runner/sync-time"
@@ -43,7 +49,14 @@ SYNC_TIME_ANNOTATION = "actions-runner/sync-time"
 RECREATION_DELAY = timedelta(minutes=10)
 """ARC's DefaultRunnerPodRecreationDelayAfterWebhookScale (#1180)."""
 
-BASE36_NAME = re.compile(r"[0-9a-z]+")
+BASE36_NAME = re.compile(r"[0-9a-z]{1,13}")
+"""A name's counter: base 36, at most 13 digits (36**13 > 2**64, more than any counter)."""
+
+MAX_NEW_RUNNERS_PER_SYNC = 500
+"""At most this many Runners are created by one answer (Kubernetes' ReplicaSet controller
+creates pods in the same bursts); a larger set grows over the next syncs."""
+
+NEXT_BURST_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -82,19 +95,36 @@ class RunnerChild:
 
 
 def read_child(obj: KubeObject) -> RunnerChild:
-    metadata = obj.get("metadata") or {}
-    status = obj.get("status") or {}
+    """A Runner as its status reports it. What cannot be read counts against removing it: an
+    unreadable `online` or `busy` reads as true (a busy runner goes last), an unreadable
+    template hash as none (never outdated)."""
+    metadata = object_or_empty(obj.get("metadata"))
+    raw_status = obj.get("status")
+    status = object_or_empty(raw_status)
+    status_unreadable = raw_status is not None and not isinstance(raw_status, dict)
+
+    def flag(key: str) -> bool:
+        value = status.get(key)
+        if status_unreadable or (value is not None and not isinstance(value, bool)):
+            return True
+        return bool(value)
+
+    template_hash = object_or_empty(metadata.get("labels")).get(TEMPLATE_HASH_LABEL)
     return RunnerChild(
         obj=obj,
-        name=str(metadata.get("name", "")),
-        created=str(metadata.get("creationTimestamp") or ""),
+        name=_text(metadata.get("name")),
+        created=_text(metadata.get("creationTimestamp")),
         terminating=bool(metadata.get("deletionTimestamp")),
-        phase=str(status.get("phase") or ""),
-        ready=bool(status.get("ready")),
-        online=bool(status.get("online")),
-        busy=bool(status.get("busy")),
-        template_hash=(metadata.get("labels") or {}).get(TEMPLATE_HASH_LABEL),
+        phase=_text(status.get("phase")),
+        ready=status.get("ready") is True,
+        online=flag("online"),
+        busy=flag("busy"),
+        template_hash=template_hash if isinstance(template_hash, str) else None,
     )
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def template_hash(template: RunnerTemplate) -> str:
@@ -115,11 +145,12 @@ def sync_runner_replica_set(
         return invalid_answer(
             request, [describe_validation_error(error, "RunnerReplicaSet")], now, ["Runner"]
         )
-    problems = validate_runner_spec(replica_set.spec.template.spec)
+    problems = validate_runner_template(replica_set.spec.template)
     if replica_set.spec.replicas is not None and replica_set.spec.replicas < 0:
         problems.append("spec.replicas must not be negative")
+    if not readable_time(replica_set.spec.effective_time):
+        problems.append("spec.effectiveTime must be an RFC 3339 time")
     if problems:
-        problems = [f"spec.template.spec: {p}" for p in problems]
         return invalid_answer(request, problems, now, ["Runner"])
     return _ReplicaSetSync(request, replica_set, now).answer()
 
@@ -165,6 +196,9 @@ class _ReplicaSetSync:
     def _new_runners(self, missing: int) -> list[KubeObject]:
         if missing <= 0:
             return []
+        if missing > MAX_NEW_RUNNERS_PER_SYNC:
+            missing = MAX_NEW_RUNNERS_PER_SYNC
+            self.resync.append(NEXT_BURST_SECONDS)
         hold = self._recreation_hold()
         if hold is not None:
             self.resync.append(hold)
@@ -182,11 +216,11 @@ class _ReplicaSetSync:
         """ARC #1180: with webhook-driven scaling (effectiveTime set), an ephemeral set does not
         recreate runners within 10 minutes of its last creation when that creation is newer
         than effectiveTime, so a finished job does not leave a useless new runner behind."""
-        effective = self.replica_set.spec.effective_time
+        effective = observed_time(self.replica_set.spec.effective_time)  # checked readable
         if effective is None or self.replica_set.spec.template.spec.ephemeral is False:
             return None
         last = self._last_sync_time()
-        if last is None or last <= parse_time(effective):
+        if last is None or last <= effective:
             return None
         remaining = (last + RECREATION_DELAY - self.now).total_seconds()
         return remaining if remaining > 0 else None
@@ -194,19 +228,17 @@ class _ReplicaSetSync:
     def _last_sync_time(self) -> datetime | None:
         times = []
         for child in self.children:
-            value = (child.obj.get("metadata", {}).get("annotations") or {}).get(
-                SYNC_TIME_ANNOTATION
+            annotations = object_or_empty(
+                object_or_empty(child.obj.get("metadata")).get("annotations")
             )
-            if value:
-                try:
-                    times.append(parse_time(value))
-                except ValueError:
-                    continue
+            created = observed_time(annotations.get(SYNC_TIME_ANNOTATION))
+            if created is not None:
+                times.append(created)
         return max(times) if times else None
 
     def _next_index(self) -> int:
         """Monotonic over the set's life: the recorded counter, or past any name observed."""
-        index = self.status.next_runner_index or 0
+        index = max(self.status.next_runner_index or 0, 0)
         prefix = f"{self.replica_set.metadata.name}-{uid_tag(self.replica_set.metadata.uid)}"
         for child in self.children:
             suffix = child.name.removeprefix(prefix)
@@ -257,7 +289,14 @@ def uid_tag(uid: str) -> str:
     return base36(int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16))[-4:].rjust(4, "0")
 
 
+def readable_time(text: str | None) -> bool:
+    """An optional time field of a spec is absent or a time."""
+    return text is None or observed_time(text) is not None
+
+
 def base36(number: int) -> str:
+    if number < 0:
+        raise ValueError(f"base36 of a negative number: {number}")
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
     text = ""
     while True:

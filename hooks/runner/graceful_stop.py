@@ -120,33 +120,55 @@ def tick_graceful_stop(
     return _remove(subject, state, runner_id, github, now, timing)
 
 
-def find_runner(github: GitHubPort, scope: Scope, name: str) -> GitHubRunner | None:
-    return next((r for r in github.list_runners(scope) if r.name == name), None)
+def find_runner(
+    github: GitHubPort, scope: Scope, name: str, *, not_before: datetime | None = None
+) -> GitHubRunner | None:
+    listed = github.list_runners(scope, not_before=not_before)
+    return next((r for r in listed if r.name == name), None)
+
+
+@dataclass(frozen=True)
+class LeftoverCheck:
+    done: bool
+    retry_after: float | None = None
+    message: str = ""
 
 
 def remove_leftover_registration(
-    github: GitHubPort, scope: Scope, name: str, runner_id: int | None, timing: StopTiming
-) -> tuple[bool, float | None]:
-    """Remove whatever registration a stopped runner left behind. (done, retry after).
+    github: GitHubPort,
+    scope: Scope,
+    name: str,
+    runner_id: int | None,
+    timing: StopTiming,
+    *,
+    stopped_at: datetime | None = None,
+) -> LeftoverCheck:
+    """Remove whatever registration a stopped runner left behind.
 
     The (cached) runner list is consulted first, so a runner that unregistered itself, as
-    ephemeral runners do after their job, costs no DELETE."""
+    ephemeral runners do after their job, costs no DELETE. Answers obtained before the runner
+    was seen stopped (`stopped_at`) are not used: a "busy" from while it worked says nothing
+    about it now."""
     try:
-        registered = [r for r in github.list_runners(scope) if r.name == name or r.id == runner_id]
+        listed = github.list_runners(scope, not_before=stopped_at)
     except RateLimitedError as error:
-        return False, error.retry_after
-    except GitHubError:
-        return False, timing.retry_delay
-    for leftover in registered:
-        result = github.remove_runner(scope, leftover.id)
+        return LeftoverCheck(False, error.retry_after, str(error))
+    except GitHubError as error:
+        return LeftoverCheck(False, timing.retry_delay, str(error))
+    for leftover in [r for r in listed if r.name == name or r.id == runner_id]:
+        result = github.remove_runner(scope, leftover.id, not_before=stopped_at)
         match result.outcome:
             case RemoveOutcome.REMOVED | RemoveOutcome.NOT_FOUND | RemoveOutcome.FORBIDDEN:
                 continue
             case RemoveOutcome.RATE_LIMITED:
-                return False, result.retry_after or timing.rate_limit_retry_delay
+                delay = result.retry_after or timing.rate_limit_retry_delay
+                return LeftoverCheck(False, delay, result.message or "GitHub rate limit")
+            case RemoveOutcome.BUSY:
+                message = "GitHub still assigns a job to the stopped runner's registration"
+                return LeftoverCheck(False, timing.retry_delay, message)
             case _:
-                return False, timing.retry_delay
-    return True, None
+                return LeftoverCheck(False, timing.retry_delay, result.message or "GitHub error")
+    return LeftoverCheck(True)
 
 
 def _remove(

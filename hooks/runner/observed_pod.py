@@ -1,4 +1,10 @@
-"""A typed reading of an observed runner Pod: the facts the lifecycle decisions need."""
+"""A typed reading of an observed runner Pod: the facts the lifecycle decisions need.
+
+The API server serves well-formed pods, but a part of the wrong type must not crash a hook, nor
+be read as a reason to let a pod go: an unreadable status reads as phase `Unknown` (Kubernetes'
+"the state of the pod could not be obtained"), unreadable container statuses as a runner that
+may have started, an unreadable time as unknown.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from hooks.clock import parse_time
+from hooks.metacontroller import list_or_empty, object_or_empty, observed_time
 
 RUNNER_CONTAINER = "runner"
+UNKNOWN_PHASE = "Unknown"
 
 
 @dataclass(frozen=True)
@@ -56,53 +63,76 @@ class ObservedPod:
 
 
 def observe_pod(pod: dict[str, Any]) -> ObservedPod:
-    metadata = pod.get("metadata") or {}
-    status = pod.get("status") or {}
+    metadata = object_or_empty(pod.get("metadata"))
+    raw_status = pod.get("status")
+    status = object_or_empty(raw_status)
     ready, ready_since = _ready_condition(status)
-    statuses = status.get("containerStatuses") or []
-    runner_state = next(
-        (s for s in statuses if isinstance(s, dict) and s.get("name") == RUNNER_CONTAINER), {}
-    )
-    state = runner_state.get("state") or {}
+    raw_statuses = status.get("containerStatuses")
+    # Statuses that cannot be read may hide a started runner: never read them as "none".
+    statuses_readable = raw_statuses is None or isinstance(raw_statuses, list)
+    statuses = [s for s in list_or_empty(raw_statuses) if isinstance(s, dict)]
+    runner_state = next((s for s in statuses if s.get("name") == RUNNER_CONTAINER), {})
+    state = object_or_empty(runner_state.get("state"))
     terminated = state.get("terminated")
     if not isinstance(terminated, dict):
         # Pods of a StatefulSet restart their containers (restartPolicy Always): a runner that
         # ended once shows it in lastState while it waits to restart or runs again. Its
         # registration was spent, so it counts as ended.
-        terminated = (runner_state.get("lastState") or {}).get("terminated")
+        terminated = object_or_empty(runner_state.get("lastState")).get("terminated")
     exit_code = terminated.get("exitCode") if isinstance(terminated, dict) else None
+    labels = object_or_empty(metadata.get("labels"))
     return ObservedPod(
-        name=str(metadata.get("name", "")),
-        uid=str(metadata.get("uid", "")),
-        phase=str(status.get("phase") or "Pending"),
-        labels=dict(metadata.get("labels") or {}),
+        name=_text(metadata.get("name")),
+        uid=_text(metadata.get("uid")),
+        phase=_phase(raw_status),
+        labels={str(k): v for k, v in labels.items() if isinstance(v, str)},
         terminating=bool(metadata.get("deletionTimestamp")),
         ready=ready,
         ready_since=ready_since,
-        reason=str(status.get("reason") or ""),
-        message=str(status.get("message") or ""),
-        has_container_statuses=bool(statuses),
-        runner_exit_code=int(exit_code) if isinstance(exit_code, int) else None,
-        runner_started=bool(state.get("running") or terminated),
+        reason=_text(status.get("reason")),
+        message=_text(status.get("message")),
+        has_container_statuses=bool(statuses) or not statuses_readable,
+        runner_exit_code=exit_code if _is_integer(exit_code) else None,
+        runner_started=bool(state.get("running") or terminated) or not statuses_readable,
         ephemeral=_runner_env(pod, "RUNNER_EPHEMERAL") != "false",
     )
 
 
+def _phase(status: object) -> str:
+    """The pod's phase: Pending before the API server reported one, Unknown if unreadable."""
+    if status is None:
+        return "Pending"
+    if not isinstance(status, dict):
+        return UNKNOWN_PHASE
+    phase = status.get("phase")
+    if phase is None or phase == "":
+        return "Pending"
+    return phase if isinstance(phase, str) else UNKNOWN_PHASE
+
+
 def _ready_condition(status: dict[str, Any]) -> tuple[bool, datetime | None]:
-    for condition in status.get("conditions") or []:
+    for condition in list_or_empty(status.get("conditions")):
         if isinstance(condition, dict) and condition.get("type") == "Ready":
             ready = condition.get("status") == "True"
-            since = condition.get("lastTransitionTime")
-            return ready, parse_time(since) if ready and isinstance(since, str) else None
+            since = observed_time(condition.get("lastTransitionTime")) if ready else None
+            return ready, since
     return False, None
 
 
 def _runner_env(pod: dict[str, Any], name: str) -> str | None:
-    for container in (pod.get("spec") or {}).get("containers") or []:
-        if container.get("name") != RUNNER_CONTAINER:
+    for container in list_or_empty(object_or_empty(pod.get("spec")).get("containers")):
+        if not isinstance(container, dict) or container.get("name") != RUNNER_CONTAINER:
             continue
-        for env in container.get("env") or []:
-            if env.get("name") == name:
+        for env in list_or_empty(container.get("env")):
+            if isinstance(env, dict) and env.get("name") == name:
                 value = env.get("value")
                 return value if isinstance(value, str) else None
     return None
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _is_integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

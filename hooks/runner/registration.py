@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import base64
-import binascii
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from hooks.clock import format_time, parse_optional_time
+from hooks.clock import format_time
+from hooks.metacontroller import object_or_empty, observed_int, observed_time
 from hooks.runner.secret import EXPIRES_AT_KEY, JIT_CONFIG_KEY, RUNNER_ID_KEY, TOKEN_KEY
 
 TOKEN_MIN_VALIDITY_FOR_NEW_POD = timedelta(minutes=10)
@@ -44,14 +44,14 @@ class RegistrationMaterial:
 def read_material(secret: dict[str, Any] | None) -> RegistrationMaterial:
     if secret is None:
         return RegistrationMaterial()
-    data = {key: _decode(value) for key, value in (secret.get("data") or {}).items()}
+    data = {key: _decode(value) for key, value in object_or_empty(secret.get("data")).items()}
     expires = data.get(EXPIRES_AT_KEY)
     runner_id = data.get(RUNNER_ID_KEY)
     return RegistrationMaterial(
         token=data.get(TOKEN_KEY) or None,
-        expires_at=parse_optional_time(expires),
+        expires_at=observed_time(expires),
         jit_config=data.get(JIT_CONFIG_KEY) or None,
-        runner_id=int(runner_id) if runner_id and runner_id.isdigit() else None,
+        runner_id=observed_int(runner_id),
     )
 
 
@@ -75,5 +75,5 @@ def _decode(value: object) -> str:
         return ""
     try:
         return base64.b64decode(value, validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError):
+    except ValueError:  # not base64 (binascii.Error), not ASCII, or not UTF-8 inside
         return ""

@@ -1,22 +1,138 @@
-"""Runner spec validation, as ARC's admission webhook does it (plus what ARC found at pod build)."""
+"""Runner spec validation, as ARC's admission webhook does it, plus what ARC found only when the
+API server refused the pod: the spec is judged by the pod it builds (`pod_rules`).
+
+Messages name fields, never their values (a secret pasted into the wrong field must not reach a
+status condition).
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
-from hooks.resources.runner import REPOSITORY_PATTERN, SCOPE_PATTERN, RunnerSpec
+from hooks.resources.common import ObjectMeta
+from hooks.resources.pod_rules import fragment_problems, pod_problems
+from hooks.resources.replicaset import RunnerTemplate
+from hooks.resources.runner import REPOSITORY_PATTERN, SCOPE_PATTERN, Runner, RunnerSpec
+from hooks.runner.pod import PodDefaults, build_runner_pod
 
 ALLOWED_WORK_ACCESS_MODES = ("ReadWriteOnce", "ReadWriteMany")
 MAX_JIT_LABELS = 100
+DOCKER_MTU_RANGE = (68, 65535)  # IPv4's minimum MTU to the largest an interface takes
+
+# The spec's parts copied into the pod as they are, by the Kubernetes type each must have
+# (True: a list of them).
+POD_PARTS: dict[str, tuple[str, bool]] = {
+    "containers": ("Container", True),
+    "initContainers": ("Container", True),
+    "sidecarContainers": ("Container", True),
+    "ephemeralContainers": ("EphemeralContainer", True),
+    "volumes": ("Volume", True),
+    "volumeMounts": ("VolumeMount", True),
+    "dockerVolumeMounts": ("VolumeMount", True),
+    "env": ("EnvVar", True),
+    "dockerEnv": ("EnvVar", True),
+    "envFrom": ("EnvFromSource", True),
+    "resources": ("ResourceRequirements", False),
+    "dockerdContainerResources": ("ResourceRequirements", False),
+    "securityContext": ("PodSecurityContext", False),
+    "imagePullSecrets": ("LocalObjectReference", True),
+    "affinity": ("Affinity", False),
+    "tolerations": ("Toleration", True),
+    "hostAliases": ("HostAlias", True),
+    "topologySpreadConstraints": ("TopologySpreadConstraint", True),
+    "dnsConfig": ("PodDNSConfig", False),
+}
+
+# What the settings add to a pod, as neutral values: validation judges the user's spec.
+VALIDATION_DEFAULTS = PodDefaults(
+    runner_image="runner",
+    docker_image="docker",
+    docker_gid="1001",
+    docker_registry_mirror="",
+    runner_image_pull_secrets=(),
+    runner_github_url="https://github.com/",
+)
 
 
-def validate_runner_spec(spec: RunnerSpec, *, jit: bool = False) -> list[str]:
-    """Every problem with the spec, in words a user can act on; empty when valid."""
+def validate_runner_spec(
+    spec: RunnerSpec,
+    *,
+    jit: bool = False,
+    metadata: ObjectMeta | None = None,
+    claimed_volumes: Collection[str] = (),
+) -> list[str]:
+    """Every problem with the spec, in words a user can act on; empty when valid. `metadata`
+    is what the runner pod's labels and annotations come from (a template's, or the Runner's);
+    `claimed_volumes` are volumes the pod gets from claim templates (a RunnerSet's)."""
     problems = _scope_problems(spec)
     problems += _container_mode_problems(spec)
+    problems += _docker_problems(spec)
     if jit:
         problems += _jit_problems(spec)
+    parts = _part_problems(spec)
+    if parts:
+        return problems + parts  # a pod is built only from parts of the right shape
+    pod_metadata = metadata or ObjectMeta(name="runner")
+    return problems + _pod_problems(spec, pod_metadata, jit, claimed_volumes)
+
+
+def _part_problems(spec: RunnerSpec) -> list[str]:
+    wire = spec.model_dump(by_alias=True, include=_POD_PART_FIELDS, exclude_none=True)
+    problems: list[str] = []
+    for field, value in wire.items():
+        definition, many = POD_PARTS[field]
+        items = list(enumerate(value)) if many else [(None, value)]
+        for index, item in items:
+            where = f"spec.{field}" + (f"[{index}]" if index is not None else "")
+            problems += fragment_problems(item, definition, where)
     return problems
+
+
+_POD_PART_FIELDS = {
+    name for name, info in RunnerSpec.model_fields.items() if info.alias in POD_PARTS
+}
+
+
+def validate_runner_template(template: RunnerTemplate) -> list[str]:
+    """A RunnerReplicaSet's or RunnerDeployment's template: the Runners it makes, and their
+    pods, must be accepted (problems are prefixed with the template's path)."""
+    metadata = ObjectMeta(
+        name="runner",
+        labels=dict(template.metadata.labels),
+        annotations=dict(template.metadata.annotations),
+    )
+    return [
+        f"spec.template.spec: {problem}"
+        for problem in validate_runner_spec(template.spec, metadata=metadata)
+    ]
+
+
+def _pod_problems(
+    spec: RunnerSpec, metadata: ObjectMeta, jit: bool, claimed_volumes: Collection[str]
+) -> list[str]:
+    """What the API server would refuse in the pod this spec builds."""
+    runner = Runner(metadata=metadata, spec=spec)
+    try:
+        pod = build_runner_pod(runner, VALIDATION_DEFAULTS, secret_name="registration", jit=jit)
+    except (TypeError, ValueError, KeyError, AttributeError) as error:
+        # Free-form parts (containers, volumes, ...) of a shape no pod can have.
+        return [f"the runner pod cannot be built from this spec ({type(error).__name__})"]
+    volumes = pod["spec"].setdefault("volumes", [])
+    present = {v.get("name") for v in volumes if isinstance(v, dict)}
+    volumes += [
+        {"name": name, "persistentVolumeClaim": {"claimName": name}}
+        for name in claimed_volumes
+        if name not in present
+    ]
+    return [f"the runner pod would be refused: {problem}" for problem in pod_problems(pod)]
+
+
+def _docker_problems(spec: RunnerSpec) -> list[str]:
+    low, high = DOCKER_MTU_RANGE
+    if spec.docker_mtu is not None and not low <= spec.docker_mtu <= high:
+        return [f"spec.dockerMTU must be between {low} and {high}"]
+    return []
 
 
 def _scope_problems(spec: RunnerSpec) -> list[str]:
@@ -26,13 +142,13 @@ def _scope_problems(spec: RunnerSpec) -> list[str]:
     if len(scopes) > 1:
         return ["spec cannot have many fields defined enterprise, organization and repository"]
     checks = (
-        ("enterprise", spec.enterprise, SCOPE_PATTERN),
-        ("organization", spec.organization, SCOPE_PATTERN),
-        ("repository", spec.repository, REPOSITORY_PATTERN),
+        ("enterprise", spec.enterprise, SCOPE_PATTERN, "a name without '/'"),
+        ("organization", spec.organization, SCOPE_PATTERN, "a name without '/'"),
+        ("repository", spec.repository, REPOSITORY_PATTERN, "OWNER/NAME"),
     )
     return [
-        f"spec.{field} {value!r} does not match {pattern}"
-        for field, value, pattern in checks
+        f"spec.{field} must be {shape}"
+        for field, value, pattern, shape in checks
         if value and not re.match(pattern, value)
     ]
 
@@ -44,7 +160,7 @@ def _container_mode_problems(spec: RunnerSpec) -> list[str]:
             return ["spec.volumeSizeLimit 0 disables the runner volume the docker sidecar needs"]
         return []
     if mode != "kubernetes":
-        return [f'spec.containerMode {mode!r} is not supported (use "" or "kubernetes")']
+        return ['spec.containerMode is not supported: use "" or "kubernetes"']
     template = spec.work_volume_claim_template
     if template is None:
         return ["spec.containerMode: kubernetes must have workVolumeClaimTemplate field specified"]
@@ -54,8 +170,10 @@ def _container_mode_problems(spec: RunnerSpec) -> list[str]:
     problems += [
         f"Access mode {mode!r} is not supported"
         for mode in template.access_modes
-        if mode not in ALLOWED_WORK_ACCESS_MODES
+        if mode not in ALLOWED_WORK_ACCESS_MODES and len(mode) <= len("ReadWriteOncePod")
     ]
+    if any(len(mode) > len("ReadWriteOncePod") for mode in template.access_modes):
+        problems.append("spec.workVolumeClaimTemplate.accessModes: an access mode is not supported")
     if any(v.get("name") == "work" for v in spec.volumes):
         problems.append("spec.volumes must not define 'work' in kubernetes container mode")
     if any(m.get("name") == "work" for m in spec.volume_mounts):

@@ -22,9 +22,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hooks.clock import Clock, format_time, parse_time
+from hooks.clock import Clock, format_time
 from hooks.github.port import GitHubError, GitHubPort, RateLimitedError, RemoveOutcome, Scope
-from hooks.metacontroller import DecoratorHookRequest, DecoratorHookResponse, KubeObject
+from hooks.metacontroller import (
+    DecoratorHookRequest,
+    DecoratorHookResponse,
+    KubeObject,
+    object_or_empty,
+    observed_time,
+)
 from hooks.resources.runner import API_VERSION as RUNNER_API_VERSION
 from hooks.resources.runner import GracefulStopStatus
 from hooks.runner.graceful_stop import (
@@ -169,7 +175,9 @@ class _PodStop:
             state = GracefulStopStatus.model_validate_json(text)
         except ValidationError:
             return None
-        return state if state.pod_uid == self.pod.uid else None
+        if state.pod_uid != self.pod.uid or not _times_readable(state):
+            return None
+        return state
 
     def _remove_leftover(
         self, state: GracefulStopStatus
@@ -180,10 +188,13 @@ class _PodStop:
         if wait > 0:
             return state, wait
         github, timing = self.deps.github, self.timing
+        # Answers remembered from before the runner stopped (a "busy" while its job ran) say
+        # nothing about it now.
+        stopped_at = observed_time(state.completed_at)
         runner_id = state.runner_id
         if runner_id is None:
             try:
-                found = find_runner(github, self.scope, self.pod.runner_name)
+                found = find_runner(github, self.scope, self.pod.runner_name, not_before=stopped_at)
             except RateLimitedError as error:
                 return state.model_copy(update={"message": str(error)}), error.retry_after
             except GitHubError as error:
@@ -192,7 +203,7 @@ class _PodStop:
                 return state.model_copy(update={"message": "no registration left"}), None
             runner_id = found.id
             state = state.model_copy(update={"runner_id": runner_id})
-        result = github.remove_runner(self.scope, runner_id)
+        result = github.remove_runner(self.scope, runner_id, not_before=stopped_at)
         match result.outcome:
             case RemoveOutcome.REMOVED | RemoveOutcome.NOT_FOUND | RemoveOutcome.FORBIDDEN:
                 message = "leftover registration removed"
@@ -213,10 +224,11 @@ class _PodStop:
 
     def _leftover_pause(self, state: GracefulStopStatus) -> float:
         """Seconds to wait before the next leftover DELETE: one per retry delay."""
-        if state.last_attempt_at is None or state.completed_at is None:
+        last = observed_time(state.last_attempt_at)
+        completed = observed_time(state.completed_at)
+        if last is None or completed is None:
             return 0.0
-        last = parse_time(state.last_attempt_at)
-        if last < parse_time(state.completed_at):
+        if last < completed:
             return 0.0  # that attempt was the graceful stop's, before the runner stopped
         return self.timing.retry_delay - (self.now - last).total_seconds()
 
@@ -262,7 +274,7 @@ def _related(
     request: DecoratorHookRequest, owner: ControllerRef, namespace: str
 ) -> KubeObject | None:
     for obj in request.objects(owner.kind, related=True):
-        metadata = obj.get("metadata") or {}
+        metadata = obj["metadata"]  # an observed object: identified by the request model
         if metadata.get("name") != owner.name:
             continue
         if owner.uid and metadata.get("uid") != owner.uid:
@@ -273,9 +285,15 @@ def _related(
     return None
 
 
+def _times_readable(state: GracefulStopStatus) -> bool:
+    """Every time the record holds reads as a time (the annotation may have been edited)."""
+    recorded = (state.started_at, state.last_attempt_at, state.completed_at)
+    return all(text is None or observed_time(text) is not None for text in recorded)
+
+
 def _stopped_this_pod(statefulset: KubeObject, pod_uid: str) -> bool:
     """The RunnerSet hook recorded a finished stop of this very pod, nothing left on GitHub."""
-    annotations = (statefulset.get("metadata") or {}).get("annotations") or {}
+    annotations = object_or_empty(object_or_empty(statefulset.get("metadata")).get("annotations"))
     text = annotations.get(GRACEFUL_STOP_ANNOTATION)
     if not isinstance(text, str) or not text:
         return False
@@ -299,7 +317,7 @@ def customize_runner_pod(request: dict[str, Any]) -> dict[str, Any]:
     if owner is None or resource is None or not owner.name:
         return {"relatedResources": []}
     rule: dict[str, Any] = {"apiVersion": owner.api_version, "resource": resource}
-    namespace = (pod.get("metadata") or {}).get("namespace")
+    namespace = object_or_empty(pod.get("metadata")).get("namespace")
     if isinstance(namespace, str) and namespace:
         rule["namespace"] = namespace
     rule["names"] = [owner.name]

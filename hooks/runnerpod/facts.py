@@ -4,13 +4,13 @@ names), so it works for pods of Runners, of RunnerSets, and of ARC itself."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from hooks.clock import parse_optional_time
 from hooks.github.port import Scope
-from hooks.metacontroller import KubeObject
+from hooks.metacontroller import KubeObject, list_or_empty, object_or_empty, observed_time
 from hooks.runner.observed_pod import RUNNER_CONTAINER, ObservedPod, observe_pod
 
 RUNNER_ID_ANNOTATION = "actions-runner/id"
@@ -19,6 +19,9 @@ RUNNER_ID_ANNOTATION = "actions-runner/id"
 UNREACHABLE_AFTER_SECONDS = 60.0
 """How long past its grace period a terminating pod may still report a running runner before
 its node counts as gone (ARC's force-delete waits the same minute)."""
+
+RUNNER_ID = re.compile(r"[0-9]{1,18}")
+"""A GitHub runner id as the annotation records it (an int64, in ASCII digits)."""
 
 
 @dataclass(frozen=True)
@@ -50,15 +53,17 @@ class RunnerPod:
 
 
 def read_runner_pod(pod: KubeObject) -> RunnerPod:
-    metadata = _mapping(pod.get("metadata"))
+    metadata = object_or_empty(pod.get("metadata"))
     annotations = {
-        str(k): v for k, v in _mapping(metadata.get("annotations")).items() if isinstance(v, str)
+        str(k): v
+        for k, v in object_or_empty(metadata.get("annotations")).items()
+        if isinstance(v, str)
     }
     observed = observe_pod(pod)
     running = _runner_state(pod).get("running")
     grace = metadata.get("deletionGracePeriodSeconds")
     return RunnerPod(
-        namespace=str(metadata.get("namespace") or ""),
+        namespace=_text(metadata.get("namespace")),
         annotations=annotations,
         runner_name=_literal_env(pod, "RUNNER_NAME") or observed.name,
         scope=_scope(pod),
@@ -66,9 +71,11 @@ def read_runner_pod(pod: KubeObject) -> RunnerPod:
         controller=controller_ref(pod),
         observed=observed,
         runner_running=isinstance(running, dict),
-        runner_running_since=_time(running.get("startedAt")) if isinstance(running, dict) else None,
-        node_lost=_node_lost(_mapping(pod.get("status"))),
-        deletion_timestamp=_time(metadata.get("deletionTimestamp")),
+        runner_running_since=(
+            observed_time(running.get("startedAt")) if isinstance(running, dict) else None
+        ),
+        node_lost=_node_lost(object_or_empty(pod.get("status"))),
+        deletion_timestamp=observed_time(metadata.get("deletionTimestamp")),
         deletion_grace_seconds=float(grace) if isinstance(grace, int | float) else 0.0,
     )
 
@@ -85,7 +92,7 @@ def _node_lost(status: dict[str, Any]) -> bool:
         isinstance(condition, dict)
         and condition.get("type") == "Ready"
         and condition.get("status") == "Unknown"
-        for condition in status.get("conditions") or []
+        for condition in list_or_empty(status.get("conditions"))
     )
 
 
@@ -100,17 +107,9 @@ def _termination_overdue(facts: RunnerPod, now: datetime) -> bool:
     return overdue_for > facts.deletion_grace_seconds + UNREACHABLE_AFTER_SECONDS
 
 
-def _mapping(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _time(value: object) -> datetime | None:
-    return parse_optional_time(value) if isinstance(value, str) else None
-
-
 def _runner_state(pod: KubeObject) -> dict[str, Any]:
-    statuses = _mapping(pod.get("status")).get("containerStatuses") or []
-    for status in statuses:
+    statuses = object_or_empty(pod.get("status")).get("containerStatuses")
+    for status in list_or_empty(statuses):
         if isinstance(status, dict) and status.get("name") == RUNNER_CONTAINER:
             state = status.get("state")
             return state if isinstance(state, dict) else {}
@@ -119,10 +118,10 @@ def _runner_state(pod: KubeObject) -> dict[str, Any]:
 
 def _literal_env(pod: KubeObject, name: str) -> str:
     """The literal value of an env var of the runner container; "" when unset or indirect."""
-    for container in _mapping(pod.get("spec")).get("containers") or []:
+    for container in list_or_empty(object_or_empty(pod.get("spec")).get("containers")):
         if not isinstance(container, dict) or container.get("name") != RUNNER_CONTAINER:
             continue
-        for env in container.get("env") or []:
+        for env in list_or_empty(container.get("env")):
             if isinstance(env, dict) and env.get("name") == name:
                 value = env.get("value")
                 return value if isinstance(value, str) else ""
@@ -139,19 +138,23 @@ def _scope(pod: KubeObject) -> Scope | None:
 
 
 def _runner_id(text: str | None) -> int | None:
-    if text is None or not text.strip().isdigit():
+    if text is None or not RUNNER_ID.fullmatch(text.strip()):
         return None
     return int(text.strip())
 
 
 def controller_ref(pod: KubeObject) -> ControllerRef | None:
     """The pod's controlling owner, from its ownerReferences."""
-    for ref in _mapping(pod.get("metadata")).get("ownerReferences") or []:
+    for ref in list_or_empty(object_or_empty(pod.get("metadata")).get("ownerReferences")):
         if isinstance(ref, dict) and ref.get("controller") is True:
             return ControllerRef(
-                api_version=str(ref.get("apiVersion") or ""),
-                kind=str(ref.get("kind") or ""),
-                name=str(ref.get("name") or ""),
-                uid=str(ref.get("uid") or ""),
+                api_version=_text(ref.get("apiVersion")),
+                kind=_text(ref.get("kind")),
+                name=_text(ref.get("name")),
+                uid=_text(ref.get("uid")),
             )
     return None
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""

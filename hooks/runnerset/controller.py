@@ -52,10 +52,17 @@ from hooks.deployment.controller import (
     scaled_replicas,
 )
 from hooks.github.port import GitHubError, GitHubPort, GitHubRunner, RateLimitedError, Scope
-from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
+from hooks.metacontroller import (
+    CompositeHookRequest,
+    CompositeHookResponse,
+    KubeObject,
+    object_or_empty,
+    observed_int,
+)
 from hooks.replicaset.controller import BASE36_NAME, base36, uid_tag
+from hooks.resources.common import ObjectMeta
 from hooks.resources.runner import API_VERSION, GracefulStopStatus
-from hooks.resources.runnerset import RunnerSet, RunnerSetStatus
+from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
 from hooks.runner.graceful_stop import (
     GRACEFUL_STOP_ANNOTATION,
     StopSubject,
@@ -181,7 +188,7 @@ class _Member:
             return self.github_runner.id
         recorded = ((self.pod_object or {}).get("metadata") or {}).get("annotations") or {}
         value = recorded.get(RUNNER_ID_ANNOTATION)
-        return int(value) if isinstance(value, str) and value.isdigit() else None
+        return observed_int(value)
 
     @property
     def removal_rank(self) -> int:
@@ -211,7 +218,7 @@ def _read_member(sts: KubeObject, request: CompositeHookRequest) -> _Member:
         terminating=bool(metadata.get("deletionTimestamp")),
         scaled_to_zero=replicas == 0,
         template_hash=labels.get(TEMPLATE_HASH_LABEL),
-        slot=int(slot) if isinstance(slot, str) and slot.isdigit() else None,
+        slot=observed_int(slot),
         stop=_read_stop(annotations.get(GRACEFUL_STOP_ANNOTATION)),
         pod_object=pod_object,
         pod=observe_pod(pod_object) if pod_object is not None else None,
@@ -389,11 +396,16 @@ class _RunnerSetSync:
                 self.out.wait(tick.retry_after)
                 return
         if stop.outcome not in _CLEAN_OUTCOMES and stop.reason != "PodDeleted":
-            done, retry_after = remove_leftover_registration(
-                self.deps.github, self.scope, member.runner_name, stop.runner_id, self.deps.timing
+            check = remove_leftover_registration(
+                self.deps.github,
+                self.scope,
+                member.runner_name,
+                stop.runner_id,
+                self.deps.timing,
+                stopped_at=parse_optional_time(stop.completed_at),
             )
-            if not done:
-                self.out.wait(retry_after)
+            if not check.done:
+                self.out.wait(check.retry_after)
                 return
             # Nothing is left on GitHub: the decorator can let the pod go without a call.
             member.stop = stop.model_copy(update={"outcome": "Unregistered"})
@@ -533,7 +545,9 @@ class _RunnerSetSync:
         return remaining if remaining > 0 else None
 
     def _next_index(self) -> int:
-        index = self.status.next_runner_index or 0
+        recorded = self.status.next_runner_index or 0
+        # A counter outside what names hold is not one this hook wrote: count from the members.
+        index = recorded if 0 <= recorded < MAX_RUNNER_INDEX else 0
         prefix = self._runner_prefix()
         for member in self.members:
             suffix = member.name.removeprefix(prefix)
@@ -552,9 +566,9 @@ class _RunnerSetSync:
         """Volume slots no runner holds, lowest first (a slot is held until its pod is gone)."""
         held = {m.slot for m in self.members if m.slot is not None and m.keep}
         for pod in self.request.objects("Pod", related=True):
-            slot = ((pod.get("metadata") or {}).get("labels") or {}).get(VOLUME_SLOT_LABEL)
-            if isinstance(slot, str) and slot.isdigit():
-                held.add(int(slot))
+            slot = observed_int((pod["metadata"].get("labels") or {}).get(VOLUME_SLOT_LABEL))
+            if slot is not None:
+                held.add(slot)
         slot = 0
         while True:
             if slot not in held:
@@ -634,13 +648,29 @@ def _parse(request: CompositeHookRequest) -> tuple[RunnerSet | None, list[str]]:
 def _spec_problems(runner_set: RunnerSet) -> list[str]:
     spec = runner_set.spec
     assert spec is not None
-    problems = validate_runner_spec(runner_spec(runner_set))
+    names = [object_or_empty(t.get("metadata")).get("name") for t in spec.volume_claim_templates]
+    claimed = [name for name in names if isinstance(name, str) and name]
+    try:
+        as_runner = runner_spec(runner_set)
+    except ValidationError as error:
+        # The pod template's parts carry into the runner's spec, typed there.
+        return [describe_validation_error(error, "RunnerSet spec.template.spec")]
+    problems = validate_runner_spec(
+        as_runner, metadata=_template_metadata(spec), claimed_volumes=claimed
+    )
     if spec.replicas is not None and spec.replicas < 0:
         problems.append("spec.replicas must not be negative")
-    names = [(t.get("metadata") or {}).get("name") for t in spec.volume_claim_templates]
-    if any(not isinstance(n, str) or not n for n in names):
+    if len(claimed) != len(names):
         problems.append("spec.volumeClaimTemplates: every template needs metadata.name")
     return problems
+
+
+def _template_metadata(spec: RunnerSetSpec) -> ObjectMeta:
+    """The labels and annotations the pod template gives every runner pod."""
+    template = spec.template.metadata
+    return ObjectMeta(
+        name="runner", labels=dict(template.labels), annotations=dict(template.annotations)
+    )
 
 
 def _invalid(
@@ -682,6 +712,10 @@ def _observed_status(parent: KubeObject) -> RunnerSetStatus:
         return RunnerSetStatus.model_validate(raw)
     except ValidationError:
         return RunnerSetStatus()
+
+
+MAX_RUNNER_INDEX = 36**7
+"""Counters have at most 7 base-36 digits (see `_runner_prefix`)."""
 
 
 def _descending(timestamp: str) -> str:

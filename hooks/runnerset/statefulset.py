@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from hooks.children import label_value
+from hooks.metacontroller import list_or_empty, object_or_empty
 from hooks.resources.common import ObjectMeta
 from hooks.resources.runner import Runner, RunnerConfig, RunnerSpec
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec
@@ -188,10 +189,10 @@ def volume_claims(runner_set: RunnerSet, slot: int) -> list[KubeObject]:
     set_name = runner_set.metadata.name
     claims = []
     for template in spec.volume_claim_templates:
-        metadata = template.get("metadata") or {}
-        template_name = str(metadata.get("name") or "")
+        metadata = object_or_empty(template.get("metadata"))
+        template_name = _claim_template_name(template)
         labels = {
-            **(metadata.get("labels") or {}),
+            **object_or_empty(metadata.get("labels")),
             RUNNERSET_NAME_LABEL: label_value(set_name),
             VOLUME_SLOT_LABEL: str(slot),
         }
@@ -203,9 +204,9 @@ def volume_claims(runner_set: RunnerSet, slot: int) -> list[KubeObject]:
                     "name": claim_name(template_name, set_name, slot),
                     "namespace": runner_set.metadata.namespace,
                     "labels": labels,
-                    "annotations": dict(metadata.get("annotations") or {}),
+                    "annotations": dict(object_or_empty(metadata.get("annotations"))),
                 },
-                "spec": dict(template.get("spec") or {}),
+                "spec": dict(object_or_empty(template.get("spec"))),
             }
         )
     return claims
@@ -243,10 +244,19 @@ def _pod(
 def _mount_claims(pod_spec: KubeObject, spec: RunnerSetSpec, set_name: str, slot: int) -> None:
     """Each claim template becomes a volume of the same name backed by the slot's claim,
     replacing a default volume of that name (ARC's `work` emptyDir, for instance)."""
-    names = [str((t.get("metadata") or {}).get("name") or "") for t in spec.volume_claim_templates]
-    volumes = [v for v in pod_spec.get("volumes") or [] if v.get("name") not in names]
+    names = [_claim_template_name(t) for t in spec.volume_claim_templates]
+    volumes = [
+        v
+        for v in list_or_empty(pod_spec.get("volumes"))
+        if not (isinstance(v, dict) and v.get("name") in names)
+    ]
     volumes += [
         {"name": n, "persistentVolumeClaim": {"claimName": claim_name(n, set_name, slot)}}
         for n in names
     ]
     pod_spec["volumes"] = volumes
+
+
+def _claim_template_name(template: KubeObject) -> str:
+    name = object_or_empty(template.get("metadata")).get("name")
+    return name if isinstance(name, str) else ""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 from hooks.clock import Clock
@@ -87,7 +88,9 @@ class InProcessGitHub(GitHubPort):
 
     # The port
 
-    def list_runners(self, scope: Scope) -> Sequence[GitHubRunner]:
+    def list_runners(
+        self, scope: Scope, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
         def call() -> list[GitHubRunner]:
             runners = self._get_all(f"{scope.api_path}/actions/runners", "runners")
             return [_runner(item) for item in runners]
@@ -169,7 +172,9 @@ class InProcessGitHub(GitHubPort):
 
         return self._guard(f"list runner groups visible to {repository_name!r}", scope, call)
 
-    def remove_runner(self, scope: Scope, runner_id: int) -> RemoveResult:
+    def remove_runner(
+        self, scope: Scope, runner_id: int, *, not_before: datetime | None = None
+    ) -> RemoveResult:
         op = f"remove runner {int(runner_id)}"
         answer = self._send("DELETE", f"{scope.api_path}/actions/runners/{int(runner_id)}")
         message = _message(answer.body.decode())

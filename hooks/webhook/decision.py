@@ -85,22 +85,16 @@ def decide(
       had one; cancelled jobs do remove theirs.
     - other actions (`waiting`, `in_progress`): nothing.
 
+    For `queued` and `completed` the HRA is looked up first, as ARC does, so a job no HRA
+    serves always gets ARC's answer (`NO_TARGET_MESSAGE`), ignored completions included.
+
     `runner_group_visibility` is only called for organization repositories whose job no
     repository HRA takes, and only when some HRA uses the organization's or enterprise's
     runners; errors it raises propagate (ARC answers 500).
     """
     if isinstance(event, PingEvent):
         return Decision(Action.NONE, PONG)
-    if event.action == "queued":
-        action = Action.CREATE_RESERVATION
-    elif event.action == "completed":
-        # Decided before the lookup (ARC looks up first), so ignoring costs no GitHub call.
-        if event.conclusion == "skipped":
-            return Decision(Action.NONE, "ignored the completion of a skipped job")
-        if event.conclusion == "success" and event.runner_id is None:
-            return Decision(Action.NONE, "ignored a check run's completion: it had no runner")
-        action = Action.DELETE_RESERVATION
-    else:
+    if event.action not in ("queued", "completed"):
         return Decision(
             Action.NONE, f"ignored workflow_job action {event.action!r}: it does not scale"
         )
@@ -110,9 +104,13 @@ def decide(
     if target is None:
         return Decision(Action.NONE, NO_TARGET_MESSAGE, notes=lookup.notes)
     name = reservation_name(event.job_id)
-    if action is Action.DELETE_RESERVATION:
+    if event.action == "completed":
+        if event.conclusion == "skipped":
+            return Decision(Action.NONE, "ignored the completion of a skipped job")
+        if event.conclusion == "success" and event.runner_id is None:
+            return Decision(Action.NONE, "ignored a check run's completion: it had no runner")
         return Decision(
-            action,
+            Action.DELETE_RESERVATION,
             f"scaled {target.name} by -1",
             target=target,
             reservation_name=name,
@@ -121,7 +119,7 @@ def decide(
     duration, duration_note = target.reservation_duration()
     notes = (*lookup.notes, duration_note) if duration_note else lookup.notes
     return Decision(
-        action,
+        Action.CREATE_RESERVATION,
         f"scaled {target.name} by 1",
         target=target,
         reservation_name=name,

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from hooks.clock import parse_optional_time
+from hooks.metacontroller import observed_time
 
 PING = "ping"
 WORKFLOW_JOB = "workflow_job"
@@ -223,7 +223,7 @@ def _workflow_job_event(payload: _WorkflowJobPayload) -> WorkflowJobEvent:
         installation_id=payload.installation.id if payload.installation else None,
         job_name=job.name,
         status=job.status,
-        created_at=parse_optional_time(job.created_at),
-        started_at=parse_optional_time(job.started_at),
-        completed_at=parse_optional_time(job.completed_at),
+        created_at=observed_time(job.created_at),
+        started_at=observed_time(job.started_at),
+        completed_at=observed_time(job.completed_at),
     )

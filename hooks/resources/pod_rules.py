@@ -1,0 +1,616 @@
+"""What the Kubernetes API server refuses in a Pod, checked before the pod is asked for.
+
+A runner pod is built from a user's spec and created later by Metacontroller; a value the API
+server refuses would surface only then, after the runner it replaces was already let go. So the
+spec is judged by the pod it builds: an invalid one gets a `Valid=False` condition naming the
+field, and nothing is stopped or replaced for it.
+
+Two layers, as the API server has them. First the schema: types and required fields, from
+Kubernetes' own OpenAPI description of Pod metadata and PodSpec (`pod-schema-v1.33.json`,
+extracted by `tests/pod_schema_source.py`), checked with jsonschema. Then the rules of
+`pkg/apis/core/validation/validation.go` (Kubernetes 1.33) for the parts of a PodSpec a runner
+template sets: names, labels and annotations, containers (names, images, pull policy, ports,
+environment, resources, mounts, security context), volumes, tolerations, node selectors, DNS,
+grace periods. Rules that depend on cluster state (admission, quotas) are not here. Messages
+name the field and the rule, never the value: a token pasted into the wrong field must not end
+up in a status condition.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+IANA_SERVICE_NAME = re.compile(r"[-a-z0-9]+")
+QUANTITY = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")
+
+QUANTITY_SUFFIXES = frozenset(
+    {"", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+)
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+TOLERATION_OPERATORS = ("Exists", "Equal")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+UNSATISFIABLE_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
+STORAGE_MEDIA = ("", "Memory", "HugePages")
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+MAX_PORT = 65535
+
+VOLUME_SOURCES = frozenset(
+    {
+        "hostPath",
+        "emptyDir",
+        "gcePersistentDisk",
+        "awsElasticBlockStore",
+        "gitRepo",
+        "secret",
+        "nfs",
+        "iscsi",
+        "glusterfs",
+        "persistentVolumeClaim",
+        "rbd",
+        "flexVolume",
+        "cinder",
+        "cephfs",
+        "flocker",
+        "downwardAPI",
+        "fc",
+        "azureFile",
+        "configMap",
+        "vsphereVolume",
+        "quobyte",
+        "azureDisk",
+        "photonPersistentDisk",
+        "projected",
+        "portworxVolume",
+        "scaleIO",
+        "storageos",
+        "csi",
+        "ephemeral",
+        "image",
+    }
+)
+ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
+
+Problems = list[str]
+
+
+POD_SCHEMA_FILE = "pod-schema-v1.33.json"
+MAX_SCHEMA_PROBLEMS = 10
+
+
+def pod_problems(pod: Mapping[str, Any]) -> Problems:
+    """Every reason the API server would refuse to create `pod` (empty when it would not).
+    A pod of the wrong shape is reported by its shape only: the rules read well-typed fields."""
+    problems = schema_problems(pod)
+    if problems:
+        return problems
+    return rule_problems(pod)
+
+
+def schema_problems(pod: Mapping[str, Any]) -> Problems:
+    """Where `pod` breaks the schema of Pod metadata and PodSpec (types, required fields)."""
+    problems: Problems = []
+    for error in _pod_schema().iter_errors(pod):
+        path = _json_path(error.absolute_path)
+        problems.append(f"{path}: {_schema_rule(error)}")
+        if len(problems) >= MAX_SCHEMA_PROBLEMS:
+            break
+    return sorted(problems)
+
+
+def fragment_problems(value: object, definition: str, where: str) -> Problems:
+    """Where `value` breaks the schema of one Kubernetes type (e.g. `Container`), for a part
+    of a spec that is copied into a pod as it is."""
+    problems = [
+        f"{where}{_json_path(error.absolute_path, nested=True)}: {_schema_rule(error)}"
+        for error in _fragment_schema(definition).iter_errors(value)
+    ]
+    return sorted(problems)[:MAX_SCHEMA_PROBLEMS]
+
+
+def rule_problems(pod: Mapping[str, Any]) -> Problems:
+    """The API server's validation rules beyond the schema."""
+    problems: Problems = []
+    metadata = pod.get("metadata")
+    if isinstance(metadata, Mapping):
+        problems += metadata_problems(metadata, "metadata")
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping):
+        return [*problems, "spec: must be an object"]
+    return problems + pod_spec_problems(spec, "spec")
+
+
+def metadata_problems(metadata: Mapping[str, Any], where: str) -> Problems:
+    problems: Problems = []
+    labels = metadata.get("labels")
+    if labels is not None:
+        problems += label_problems(labels, f"{where}.labels")
+    annotations = metadata.get("annotations")
+    if annotations is not None:
+        if not _is_string_map(annotations):
+            problems.append(f"{where}.annotations: must map strings to strings")
+        else:
+            problems += [
+                f"{where}.annotations[{_short(key)}]: {problem}"
+                for key in annotations
+                for problem in qualified_name_problems(key)
+            ]
+            size = sum(len(k) + len(v) for k, v in annotations.items())
+            if size > MAX_ANNOTATIONS_BYTES:
+                problems.append(f"{where}.annotations: must be at most 256 KiB in all")
+    return problems
+
+
+def label_problems(labels: object, where: str) -> Problems:
+    if not _is_string_map(labels):
+        return [f"{where}: must map strings to strings"]
+    assert isinstance(labels, Mapping)
+    problems: Problems = []
+    for key, value in labels.items():
+        path = f"{where}[{_short(key)}]"
+        problems += [f"{path}: {problem}" for problem in qualified_name_problems(key)]
+        if len(value) > 63 or not LABEL_VALUE.fullmatch(value):
+            problems.append(
+                f"{path}: the value must be at most 63 characters of letters, digits, '-', '_' "
+                "and '.', starting and ending with a letter or digit"
+            )
+    return problems
+
+
+def qualified_name_problems(key: str) -> Problems:
+    """A label or annotation key: an optional DNS subdomain prefix and '/', then a name."""
+    prefix, slash, name = key.rpartition("/")
+    problems: Problems = []
+    if slash and not _is_subdomain(prefix):
+        problems.append("a key's prefix must be a DNS subdomain (lowercase, at most 253)")
+    if len(name) > 63 or not QUALIFIED_NAME_PART.fullmatch(name):
+        problems.append(
+            "a key's name must be at most 63 characters of letters, digits, '-', '_' and '.', "
+            "starting and ending with a letter or digit"
+        )
+    return problems
+
+
+def pod_spec_problems(spec: Mapping[str, Any], where: str) -> Problems:
+    problems: Problems = []
+    volumes = _objects(spec, "volumes", where, problems)
+    volume_names = {v.get("name") for _, v in volumes}
+    problems += _volume_problems(volumes)
+    containers = _objects(spec, "containers", where, problems)
+    if not containers:
+        problems.append(f"{where}.containers: at least one container is required")
+    init_containers = _objects(spec, "initContainers", where, problems)
+    seen: set[object] = set()
+    for path, container in [*init_containers, *containers]:
+        name = container.get("name")
+        if name in seen:
+            problems.append(f"{path}.name: must be unique among the pod's containers")
+        seen.add(name)
+        problems += container_problems(container, path, volume_names)
+    problems += _enum(spec, "restartPolicy", RESTART_POLICIES, where)
+    problems += _enum(spec, "dnsPolicy", DNS_POLICIES, where)
+    if spec.get("dnsPolicy") == "None":
+        config = spec.get("dnsConfig")
+        servers = config.get("nameservers") if isinstance(config, Mapping) else None
+        if not servers:
+            problems.append(f"{where}.dnsConfig.nameservers: required when dnsPolicy is None")
+    problems += _integer(spec, "terminationGracePeriodSeconds", where, minimum=0)
+    problems += _integer(spec, "activeDeadlineSeconds", where, minimum=1)
+    node_selector = spec.get("nodeSelector")
+    if node_selector is not None:
+        problems += label_problems(node_selector, f"{where}.nodeSelector")
+    for field in ("serviceAccountName", "priorityClassName", "runtimeClassName"):
+        value = spec.get(field)
+        if value is not None and (not isinstance(value, str) or not _is_subdomain(value)):
+            problems.append(f"{where}.{field}: must be a DNS subdomain (lowercase, at most 253)")
+    for path, toleration in _objects(spec, "tolerations", where, problems):
+        problems += _toleration_problems(toleration, path)
+    for path, constraint in _objects(spec, "topologySpreadConstraints", where, problems):
+        problems += _spread_problems(constraint, path)
+    context = spec.get("securityContext")
+    if context is not None:
+        problems += _security_context_problems(context, f"{where}.securityContext", pod=True)
+    return problems
+
+
+def container_problems(
+    container: Mapping[str, Any], where: str, volume_names: set[object]
+) -> Problems:
+    problems: Problems = []
+    name = container.get("name")
+    if not isinstance(name, str) or not _is_label(name):
+        problems.append(f"{where}.name: must be a DNS label (lowercase, at most 63)")
+    image = container.get("image")
+    if not isinstance(image, str) or not image:
+        problems.append(f"{where}.image: required")
+    elif image != image.strip():
+        problems.append(f"{where}.image: must not have leading or trailing whitespace")
+    problems += _enum(container, "imagePullPolicy", PULL_POLICIES, where)
+    port_names: set[str] = set()
+    for path, port in _objects(container, "ports", where, problems):
+        problems += _port_problems(port, path, port_names)
+    for path, env in _objects(container, "env", where, problems):
+        problems += _env_problems(env, path)
+    resources = container.get("resources")
+    if resources is not None:
+        problems += _resources_problems(resources, f"{where}.resources")
+    mount_paths: set[str] = set()
+    for path, mount in _objects(container, "volumeMounts", where, problems):
+        problems += _mount_problems(mount, path, volume_names, mount_paths)
+    context = container.get("securityContext")
+    if context is not None:
+        problems += _security_context_problems(context, f"{where}.securityContext", pod=False)
+    return problems
+
+
+def quantity_problem(value: object) -> str | None:
+    """Why `value` is not a Kubernetes resource quantity (None when it is one)."""
+    if isinstance(value, bool):
+        return "must be a quantity such as 500m, 1Gi or 2"
+    if isinstance(value, int):
+        return None
+    if not isinstance(value, str):
+        return "must be a quantity such as 500m, 1Gi or 2"
+    match = QUANTITY.fullmatch(value)
+    if match is None:
+        return "must be a quantity such as 500m, 1Gi or 2"
+    number, suffix = match.groups()
+    try:
+        Decimal(number)
+    except InvalidOperation:
+        return "must be a quantity such as 500m, 1Gi or 2"
+    if suffix not in QUANTITY_SUFFIXES and not re.fullmatch(r"[eE][-+]?[0-9]+", suffix):
+        return "must be a quantity such as 500m, 1Gi or 2 (unknown suffix)"
+    return None
+
+
+def quantity_value(value: int | str) -> Decimal:
+    """The quantity as a number (only for quantities `quantity_problem` accepts)."""
+    if isinstance(value, int):
+        return Decimal(value)
+    match = QUANTITY.fullmatch(value)
+    assert match is not None
+    number, suffix = match.groups()
+    if suffix[:1] in ("e", "E"):
+        return Decimal(number) * Decimal(10) ** int(suffix[1:])
+    binary = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+    if suffix in binary:
+        return Decimal(number) * Decimal(1024) ** binary[suffix]
+    decimal = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+    return Decimal(number) * Decimal(10) ** decimal[suffix]
+
+
+# ------------------------------------------------------------------------------ parts
+
+
+def _volume_problems(volumes: list[tuple[str, Mapping[str, Any]]]) -> Problems:
+    problems: Problems = []
+    names: set[object] = set()
+    for path, volume in volumes:
+        name = volume.get("name")
+        if not isinstance(name, str) or not _is_label(name):
+            problems.append(f"{path}.name: must be a DNS label (lowercase, at most 63)")
+        elif name in names:
+            problems.append(f"{path}.name: must be unique among the pod's volumes")
+        names.add(name)
+        sources = [key for key in volume if key in VOLUME_SOURCES]
+        if len(sources) > 1:
+            problems.append(f"{path}: may not specify more than one volume type")
+        empty_dir = volume.get("emptyDir")
+        if isinstance(empty_dir, Mapping):
+            medium = empty_dir.get("medium")
+            if medium is not None and not (
+                isinstance(medium, str)
+                and (medium in STORAGE_MEDIA or medium.startswith("HugePages-"))
+            ):
+                problems.append(f"{path}.emptyDir.medium: must be '', Memory or HugePages")
+            limit = empty_dir.get("sizeLimit")
+            if limit is not None:
+                problems += _quantity(limit, f"{path}.emptyDir.sizeLimit")
+    return problems
+
+
+def _port_problems(port: Mapping[str, Any], where: str, names: set[str]) -> Problems:
+    problems = _integer(port, "containerPort", where, minimum=1, maximum=MAX_PORT, required=True)
+    problems += _integer(port, "hostPort", where, minimum=0, maximum=MAX_PORT)
+    problems += _enum(port, "protocol", PROTOCOLS, where)
+    name = port.get("name")
+    if name is not None:
+        if not isinstance(name, str) or not _is_service_name(name):
+            problems.append(
+                f"{where}.name: must be at most 15 lowercase letters, digits and '-', with a "
+                "letter, not starting or ending with '-'"
+            )
+        elif name in names:
+            problems.append(f"{where}.name: must be unique within the container")
+        else:
+            names.add(name)
+    return problems
+
+
+def _env_problems(env: Mapping[str, Any], where: str) -> Problems:
+    problems: Problems = []
+    name = env.get("name")
+    # Kubernetes 1.33 accepts any printable ASCII but '=' (RelaxedEnvironmentVariableValidation).
+    if not isinstance(name, str) or not name or not all(" " <= c <= "~" and c != "=" for c in name):
+        problems.append(f"{where}.name: must be printable ASCII characters other than '='")
+    value_from = env.get("valueFrom")
+    if value_from is not None:
+        if not isinstance(value_from, Mapping):
+            problems.append(f"{where}.valueFrom: must be an object")
+        else:
+            sources = [key for key in ENV_SOURCES if value_from.get(key) is not None]
+            if len(sources) != 1:
+                problems.append(f"{where}.valueFrom: must name exactly one source")
+            if env.get("value"):
+                problems.append(f"{where}.valueFrom: may not be given beside a value")
+    value = env.get("value")
+    if value is not None and not isinstance(value, str):
+        problems.append(f"{where}.value: must be a string")
+    return problems
+
+
+def _resources_problems(resources: object, where: str) -> Problems:
+    if not isinstance(resources, Mapping):
+        return [f"{where}: must be an object"]
+    problems: Problems = []
+    amounts: dict[str, dict[str, Decimal]] = {}
+    for kind in ("limits", "requests"):
+        values = resources.get(kind)
+        if values is None:
+            continue
+        if not isinstance(values, Mapping):
+            problems.append(f"{where}.{kind}: must map resource names to quantities")
+            continue
+        amounts[kind] = {}
+        for resource, value in values.items():
+            if not isinstance(resource, str) or qualified_name_problems(resource):
+                problems.append(f"{where}.{kind}: resource names must be qualified names")
+                continue
+            path = f"{where}.{kind}[{_short(resource)}]"
+            found = _quantity(value, path)
+            if found:
+                problems += found
+                continue
+            amount = quantity_value(value)
+            if amount < 0:
+                problems.append(f"{path}: must not be negative")
+            amounts[kind][resource] = amount
+    limits, requests = amounts.get("limits", {}), amounts.get("requests", {})
+    for resource, request in requests.items():
+        if resource in limits and request > limits[resource]:
+            problems.append(
+                f"{where}.requests[{_short(resource)}]: must not be more than its limit"
+            )
+    return problems
+
+
+def _mount_problems(
+    mount: Mapping[str, Any], where: str, volume_names: set[object], paths: set[str]
+) -> Problems:
+    problems: Problems = []
+    name = mount.get("name")
+    if not isinstance(name, str) or not name:
+        problems.append(f"{where}.name: required")
+    elif name not in volume_names:
+        problems.append(f"{where}.name: names no volume of the pod")
+    path = mount.get("mountPath")
+    if not isinstance(path, str) or not path:
+        problems.append(f"{where}.mountPath: required")
+    elif path in paths:
+        problems.append(f"{where}.mountPath: must be unique within the container")
+    else:
+        paths.add(path)
+    sub_path = mount.get("subPath")
+    if isinstance(sub_path, str) and (sub_path.startswith("/") or ".." in sub_path.split("/")):
+        problems.append(f"{where}.subPath: must be a relative path without '..'")
+    return problems
+
+
+def _security_context_problems(context: object, where: str, *, pod: bool) -> Problems:
+    if not isinstance(context, Mapping):
+        return [f"{where}: must be an object"]
+    fields = ["runAsUser", "runAsGroup"] + (["fsGroup"] if pod else [])
+    problems = [p for field in fields for p in _integer(context, field, where, minimum=0)]
+    if pod:
+        groups = context.get("supplementalGroups")
+        if groups is not None and (
+            not isinstance(groups, list)
+            or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in groups)
+        ):
+            problems.append(f"{where}.supplementalGroups: must be non-negative integers")
+    elif context.get("privileged") is True and context.get("allowPrivilegeEscalation") is False:
+        problems.append(
+            f"{where}: allowPrivilegeEscalation cannot be false for a privileged container"
+        )
+    return problems
+
+
+def _toleration_problems(toleration: Mapping[str, Any], where: str) -> Problems:
+    problems: Problems = []
+    key = toleration.get("key")
+    if key not in (None, "") and (not isinstance(key, str) or qualified_name_problems(key)):
+        problems.append(f"{where}.key: must be a qualified name")
+    operator = toleration.get("operator")
+    problems += _enum(toleration, "operator", (*TOLERATION_OPERATORS, ""), where)
+    if operator == "Exists" and toleration.get("value"):
+        problems.append(f"{where}.value: must be empty when operator is Exists")
+    if operator != "Exists" and not key and operator is not None:
+        problems.append(f"{where}.operator: must be Exists when key is empty")
+    problems += _enum(toleration, "effect", (*TAINT_EFFECTS, ""), where)
+    if toleration.get("tolerationSeconds") is not None and toleration.get("effect") != "NoExecute":
+        problems.append(f"{where}.tolerationSeconds: only for the NoExecute effect")
+    return problems
+
+
+def _spread_problems(constraint: Mapping[str, Any], where: str) -> Problems:
+    problems = _integer(constraint, "maxSkew", where, minimum=1, required=True)
+    if not constraint.get("topologyKey"):
+        problems.append(f"{where}.topologyKey: required")
+    problems += _enum(constraint, "whenUnsatisfiable", UNSATISFIABLE_ACTIONS, where)
+    if constraint.get("whenUnsatisfiable") is None:
+        problems.append(f"{where}.whenUnsatisfiable: required")
+    return problems
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+@functools.cache
+def _schema_document() -> dict[str, Any]:
+    text = resources.files("hooks.resources").joinpath(POD_SCHEMA_FILE).read_text("utf-8")
+    document: dict[str, Any] = json.loads(text)
+    return document
+
+
+@functools.cache
+def _pod_schema() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(_schema_document())
+
+
+@functools.cache
+def _fragment_schema(definition: str) -> jsonschema.Draft202012Validator:
+    definitions = _schema_document()["$defs"]
+    name = f"io.k8s.api.core.v1.{definition}"
+    if name not in definitions:
+        raise KeyError(f"no Kubernetes type {definition} in {POD_SCHEMA_FILE}")
+    return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": definitions})
+
+
+def _schema_rule(error: jsonschema.ValidationError) -> str:
+    """What a schema error requires, without the value that broke it."""
+    expected: Any = error.validator_value
+    match error.validator:
+        case "type":
+            kinds = [expected] if isinstance(expected, str) else list(expected)
+            return "must be of type " + " or ".join(k for k in kinds if k != "null")
+        case "required":
+            present = error.instance if isinstance(error.instance, Mapping) else {}
+            missing = [str(field) for field in expected if field not in present]
+            return f"{', '.join(missing) or 'a field'} required"
+        case "enum":
+            return "must be one of " + ", ".join(str(v) for v in expected if v is not None)
+        case "format":
+            return f"must be in the {expected} format"
+        case _:
+            return f"does not satisfy the schema ({error.validator})"
+
+
+def _json_path(path: Any, *, nested: bool = False) -> str:
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text or nested else str(part)
+    return text or ("" if nested else "pod")
+
+
+def _objects(
+    owner: Mapping[str, Any], field: str, where: str, problems: Problems
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """`owner[field]` as a list of (path, object), reporting anything else there."""
+    items = owner.get(field)
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        problems.append(f"{where}.{field}: must be a list")
+        return []
+    found = []
+    for index, item in enumerate(items):
+        path = f"{where}.{field}[{_label(item, index)}]"
+        if isinstance(item, Mapping):
+            found.append((path, item))
+        else:
+            problems.append(f"{path}: must be an object")
+    return found
+
+
+def _label(item: object, index: int) -> str:
+    """How a list item is named in a message: its (short, safe) name, else its index."""
+    name = item.get("name") if isinstance(item, Mapping) else None
+    if isinstance(name, str) and _is_label(name):
+        return name
+    return str(index)
+
+
+def _enum(owner: Mapping[str, Any], field: str, allowed: tuple[str, ...], where: str) -> Problems:
+    value = owner.get(field)
+    if value is None or value in allowed:
+        return []
+    shown = ", ".join(a for a in allowed if a) or "''"
+    return [f"{where}.{field}: must be one of {shown}"]
+
+
+def _integer(
+    owner: Mapping[str, Any],
+    field: str,
+    where: str,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    required: bool = False,
+) -> Problems:
+    value = owner.get(field)
+    if value is None:
+        return [f"{where}.{field}: required"] if required else []
+    if not isinstance(value, int) or isinstance(value, bool):
+        return [f"{where}.{field}: must be an integer"]
+    if minimum is not None and value < minimum:
+        return [f"{where}.{field}: must be at least {minimum}"]
+    if maximum is not None and value > maximum:
+        return [f"{where}.{field}: must be at most {maximum}"]
+    return []
+
+
+def _quantity(value: object, where: str) -> Problems:
+    problem = quantity_problem(value)
+    return [f"{where}: {problem}"] if problem else []
+
+
+def _storage_medium(value: object) -> bool:
+    return isinstance(value, str) and (value in STORAGE_MEDIA or value.startswith("HugePages-"))
+
+
+def _short(name: str) -> str:
+    """A key as a message may quote it: keys are names, but a long one is cut short."""
+    return name if len(name) <= 40 else name[:37] + "..."
+
+
+def _is_string_map(value: object) -> bool:
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )
+
+
+def _is_label(value: str) -> bool:
+    return len(value) <= 63 and DNS1123_LABEL.fullmatch(value) is not None
+
+
+def _is_subdomain(value: str) -> bool:
+    return len(value) <= 253 and DNS1123_SUBDOMAIN.fullmatch(value) is not None
+
+
+def _is_service_name(value: str) -> bool:
+    return (
+        len(value) <= 15
+        and IANA_SERVICE_NAME.fullmatch(value) is not None
+        and re.search("[a-z]", value) is not None
+        and not value.startswith("-")
+        and not value.endswith("-")
+        and "--" not in value
+    )

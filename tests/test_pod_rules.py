@@ -1,0 +1,313 @@
+"""Values Kubernetes would refuse are invalid specs, not new pods: the API server's pod rules,
+the specs of every kind that builds runner pods, and conditions that never echo a value."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import kubernetes_validate
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+from hooks.app import create_app
+from hooks.clock import ManualClock, format_time
+from hooks.github.port import Scope
+from hooks.resources.pod_rules import pod_problems, quantity_problem, quantity_value
+from hooks.resources.runner import RunnerSpec
+from hooks.runner.validation import validate_runner_spec
+from tests.hook_app import hook_client, hook_settings
+from tests.hook_driver import HookDriver, new_runner, running_status
+from tests.in_memory_github import InMemoryGitHub
+
+K8S_VERSION = "1.33.0"
+ORG = Scope(organization="acme")
+SECRET = "ghp_" + "S3cr3t" * 6  # a token pasted into the wrong field
+
+VALID_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "p", "labels": {"app.kubernetes.io/name": "runner", "a": ""}},
+    "spec": {
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 110,
+        "volumes": [{"name": "work", "emptyDir": {"sizeLimit": "1Gi"}}],
+        "containers": [
+            {
+                "name": "runner",
+                "image": "ghcr.io/actions/actions-runner:2.330.0",
+                "imagePullPolicy": "IfNotPresent",
+                "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
+                "env": [
+                    {"name": "RUNNER_GRACEFUL_STOP_TIMEOUT", "value": "90"},
+                    {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "t"}}},
+                ],
+                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": 2}},
+                "volumeMounts": [{"name": "work", "mountPath": "/runner/_work"}],
+                "securityContext": {"runAsUser": 1001},
+            }
+        ],
+        "tolerations": [{"key": "ci", "operator": "Exists", "effect": "NoSchedule"}],
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+    },
+}
+
+
+def test_a_valid_pod_has_no_problem_and_the_schema_agrees() -> None:
+    assert pod_problems(VALID_POD) == []
+    kubernetes_validate.validate(VALID_POD, K8S_VERSION, strict=True)
+
+
+def _mutated(path: str, value: Any) -> dict[str, Any]:
+    pod = copy.deepcopy(VALID_POD)
+    target: Any = pod
+    *parents, last = path.split(".")
+    for part in parents:
+        target = target[int(part)] if part.isdigit() else target[part]
+    if isinstance(target, list):
+        target[int(last)] = value
+    else:
+        target[last] = value
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "problem"),
+    [
+        ("spec.containers.0.imagePullPolicy", "Sometimes", "imagePullPolicy: must be one of"),
+        ("spec.terminationGracePeriodSeconds", -1, "terminationGracePeriodSeconds: must be at"),
+        ("spec.terminationGracePeriodSeconds", "30", "must be of type integer"),
+        ("spec.activeDeadlineSeconds", 0, "activeDeadlineSeconds: must be at least 1"),
+        ("spec.restartPolicy", "Sometimes", "restartPolicy: must be one of"),
+        ("spec.dnsPolicy", "None", "dnsConfig.nameservers: required"),
+        ("spec.containers.0.name", "Runner_X", "name: must be a DNS label"),
+        ("spec.containers.0.image", "", "image: required"),
+        ("spec.containers.0.image", " runner", "leading or trailing whitespace"),
+        ("spec.containers.0.ports.0.containerPort", 70000, "containerPort: must be at most"),
+        ("spec.containers.0.ports.0.containerPort", 0, "containerPort: must be at least 1"),
+        ("spec.containers.0.ports.0.protocol", "HTTP", "protocol: must be one of"),
+        ("spec.containers.0.ports.0.name", "a-very-long-port-name", "name: must be at most 15"),
+        ("spec.containers.0.env.0.name", "A=B", "printable ASCII characters other than '='"),
+        ("spec.containers.0.env.1.valueFrom", {}, "valueFrom: must name exactly one source"),
+        ("spec.containers.0.resources.requests.cpu", "lots", "must be a quantity"),
+        ("spec.containers.0.resources.requests.cpu", "3", "must not be more than its limit"),
+        ("spec.containers.0.resources.requests.memory", "-1Gi", "must not be negative"),
+        ("spec.containers.0.resources.requests.memory", "1Gb", "must be a quantity"),
+        ("spec.containers.0.resources.requests.memory", "1ki", "unknown suffix"),
+        ("spec.containers.0.ports.0.containerPort", "80", "must be of type integer"),
+        ("spec.containers.0.ports.0", {"name": "http"}, "containerPort required"),
+        ("spec.containers.0.volumeMounts.0.name", "cache", "names no volume of the pod"),
+        ("spec.containers.0.volumeMounts.0.subPath", "../etc", "relative path without '..'"),
+        ("spec.containers.0.securityContext.runAsUser", -1, "runAsUser: must be at least 0"),
+        ("spec.volumes.0.emptyDir.medium", "Disk", "medium: must be"),
+        ("spec.volumes.0.emptyDir.sizeLimit", "big", "sizeLimit: must be a quantity"),
+        ("spec.volumes.0.hostPath", {"path": "/tmp"}, "more than one volume type"),
+        ("spec.tolerations.0.operator", "Maybe", "operator: must be one of"),
+        ("spec.tolerations.0.value", "x", "value: must be empty when operator is Exists"),
+        ("spec.tolerations.0.tolerationSeconds", 5, "only for the NoExecute effect"),
+        ("spec.nodeSelector", {"bad key!": "linux"}, "a key's name must be"),
+        ("spec.nodeSelector", {"os": "has space"}, "the value must be at most 63"),
+        ("metadata.labels", {"x/" + "y" * 64: ""}, "a key's name must be"),
+        ("spec.serviceAccountName", "Not_A_Name", "serviceAccountName: must be a DNS"),
+        ("spec.containers", [], "at least one container is required"),
+    ],
+)
+def test_what_the_api_server_refuses_is_a_problem(path: str, value: Any, problem: str) -> None:
+    problems = pod_problems(_mutated(path, value))
+    assert any(problem in p for p in problems), problems
+
+
+def test_duplicate_names_are_problems() -> None:
+    pod = copy.deepcopy(VALID_POD)
+    pod["spec"]["containers"].append(copy.deepcopy(pod["spec"]["containers"][0]))
+    pod["spec"]["volumes"].append({"name": "work"})
+    problems = pod_problems(pod)
+    assert any("must be unique among the pod's containers" in p for p in problems)
+    assert any("must be unique among the pod's volumes" in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("500m", "0.5"),
+        ("1Gi", str(1024**3)),
+        ("2", "2"),
+        ("1e3", "1000"),
+        ("1.5k", "1500"),
+        ("100Mi", str(100 * 1024**2)),
+        ("+1", "1"),
+    ],
+)
+def test_quantities(text: str, value: str) -> None:
+    assert quantity_problem(text) is None
+    assert quantity_value(text) == float(value)
+
+
+@pytest.mark.parametrize("text", ["", "1Gb", "lots", "1.2.3", "1 Gi", "Gi", "0x10", True, 1.5])
+def test_not_quantities(text: object) -> None:
+    assert quantity_problem(text) is not None
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+POD_PATHS = [
+    "spec.containers.0.name",
+    "spec.containers.0.image",
+    "spec.containers.0.imagePullPolicy",
+    "spec.containers.0.ports",
+    "spec.containers.0.ports.0",
+    "spec.containers.0.env",
+    "spec.containers.0.env.0",
+    "spec.containers.0.resources",
+    "spec.containers.0.resources.limits",
+    "spec.containers.0.volumeMounts",
+    "spec.containers.0.securityContext",
+    "spec.containers",
+    "spec.volumes",
+    "spec.volumes.0",
+    "spec.volumes.0.emptyDir",
+    "spec.tolerations",
+    "spec.tolerations.0",
+    "spec.nodeSelector",
+    "spec.terminationGracePeriodSeconds",
+    "spec.dnsPolicy",
+    "spec.securityContext",
+    "metadata.labels",
+    "metadata.annotations",
+    "spec",
+]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(path=st.sampled_from(POD_PATHS), value=json_values)
+def test_any_content_gives_problems_never_an_error(path: str, value: Any) -> None:
+    problems = pod_problems(_mutated(path, value))
+    assert all(isinstance(p, str) for p in problems)
+    if not problems:
+        # What we accept, the API server's schema accepts too (types, required fields).
+        kubernetes_validate.validate(_mutated(path, value), K8S_VERSION, strict=False)
+
+
+# --------------------------------------------------------------------- Runner specs
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"imagePullPolicy": "Sometimes"}, "containers[runner].imagePullPolicy"),
+        ({"terminationGracePeriodSeconds": -5}, "terminationGracePeriodSeconds"),
+        ({"dockerMTU": -1}, "spec.dockerMTU"),
+        ({"dockerMTU": 10**12}, "spec.dockerMTU"),
+        ({"resources": {"limits": {"memory": "2Gi"}, "requests": {"memory": "4Gi"}}}, "requests"),
+        ({"env": [{"name": "A=B", "value": "1"}]}, "containers[runner].env"),
+        ({"volumeSizeLimit": "huge"}, "sizeLimit"),
+        ({"volumeStorageMedium": "Disk"}, "emptyDir.medium"),
+        ({"tolerations": [{"operator": "Sometimes"}]}, "tolerations[0].operator"),
+        ({"containers": [{"name": "runner", "ports": [{"containerPort": -1}]}]}, "containerPort"),
+        ({"volumeMounts": [{"name": "nope", "mountPath": "/x"}]}, "names no volume"),
+        ({"containers": [{"name": "runner", "env": "not-a-list"}]}, "spec.containers[0].env"),
+        ({"env": [{"name": 5}]}, "spec.env[0].name: must be of type string"),
+        ({"tolerations": [{"tolerationSeconds": "long"}]}, "spec.tolerations[0].toleration"),
+    ],
+)
+def test_a_runner_spec_is_judged_by_the_pod_it_builds(spec: dict[str, Any], field: str) -> None:
+    problems = validate_runner_spec(RunnerSpec.model_validate({"organization": "acme", **spec}))
+    assert any(field in p for p in problems), problems
+
+
+def test_the_documented_runner_specs_stay_valid() -> None:
+    for spec in (
+        {"organization": "acme"},
+        {"repository": "acme/app", "dockerMTU": 1400, "dockerdWithinRunnerContainer": True},
+        {"organization": "acme", "dockerEnabled": False, "volumeSizeLimit": "4Gi"},
+        {
+            "organization": "acme",
+            "containerMode": "kubernetes",
+            "workVolumeClaimTemplate": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "10Gi"}},
+            },
+        },
+    ):
+        assert validate_runner_spec(RunnerSpec.model_validate(spec)) == [], spec
+
+
+# --------------------------------------------------- over HTTP: no runner is stopped for it
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def github(clock: ManualClock) -> InMemoryGitHub:
+    return InMemoryGitHub(clock)
+
+
+@pytest.fixture
+def client(github: InMemoryGitHub, clock: ManualClock) -> Any:
+    with hook_client(create_app(hook_settings(), github=github, clock=clock)) as test_client:
+        yield test_client
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"imagePullPolicy": "Sometimes"},
+        {"terminationGracePeriodSeconds": -1},
+        {"dockerMTU": -1500},
+        {"imagePullPolicy": SECRET},
+    ],
+    ids=["pull-policy", "grace-period", "mtu", "secret-pasted"],
+)
+def test_an_idle_runner_made_invalid_keeps_its_pod_and_registration(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock, change: dict[str, Any]
+) -> None:
+    driver = HookDriver(client, new_runner({"organization": "acme", "labels": ["linux"]}))
+    driver.sync()
+    driver.sync()
+    driver.set_pod_status(running_status(format_time(clock.now())))
+    github.register(ORG, driver.parent["metadata"]["name"])
+    driver.sync()
+    pod_before = copy.deepcopy(driver.pod())
+
+    driver.parent["spec"].update(change)
+    driver.parent["metadata"]["generation"] = 2
+    answer = driver.sync()
+
+    assert driver.pod() == pod_before  # the idle runner is not stopped or replaced
+    assert [c["kind"] for c in answer["children"]].count("Pod") == 1
+    assert github.count("remove_runner") == 0
+    valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+    assert valid["status"] == "False" and valid["reason"] == "InvalidSpec"
+    assert next(iter(change)) in valid["message"]
+    assert SECRET not in json.dumps(answer)
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"repository": SECRET}, "spec.repository"),
+        ({"organization": "a/" + SECRET}, "spec.organization"),
+        ({"organization": "acme", "containerMode": SECRET}, "spec.containerMode"),
+        ({"organization": "acme", "imagePullPolicy": SECRET}, "imagePullPolicy"),
+        ({"organization": "acme", "env": [{"name": SECRET + "=", "value": "x"}]}, "env"),
+    ],
+)
+def test_conditions_name_the_field_never_the_value(
+    client: TestClient, spec: dict[str, Any], field: str
+) -> None:
+    answer = HookDriver(client, new_runner(spec)).sync()
+    valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+    assert valid["status"] == "False" and field in valid["message"]
+    assert SECRET not in json.dumps(answer)
+    assert SECRET[:12] not in json.dumps(answer)
