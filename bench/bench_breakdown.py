@@ -19,13 +19,14 @@ import orjson
 from starlette.concurrency import run_in_threadpool
 
 from bench.asgi_call import BENCH_SETTINGS
-from bench.bench_runner_hooks import _requests
+from bench.bench_runner_hooks import runner_hook_requests
 from hooks.clock import ManualClock
+from hooks.deps import HookDeps
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import Scope
 from hooks.metacontroller import CompositeHookRequest
 from hooks.resources.runner import Runner
-from hooks.runner.controller import RunnerHookDeps, finalize_runner, sync_runner
+from hooks.runner.controller import finalize_runner, sync_runner
 from hooks.runner.pod import build_runner_pod
 from hooks.settings import Settings
 from hooks.workers import WorkerThreads
@@ -66,8 +67,8 @@ def main() -> int:
     backend.register(Scope(organization="acme"), "example-runner", busy=True)
     settings = Settings.model_validate(BENCH_SETTINGS)
     github = CachedGitHub(backend, settings, clock)
-    sync_body, finalize_body = _requests(settings, github, clock)
-    deps = RunnerHookDeps(github, clock, settings)
+    sync_body, finalize_body = runner_hook_requests(settings, github, clock)
+    deps = HookDeps(github, clock, settings)
     document = orjson.loads(sync_body)
     request = CompositeHookRequest.model_validate(document)
     finalize_request = CompositeHookRequest.model_validate(orjson.loads(finalize_body))

@@ -34,7 +34,9 @@ REPEATS = 5
 TARGET = 5.0
 
 
-def _requests(settings: Settings, github: Any, clock: ManualClock) -> tuple[bytes, bytes]:
+def runner_hook_requests(
+    settings: Settings, github: Any, clock: ManualClock
+) -> tuple[bytes, bytes]:
     """A running, registered organization runner: one sync and one finalize request."""
     from starlette.testclient import TestClient
 
@@ -73,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     backend.register(Scope(organization="acme"), "example-runner", busy=True)
     settings = Settings.model_validate(BENCH_SETTINGS)
     github = CachedGitHub(backend, settings, clock)
-    sync_body, finalize_body = _requests(settings, github, clock)
+    sync_body, finalize_body = runner_hook_requests(settings, github, clock)
     app = create_app(settings, github=github, clock=clock)
 
     blocks = []

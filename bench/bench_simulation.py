@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import sys
 
-from hooks.sim.scenario import Scenario
-from hooks.sim.summary import Summary
-from hooks.sim.world import World
+from arc_sim.scenario import Scenario
+from arc_sim.summary import Summary
+from arc_sim.world import World
 
 TARGET_SECONDS = 30.0
 

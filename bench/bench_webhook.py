@@ -18,10 +18,10 @@ import sys
 import time
 from typing import Any
 
+from arc_sim.kube_port import StoreKube
+from arc_sim.store import ObjectStore
+from arc_sim.webhooks import signature_256
 from hooks.clock import ManualClock
-from hooks.sim.kube_port import StoreKube
-from hooks.sim.store import ObjectStore
-from hooks.sim.webhooks import signature_256
 from hooks.webhook.receiver import SCALED, WebhookReceiver
 
 AUTOSCALERS = 200

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 
 DEFAULT_CRD_DIR = Path("metacontroller/crds")
+COMMANDS_GROUP = "arc_hooks.commands"
+"""Entry points that add commands: each is called with the subcommands and returns the
+command's handler. The simulated world registers `simulate` and `demo` this way."""
+
+Command = Callable[[argparse.Namespace], int]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,26 +52,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     crds.add_argument("--dir", type=Path, default=DEFAULT_CRD_DIR)
     crds.add_argument("--check", action="store_true", help="fail if a committed CRD is stale")
 
-    simulate = commands.add_parser(
-        "simulate", help="replay a scenario file in the simulated world (docs/scenarios.md)"
-    )
-    simulate.add_argument("file", type=Path)
-    simulate.add_argument(
-        "--json", action="store_true", help="end with the summary as one line of JSON"
-    )
-
-    commands.add_parser("demo", help="watch the system at work in the simulated world")
+    plugins = _plugin_commands(commands)
 
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(
             args.host, args.port, args.tls_cert, args.tls_key, args.tls_client_ca, args.health_port
         )
-    if args.command == "simulate":
-        return _simulate(args.file, args.json)
-    if args.command == "demo":
-        return _demo()
+    if args.command in plugins:
+        return plugins[args.command](args)
     return _crds(args.dir, args.check)
+
+
+def _plugin_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> dict[str, Command]:
+    handlers: dict[str, Command] = {}
+    for entry in entry_points(group=COMMANDS_GROUP):
+        try:
+            add = entry.load()
+        except ImportError:
+            continue  # declared by a package whose code is not installed (the image)
+        handlers[entry.name] = add(commands)
+    return handlers
 
 
 def _serve(
@@ -120,40 +129,6 @@ def _serve(
             )
     serve(create_app(settings), host, port, tls, health_port or settings.health_port)
     return 0
-
-
-def _simulate(file: Path, as_json: bool) -> int:
-    import json
-    import logging
-
-    from hooks.sim.scenario import ScenarioError, load_scenario
-    from hooks.sim.world import World
-
-    logging.disable(logging.WARNING)  # the hooks' own log lines would drown the summary
-    try:
-        scenario = load_scenario(file)
-    except ScenarioError as error:
-        print(f"arc-hooks simulate: {file}: {error}", file=sys.stderr)
-        return 2
-    summary = World(scenario).run()
-    if as_json:
-        print(json.dumps(summary.to_json(), separators=(",", ":")))
-    else:
-        print(summary.table())
-    failed = summary.invariants.failed()
-    if failed:
-        print(f"invariants failed: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
-
-
-def _demo() -> int:
-    import logging
-
-    from hooks.sim.demo import run_demo
-
-    logging.disable(logging.WARNING)
-    summary = run_demo()
-    return 0 if summary.invariants.hold() else 1
 
 
 def _crds(directory: Path, check: bool) -> int:

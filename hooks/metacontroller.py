@@ -11,7 +11,10 @@ request can carry a thousand children, and handlers only read them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import Enum
 from typing import Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SkipValidation, field_validator
@@ -228,16 +231,22 @@ def _identified(value: object, field: str) -> dict[str, Any]:
 
 
 def _metadata_problem(metadata: dict[str, Any]) -> str:
-    for key in ("namespace", "uid", "resourceVersion", "generateName"):
+    # Times are strings here; readers parse them (`observed_time`) and treat an unreadable
+    # one as absent, so a thousand children cost no parsing at the edge.
+    for key in (
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "generateName",
+        "creationTimestamp",
+        "deletionTimestamp",
+    ):
         if metadata.get(key) is not None and not isinstance(metadata[key], str):
             return f"metadata.{key} must be a string"
     for key in ("labels", "annotations"):
         value = metadata.get(key)
         if value is not None and not _string_map(value):
             return f"metadata.{key} must map strings to strings"
-    for key in ("creationTimestamp", "deletionTimestamp"):
-        if metadata.get(key) is not None and observed_time(metadata[key]) is None:
-            return f"metadata.{key} must be an RFC 3339 time"
     finalizers = metadata.get("finalizers")
     if finalizers is not None and not (
         isinstance(finalizers, list) and all(isinstance(f, str) for f in finalizers)
@@ -313,3 +322,24 @@ def _object_name(obj: KubeObject) -> str:
     metadata = obj.get("metadata")
     name = metadata.get("name") if isinstance(metadata, dict) else None
     return name if isinstance(name, str) else ""
+
+
+class HookKind(Enum):
+    COMPOSITE = "composite"  # sync/finalize of a CompositeController: CompositeHookRequest
+    DECORATOR = "decorator"  # sync/finalize of a DecoratorController: DecoratorHookRequest
+    # customize: the parent as a dict in, related-resource rules out. A CompositeController's
+    # request is read as its sync requests are; a DecoratorController's names its object
+    # `parent` or `object` (CustomizeHookRequest).
+    CUSTOMIZE = "customize"
+    CUSTOMIZE_DECORATOR = "customize-decorator"
+
+
+@dataclass(frozen=True)
+class HookRoute:
+    """One hook a controller serves. `blocking` handlers may call GitHub (synchronous I/O)
+    and run in a worker thread; the others only compute, on the event loop."""
+
+    path: str
+    kind: HookKind
+    handler: Callable[[Any], Any]
+    blocking: bool = False

@@ -1,6 +1,6 @@
 """A small stand-in for the fake GitHub's job queue, for the runner agent and kubelet tests.
 
-It offers what a runner agent calls (`hooks.sim.runner_agent.RunnerGitHub`): registration calls
+It offers what a runner agent calls (`arc_sim.runner_agent.RunnerGitHub`): registration calls
 go to the real `GitHubState`; jobs are queued here and handed, oldest first, to an attached,
 online, idle runner with every label the job asks for (an ephemeral runner takes one job only).
 The agent is told of a deleted registration (`removed`), as the fake GitHub does.
@@ -13,14 +13,14 @@ import itertools
 from collections.abc import Sequence
 from typing import Literal
 
-from hooks.github.port import GitHubRunner, Scope
-from hooks.sim.github_jobs import JobTaker, SimJob
-from hooks.sim.github_state import (
+from arc_sim.github_jobs import JobTaker, SimJob
+from arc_sim.github_state import (
     DEFAULT_RUNNER_GROUP_ID,
     GitHubState,
     NotFoundError,
     RunnerGroup,
 )
+from hooks.github.port import GitHubRunner, Scope
 
 Outcome = Literal["queued", "running", "completed", "interrupted"]
 

@@ -26,7 +26,7 @@ How ARC's harness maps here:
   into go-github's struct and encodes it again before sending; here the fixture is sent as it
   is: the fields the webhook reads are the same.
 - integration_test.go runs ARC's controllers on envtest and polls with Gomega's `Eventually`;
-  here the simulated world (`hooks.sim.world.World`: Metacontroller running the shipped
+  here the simulated world (`arc_sim.world.World`: Metacontroller running the shipped
   manifests against the hook server, a kubelet, runner agents and a fake GitHub) runs on a
   virtual clock, polled every 0.5 s of virtual time up to ARC's timeouts.
 """
@@ -45,6 +45,11 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from arc_sim.kube_port import StoreKube
+from arc_sim.scenario import ClusterKnobs, Scenario
+from arc_sim.store import ObjectStore
+from arc_sim.webhooks import signature_256
+from arc_sim.world import WEBHOOK_PATH, WEBHOOK_SECRET, World
 from hooks.app import create_app
 from hooks.autoscaler.reservations import count_reservations, reservations_from_spec
 from hooks.clock import ManualClock, format_time
@@ -52,11 +57,6 @@ from hooks.github.port import Scope
 from hooks.kube.port import CAPACITY_RESERVATIONS
 from hooks.resources.autoscaler import HorizontalRunnerAutoscaler
 from hooks.settings import Settings
-from hooks.sim.kube_port import StoreKube
-from hooks.sim.scenario import ClusterKnobs, Scenario
-from hooks.sim.store import ObjectStore
-from hooks.sim.webhooks import signature_256
-from hooks.sim.world import WEBHOOK_PATH, WEBHOOK_SECRET, World
 from tests.in_memory_github import InMemoryGitHub
 
 Json = dict[str, Any]

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from hooks.sim.scenario import load_scenario
-from hooks.sim.world import World
+from arc_sim.scenario import load_scenario
+from arc_sim.world import World
 
 SAMPLES = (
     Path(__file__).parent / "reference/arc-legacy-crds/horizontalrunnerautoscaler-samples.yaml"

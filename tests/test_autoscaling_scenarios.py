@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from hooks.sim.scenario import load_scenario
-from hooks.sim.summary import Summary
-from hooks.sim.world import START, World
+from arc_sim.scenario import load_scenario
+from arc_sim.summary import Summary
+from arc_sim.world import START, World
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 SYNC_PERIOD = 60.0  # the HRA controller's resyncPeriodSeconds (ARC's --sync-period)

@@ -17,12 +17,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from arc_sim.fake_github import FakeGitHub
+from arc_sim.loopback import serve_loopback
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import Scope
 from hooks.settings import Settings
-from hooks.sim.fake_github import FakeGitHub
-from hooks.sim.loopback import serve_loopback
 from tests.hook_app import HOOK_AUTH, HOOK_TOKEN, hook_settings
 from tests.hook_driver import HookDriver, new_runner, running_status
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from hooks.sim.github_jobs import SimJob
-from hooks.sim.scenario import Scenario, load_scenario
-from hooks.sim.summary import Summary
-from hooks.sim.world import World
+from arc_sim.github_jobs import SimJob
+from arc_sim.scenario import Scenario, load_scenario
+from arc_sim.summary import Summary
+from arc_sim.world import World
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "eviction-storm.yaml"
 SEEDS = (3, 8, 21)  # 3 is the file's own seed

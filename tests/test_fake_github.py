@@ -24,9 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from openapi_schema_validator import OAS30Validator, oas30_format_checker
 from starlette.routing import Route
 
-from hooks.clock import ManualClock
-from hooks.github.port import Scope
-from hooks.sim.fake_github import (
+from arc_sim.fake_github import (
     FakeGitHub,
     FakeGitHubError,
     FaultKnobs,
@@ -35,7 +33,9 @@ from hooks.sim.fake_github import (
     NameTakenError,
     RunnerBusyError,
 )
-from hooks.sim.loopback import serve_loopback
+from arc_sim.loopback import serve_loopback
+from hooks.clock import ManualClock
+from hooks.github.port import Scope
 
 Json = dict[str, Any]
 

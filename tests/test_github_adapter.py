@@ -22,6 +22,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Send
 from starlette.types import Scope as AsgiScope
 
+from arc_sim.fake_github import FakeGitHub
+from arc_sim.loopback import serve_loopback
 from hooks.clock import ManualClock
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import (
@@ -35,17 +37,10 @@ from hooks.github.port import (
     WorkflowJob,
     WorkflowRun,
 )
-from hooks.github.pygithub_adapter import (
-    PyGithubAdapter,
-    endpoint_template,
-    github_from_settings,
-    rate_limit_wait,
-    removal_outcome,
-)
+from hooks.github.pygithub_adapter import PyGithubAdapter, github_from_settings
+from hooks.github.rest import endpoint_template, rate_limit_wait, removal_outcome
 from hooks.metrics import GITHUB_API_CALLS, REGISTRY
 from hooks.settings import Settings
-from hooks.sim.fake_github import FakeGitHub
-from hooks.sim.loopback import serve_loopback
 
 PAT = "ghp_" + "Zq7sEcReT" * 4
 REPO = Scope(repository="acme/app")

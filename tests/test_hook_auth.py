@@ -29,13 +29,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from arc_sim.scenario import load_scenario
+from arc_sim.world import World
 from hooks.app import create_app
 from hooks.clock import ManualClock
 from hooks.hook_auth import HookCredentials, Verdict, check_authorization
 from hooks.server import CertificateReloader, tls_options
 from hooks.settings import Settings
-from hooks.sim.scenario import load_scenario
-from hooks.sim.world import World
 from tests.hook_app import GITHUB_TOKEN, HOOK_AUTH, HOOK_TOKEN, hook_settings
 from tests.hook_driver import new_runner
 from tests.in_memory_github import InMemoryGitHub

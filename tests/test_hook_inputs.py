@@ -30,11 +30,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from arc_sim.kube_port import StoreKube
+from arc_sim.store import ObjectStore
+from arc_sim.webhooks import signature_256
 from hooks.app import create_app
 from hooks.clock import ManualClock
-from hooks.sim.kube_port import StoreKube
-from hooks.sim.store import ObjectStore
-from hooks.sim.webhooks import signature_256
 from tests.hook_app import GITHUB_TOKEN, HOOK_TOKEN, hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub
 

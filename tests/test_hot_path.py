@@ -18,12 +18,13 @@ from starlette.testclient import TestClient
 
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
+from hooks.deps import HookDeps
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import Scope
 from hooks.memo import Memo
 from hooks.metacontroller import CompositeHookRequest
 from hooks.resources.runner import Runner
-from hooks.runner.controller import RunnerHookDeps, sync_runner
+from hooks.runner.controller import sync_runner
 from hooks.runner.pod import build_runner_pod
 from hooks.settings import Settings
 from hooks.workers import WorkerThreads
@@ -130,17 +131,17 @@ def _request(parent: dict[str, Any]) -> CompositeHookRequest:
 
 
 @pytest.fixture
-def deps() -> Iterator[RunnerHookDeps]:
+def deps() -> Iterator[HookDeps]:
     clock = ManualClock()
     settings = Settings.model_validate({"GITHUB_TOKEN": "ghp_" + "x" * 36})
-    yield RunnerHookDeps(InMemoryGitHub(clock), clock, settings)
+    yield HookDeps(InMemoryGitHub(clock), clock, settings)
 
 
 def _pod_of(answer: dict[str, Any]) -> dict[str, Any]:
     return next(c for c in answer["children"] if c["kind"] == "Pod")
 
 
-def test_a_memoized_pod_is_the_pod_built_now(deps: RunnerHookDeps) -> None:
+def test_a_memoized_pod_is_the_pod_built_now(deps: HookDeps) -> None:
     parent = new_runner(SPEC)
     first = _pod_of(sync_runner(_request(parent), deps).to_wire())
     again = _pod_of(sync_runner(_request(json.loads(json.dumps(parent))), deps).to_wire())
@@ -155,7 +156,7 @@ def test_a_memoized_pod_is_the_pod_built_now(deps: RunnerHookDeps) -> None:
     assert first == again == fresh
 
 
-def test_settings_that_reach_the_pod_are_part_of_the_key(deps: RunnerHookDeps) -> None:
+def test_settings_that_reach_the_pod_are_part_of_the_key(deps: HookDeps) -> None:
     parent = new_runner(SPEC)
     before = _pod_of(sync_runner(_request(parent), deps).to_wire())
     deps.settings.runner_image = "example.com/runner:2"
@@ -168,7 +169,7 @@ def test_settings_that_reach_the_pod_are_part_of_the_key(deps: RunnerHookDeps) -
 
 
 def test_a_parent_that_is_not_plain_json_is_parsed_without_the_memo(
-    deps: RunnerHookDeps,
+    deps: HookDeps,
 ) -> None:
     parent = new_runner(SPEC)
     parent["spec"]["dockerdWithinRunnerContainer"] = datetime(2026, 1, 1, tzinfo=UTC)
@@ -179,7 +180,7 @@ def test_a_parent_that_is_not_plain_json_is_parsed_without_the_memo(
     assert "InvalidSpec" in json.dumps(answer.to_wire())
 
 
-def test_invalid_parents_are_memoized_with_their_problems(deps: RunnerHookDeps) -> None:
+def test_invalid_parents_are_memoized_with_their_problems(deps: HookDeps) -> None:
     parent = new_runner({"organization": "acme", "repository": "acme/app"})
     answers = [sync_runner(_request(parent), deps).to_wire() for _ in range(2)]
 

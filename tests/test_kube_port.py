@@ -19,6 +19,10 @@ import kr8s.asyncio
 import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from arc_sim.kube_api import FakeKubeApi
+from arc_sim.kube_port import StoreKube, apply_merge_patch
+from arc_sim.loopback import serve_loopback
+from arc_sim.store import ObjectStore
 from hooks.clock import ManualClock
 from hooks.kube.kr8s_adapter import Kr8sKube
 from hooks.kube.port import (
@@ -30,10 +34,6 @@ from hooks.kube.port import (
     KubePort,
     NotFound,
 )
-from hooks.sim.kube_api import FakeKubeApi
-from hooks.sim.kube_port import StoreKube, apply_merge_patch
-from hooks.sim.loopback import serve_loopback
-from hooks.sim.store import ObjectStore
 
 TOKEN = "token-that-must-never-show"
 WRONG_TOKEN = "wrong-token-also-secret"

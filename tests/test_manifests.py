@@ -593,8 +593,8 @@ def _controllers() -> list[dict[str, Any]]:
 
 
 def test_every_hook_call_carries_the_token_of_the_hook_secret() -> None:
-    from hooks.sim.metacontroller.endpoint import credential_ref
-    from hooks.sim.metacontroller.spec import webhook_url
+    from arc_sim.metacontroller.endpoint import credential_ref
+    from arc_sim.metacontroller.spec import webhook_url
 
     for controller in _controllers():
         configs = controller["spec"].get("endpointConfigs") or []

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hooks.sim.scenario import load_scenario
-from hooks.sim.summary import Summary
-from hooks.sim.world import World
+from arc_sim.scenario import load_scenario
+from arc_sim.summary import Summary
+from arc_sim.world import World
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from arc_sim.events import EventLoop
 from hooks.clock import ManualClock
-from hooks.sim.events import EventLoop
 
 
 def test_events_run_in_time_then_insertion_order_and_move_the_clock() -> None:

@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from arc_sim.fake_github import FakeGitHub, FakeGitHubError, RunnerBusyError, SimJob
+from arc_sim.github_jobs import JobEvent, covers, labels_match
+from arc_sim.github_port import InProcessGitHub
 from hooks.clock import ManualClock
 from hooks.github.port import Scope
-from hooks.sim.fake_github import FakeGitHub, FakeGitHubError, RunnerBusyError, SimJob
-from hooks.sim.github_jobs import JobEvent, covers, labels_match
-from hooks.sim.github_port import InProcessGitHub
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 PAT = "ghp_jobs"

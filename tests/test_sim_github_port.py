@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 from github import Auth
 
+from arc_sim.fake_github import FakeGitHub
+from arc_sim.github_port import InProcessGitHub
+from arc_sim.loopback import serve_loopback
 from hooks.clock import ManualClock
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import (
@@ -32,9 +35,6 @@ from hooks.github.port import (
 from hooks.github.pygithub_adapter import PyGithubAdapter
 from hooks.metrics import REGISTRY
 from hooks.settings import Settings
-from hooks.sim.fake_github import FakeGitHub
-from hooks.sim.github_port import InProcessGitHub
-from hooks.sim.loopback import serve_loopback
 
 PAT = "ghp_" + "InPr0cess" * 4
 REPO = Scope(repository="acme/app")

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
+from arc_sim.events import EventLoop
+from arc_sim.fake_github import FakeGitHub
+from arc_sim.kubelet import Kubelet
+from arc_sim.runner_agent import RunnerAgent, runner_agent_factory
+from arc_sim.store import EventType, KubeObject, ObjectStore
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import Scope
 from hooks.runner.pod import DOCKER_PRESTOP_SCRIPT
-from hooks.sim.events import EventLoop
-from hooks.sim.fake_github import FakeGitHub
-from hooks.sim.kubelet import Kubelet
-from hooks.sim.runner_agent import RunnerAgent, runner_agent_factory
-from hooks.sim.store import EventType, KubeObject, ObjectStore
 from tests.job_board import JobBoard
 
 ORG = Scope(organization="acme")

@@ -21,31 +21,31 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from hooks.app import create_app
-from hooks.clock import ManualClock
-from hooks.github.port import Scope
-from hooks.sim.events import EventLoop
-from hooks.sim.loopback import serve_loopback
-from hooks.sim.metacontroller import (
+from arc_sim.events import EventLoop
+from arc_sim.loopback import serve_loopback
+from arc_sim.metacontroller import (
     AsgiTransport,
     HookReply,
     LoopbackTransport,
     MetacontrollerEmulator,
     ReplicaFault,
 )
-from hooks.sim.metacontroller.children import manage_children
-from hooks.sim.metacontroller.composite import CompositeController
-from hooks.sim.metacontroller.merge import LAST_APPLIED_ANNOTATION, go_json, merge, updated_child
-from hooks.sim.metacontroller.resources import ResourceCatalog
-from hooks.sim.metacontroller.spec import (
+from arc_sim.metacontroller.children import manage_children
+from arc_sim.metacontroller.composite import CompositeController
+from arc_sim.metacontroller.merge import LAST_APPLIED_ANNOTATION, go_json, merge, updated_child
+from arc_sim.metacontroller.resources import ResourceCatalog
+from arc_sim.metacontroller.spec import (
     UpdateStrategies,
     parse_duration,
     read_controller,
     webhook_url,
 )
-from hooks.sim.metacontroller.workqueue import WorkQueue
-from hooks.sim.store import KubeObject, ObjectStore
-from hooks.sim.world import hook_token_secret
+from arc_sim.metacontroller.workqueue import WorkQueue
+from arc_sim.store import KubeObject, ObjectStore
+from arc_sim.world import hook_token_secret
+from hooks.app import create_app
+from hooks.clock import ManualClock
+from hooks.github.port import Scope
 from tests.hook_app import HOOK_TOKEN, hook_settings
 from tests.in_memory_github import InMemoryGitHub
 

@@ -7,11 +7,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from hooks.clock import ManualClock
-from hooks.github.port import Scope
-from hooks.sim.events import EventLoop
-from hooks.sim.fake_github import FakeGitHub
-from hooks.sim.runner_agent import (
+from arc_sim.events import EventLoop
+from arc_sim.fake_github import FakeGitHub
+from arc_sim.runner_agent import (
     KILLED_EXIT_CODE,
     REGISTRATION_DELETED_EXIT_CODE,
     REGISTRATION_FAILED_EXIT_CODE,
@@ -21,7 +19,9 @@ from hooks.sim.runner_agent import (
     RunnerConfig,
     container_env,
 )
-from hooks.sim.store import KubeObject, ObjectStore
+from arc_sim.store import KubeObject, ObjectStore
+from hooks.clock import ManualClock
+from hooks.github.port import Scope
 from tests.job_board import JobBoard
 
 ORG = Scope(organization="acme")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hooks.sim.scenario import ScenarioError, load_scenario, parse_duration
+from arc_sim.scenario import ScenarioError, load_scenario, parse_duration
 
 EXAMPLE = """
 name: example

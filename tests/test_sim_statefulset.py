@@ -7,14 +7,14 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
+from arc_sim.events import EventLoop
+from arc_sim.fake_github import FakeGitHub
+from arc_sim.kubelet import Kubelet
+from arc_sim.runner_agent import runner_agent_factory
+from arc_sim.statefulset import StatefulSetController, update_revision
+from arc_sim.store import KubeObject, ObjectStore
 from hooks.clock import ManualClock
 from hooks.github.port import Scope
-from hooks.sim.events import EventLoop
-from hooks.sim.fake_github import FakeGitHub
-from hooks.sim.kubelet import Kubelet
-from hooks.sim.runner_agent import runner_agent_factory
-from hooks.sim.statefulset import StatefulSetController, update_revision
-from hooks.sim.store import KubeObject, ObjectStore
 from tests.job_board import JobBoard
 
 NS = "ci"

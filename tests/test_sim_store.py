@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from arc_sim.store import AlreadyExists, Conflict, KubeObject, ObjectStore, selector_matches
 from hooks.clock import ManualClock
-from hooks.sim.store import AlreadyExists, Conflict, KubeObject, ObjectStore, selector_matches
 
 
 def runner(name: str = "r1", **spec: object) -> KubeObject:

@@ -17,16 +17,16 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator, ValidationError
 
-from hooks.clock import ManualClock
-from hooks.github.port import Scope
-from hooks.sim.events import EventLoop
-from hooks.sim.fake_github import FakeGitHub
-from hooks.sim.webhooks import (
+from arc_sim.events import EventLoop
+from arc_sim.fake_github import FakeGitHub
+from arc_sim.webhooks import (
     Delivery,
     WebhookSender,
     signature_256,
     workflow_job_payload,
 )
+from hooks.clock import ManualClock
+from hooks.github.port import Scope
 
 Json = dict[str, Any]
 

@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from arc_sim.events import EventLoop
+from arc_sim.fake_github import FakeGitHub
+from arc_sim.webhooks import WebhookSender
 from hooks.clock import ManualClock
 from hooks.github.port import Scope
-from hooks.sim.events import EventLoop
-from hooks.sim.fake_github import FakeGitHub
-from hooks.sim.webhooks import WebhookSender
 from hooks.webhook import (
     Action,
     Decision,

@@ -22,16 +22,17 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from hooks.app import MAX_WEBHOOK_BYTES, create_app
+from arc_sim.kube_api import FakeKubeApi
+from arc_sim.kube_port import StoreKube
+from arc_sim.loopback import serve_loopback
+from arc_sim.store import ObjectStore
+from arc_sim.webhooks import signature_256
+from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.kube.kr8s_adapter import Kr8sKube
 from hooks.kube.port import CAPACITY_RESERVATIONS
 from hooks.settings import Settings
-from hooks.sim.kube_api import FakeKubeApi
-from hooks.sim.kube_port import StoreKube
-from hooks.sim.loopback import serve_loopback
-from hooks.sim.store import ObjectStore
-from hooks.sim.webhooks import signature_256
+from hooks.webhook.endpoint import MAX_WEBHOOK_BYTES
 from tests.in_memory_github import InMemoryGitHub
 
 EXAMPLES = Path(__file__).parent / "reference" / "github" / "webhooks" / "examples"

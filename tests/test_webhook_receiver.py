@@ -20,16 +20,18 @@ from urllib.parse import urlencode
 
 import pytest
 
-from hooks.autoscaler.controller import AutoscalerDeps, sync_horizontal_runner_autoscaler
+from arc_sim.kube_port import StoreKube
+from arc_sim.store import ObjectStore
+from arc_sim.webhooks import signature_256
+from hooks.autoscaler.controller import sync_horizontal_runner_autoscaler
 from hooks.clock import ManualClock, format_time
+from hooks.deps import HookDeps
 from hooks.github.port import GitHubError
 from hooks.kube.port import CAPACITY_RESERVATIONS, KubeObject
 from hooks.metacontroller import CompositeHookRequest
-from hooks.sim.kube_port import StoreKube
-from hooks.sim.store import ObjectStore
-from hooks.sim.webhooks import signature_256
 from hooks.webhook import NO_TARGET_MESSAGE, GroupScope, RunnerGroup
 from hooks.webhook.receiver import Reply, WebhookReceiver
+from tests.hook_app import hook_settings
 from tests.in_memory_github import InMemoryGitHub
 
 EXAMPLES = Path(__file__).parent / "reference" / "github" / "webhooks" / "examples"
@@ -188,7 +190,7 @@ class World:
                 },
             }
         )
-        deps = AutoscalerDeps(InMemoryGitHub(self.clock), self.clock)
+        deps = HookDeps(InMemoryGitHub(self.clock), self.clock, hook_settings())
         status = sync_horizontal_runner_autoscaler(request, deps).status or {}
         reserved: int = status["reservedReplicas"]
         return reserved

@@ -7,7 +7,7 @@ import hmac
 
 import pytest
 
-from hooks.sim.webhooks import signature_1, signature_256
+from arc_sim.webhooks import signature_1, signature_256
 from hooks.webhook import verify_signature
 
 SECRET = b"It's a Secret to Everybody"

@@ -18,16 +18,16 @@ scale-down delay), and at least every sync period, when the pull metrics may hav
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
 
 from hooks.autoscaler.activity import COMPLETED
 from hooks.autoscaler.desired import (
-    DEFAULT_SCALE_DOWN_DELAY,
     Decision,
     ScaleTarget,
     desired_replicas,
@@ -42,8 +42,9 @@ from hooks.children import (
     invalid_answer,
     merge_conditions,
 )
-from hooks.clock import Clock, format_time, parse_time
+from hooks.clock import format_time, parse_time
 from hooks.deployment.controller import DEPLOYMENT_NAME_LABEL
+from hooks.deps import HookDeps
 from hooks.github.port import (
     GitHubError,
     GitHubPort,
@@ -54,6 +55,8 @@ from hooks.github.port import (
 from hooks.metacontroller import (
     CompositeHookRequest,
     CompositeHookResponse,
+    HookKind,
+    HookRoute,
     KubeObject,
     object_or_empty,
 )
@@ -88,15 +91,6 @@ class AutoscalerObservation:
     busy: int
 
 
-@dataclass(frozen=True)
-class AutoscalerDeps:
-    github: GitHubPort
-    clock: Clock
-    sync_period: float = DEFAULT_SYNC_PERIOD
-    default_scale_down_delay: timedelta = DEFAULT_SCALE_DOWN_DELAY
-    observe: Callable[[AutoscalerObservation], None] | None = field(default=None)
-
-
 def customize_horizontal_runner_autoscaler(request: dict[str, Any]) -> dict[str, Any]:
     """Ask for the scale target and, for a RunnerDeployment, its Runners."""
     parent = object_or_empty(request.get("parent"))
@@ -124,7 +118,7 @@ def customize_horizontal_runner_autoscaler(request: dict[str, Any]) -> dict[str,
 
 
 def sync_horizontal_runner_autoscaler(
-    request: CompositeHookRequest, deps: AutoscalerDeps
+    request: CompositeHookRequest, deps: HookDeps
 ) -> CompositeHookResponse:
     now = deps.clock.now()
     try:
@@ -189,7 +183,7 @@ class _Sync:
         self,
         request: CompositeHookRequest,
         hra: HorizontalRunnerAutoscaler,
-        deps: AutoscalerDeps,
+        deps: HookDeps,
         now: datetime,
     ) -> None:
         self.request = request
@@ -257,8 +251,8 @@ class _Sync:
                 "RunnerAutoscalingFailure",
                 "a duration, time or scaling factor in the spec is too large to compute with",
             )
-        if self.deps.observe is not None:
-            self.deps.observe(
+        if self.deps.observe_autoscaler is not None:
+            self.deps.observe_autoscaler(
                 AutoscalerObservation(
                     hra=self.hra,
                     target_kind=kind,
@@ -498,3 +492,19 @@ def _same_namespace(obj: KubeObject, hra: HorizontalRunnerAutoscaler) -> bool:
 def _status(obj: KubeObject) -> dict[str, Any]:
     status = obj.get("status")
     return status if isinstance(status, dict) else {}
+
+
+def routes(deps: HookDeps) -> list[HookRoute]:
+    return [
+        HookRoute(
+            "/sync/horizontalrunnerautoscaler",
+            HookKind.COMPOSITE,
+            partial(sync_horizontal_runner_autoscaler, deps=deps),
+            True,
+        ),
+        HookRoute(
+            "/customize/horizontalrunnerautoscaler",
+            HookKind.CUSTOMIZE,
+            customize_horizontal_runner_autoscaler,
+        ),
+    ]

@@ -14,6 +14,7 @@ Effective replicas: `status.desiredReplicas` of the HorizontalRunnerAutoscaler w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeGuard
 
 from pydantic import ValidationError
@@ -25,10 +26,12 @@ from hooks.children import (
     invalid_answer,
     merge_conditions,
 )
-from hooks.clock import Clock
+from hooks.deps import HookDeps
 from hooks.metacontroller import (
     CompositeHookRequest,
     CompositeHookResponse,
+    HookKind,
+    HookRoute,
     KubeObject,
     object_or_empty,
     observed_time,
@@ -43,12 +46,6 @@ from hooks.resources.runner import API_VERSION
 from hooks.runner.validation import validate_runner_template
 
 DEPLOYMENT_NAME_LABEL = "runner-deployment-name"
-
-
-@dataclass(frozen=True)
-class DeploymentDeps:
-    clock: Clock
-    common_runner_labels: tuple[str, ...] = ()
 
 
 def customize_runner_deployment(request: dict[str, Any]) -> dict[str, Any]:
@@ -152,9 +149,7 @@ def effective_time(deployment: RunnerDeployment, related: list[KubeObject]) -> s
     return later_effective_time(autoscaler_of(deployment, related), deployment.spec.effective_time)
 
 
-def sync_runner_deployment(
-    request: CompositeHookRequest, deps: DeploymentDeps
-) -> CompositeHookResponse:
+def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
     now = deps.clock.now()
     try:
         deployment = RunnerDeployment.model_validate(request.parent)
@@ -267,3 +262,14 @@ def _scaled_to_zero(obj: KubeObject) -> KubeObject:
     kept = as_kept(obj)
     kept["spec"] = {**object_or_empty(kept.get("spec")), "replicas": 0}
     return kept
+
+
+def routes(deps: HookDeps) -> list[HookRoute]:
+    return [
+        HookRoute(
+            "/sync/runnerdeployment",
+            HookKind.COMPOSITE,
+            partial(sync_runner_deployment, deps=deps),
+        ),
+        HookRoute("/customize/runnerdeployment", HookKind.CUSTOMIZE, customize_runner_deployment),
+    ]

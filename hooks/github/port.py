@@ -1,7 +1,7 @@
 """The GitHub port: the small surface the controller logic needs from GitHub.
 
 The logic layer depends on this Protocol only. The PyGithub adapter implements it for real
-GitHub (and GitHub Enterprise Server); tests use the fake GitHub in `hooks.sim`.
+GitHub (and GitHub Enterprise Server); tests use the fake GitHub in `arc_sim`.
 """
 
 from __future__ import annotations

@@ -15,16 +15,13 @@ to come back.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import re
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from email.utils import parsedate_to_datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,7 +33,6 @@ from github.Requester import Requester
 from hooks.clock import Clock, parse_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import (
-    ConflictError,
     GitHubError,
     GitHubPort,
     GitHubRunner,
@@ -52,6 +48,27 @@ from hooks.github.port import (
     pick_runner_group,
     repository_runner_group,
 )
+from hooks.github.rest import (
+    JOBS_PER_PAGE,
+    MALFORMED_ANSWER,
+    MAX_PAGES,
+    PER_PAGE,
+    call_outcome,
+    endpoint_template,
+    error_message,
+    header,
+    next_link,
+    parse_registration_token,
+    parse_runner,
+    parse_runner_group,
+    parse_workflow_job,
+    parse_workflow_run,
+    port_error,
+    rate_limit_wait,
+    removal_outcome,
+    scope_path,
+    to_float,
+)
 from hooks.metrics import GITHUB_API_CALLS, GITHUB_RATE_LIMIT, GITHUB_RATE_LIMIT_REMAINING
 from hooks.settings import Settings
 
@@ -59,16 +76,10 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-PER_PAGE = 100  # GitHub's maximum for every list used here
-# GitHub documents this wait for a secondary rate limit that names no time to wait.
-SECONDARY_RATE_LIMIT_WAIT = 60.0
 # Refresh an installation token this long before it expires, so no request carries a token
 # that expires in flight.
 INSTALLATION_TOKEN_MARGIN = timedelta(minutes=5)
 MAX_IDLE_CLIENTS = 64  # about the thread pool's size; more concurrent calls get a fresh client
-MAX_PAGES = 1000  # a guard against a server whose Link header never ends
-JOBS_PER_PAGE = 50  # ARC's page size for a run's jobs
-BUSY_MESSAGE = "is still running a job"
 
 
 def _version() -> str:
@@ -79,161 +90,6 @@ def _version() -> str:
 
 
 USER_AGENT = f"arc-hooks/{_version()}"
-
-
-# -- endpoint templates for metrics -----------------------------------------------------------
-
-_SCOPE_TEMPLATES = ("/repos/{owner}/{repo}", "/orgs/{org}", "/enterprises/{enterprise}")
-_SCOPE_SUFFIXES = (
-    "/actions/runners",
-    "/actions/runners/registration-token",
-    "/actions/runners/generate-jitconfig",
-    "/actions/runners/{runner_id}",
-    "/actions/runner-groups",
-    "",
-)
-_TEMPLATES = [scope + suffix for scope in _SCOPE_TEMPLATES for suffix in _SCOPE_SUFFIXES] + [
-    "/repos/{owner}/{repo}/actions/runs",
-    "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs",
-    "/app/installations/{installation_id}/access_tokens",
-    "/rate_limit",
-]
-
-
-def _template_regex(template: str) -> re.Pattern[str]:
-    # Ids are numeric; other placeholders are one path segment. Literal segments such as
-    # `registration-token` are listed before `{runner_id}`, and cannot match `\d+` anyway.
-    pattern = re.escape(template)
-    pattern = re.sub(r"\\\{[a-z_]*_id\\\}", r"\\d+", pattern)
-    pattern = re.sub(r"\\\{[a-z_]+\\\}", r"[^/]+", pattern)
-    return re.compile(f"^{pattern}$")
-
-
-_TEMPLATE_PATTERNS = [(_template_regex(t), t) for t in _TEMPLATES]
-
-
-def endpoint_template(verb: str, url: str, base_path: str = "") -> str:
-    """`DELETE /orgs/{org}/actions/runners/{runner_id}` for a concrete request.
-
-    Never returns a concrete name or id: unknown paths become `other`, so a metric label can
-    neither leak data nor grow without bound.
-    """
-    path = urllib.parse.urlsplit(url).path
-    if base_path and path.startswith(base_path + "/"):
-        path = path[len(base_path) :]
-    path = path.rstrip("/") or "/"
-    for regex, template in _TEMPLATE_PATTERNS:
-        if regex.match(path):
-            return f"{verb} {template}"
-    return f"{verb} other"
-
-
-# -- answers: messages, rate limits, removal outcomes -----------------------------------------
-
-
-def _header(headers: Mapping[str, Any] | None, name: str) -> str | None:
-    if not headers:
-        return None
-    for key, value in headers.items():
-        if key.lower() == name:
-            return str(value)
-    return None
-
-
-def _message(data: Any) -> str:
-    """GitHub's error message from a response body (parsed or raw)."""
-    if isinstance(data, str):
-        text = data
-        try:
-            data = json.loads(text) if text else None
-        except ValueError:
-            return text[:300]
-    if isinstance(data, Mapping):
-        return str(data.get("message") or "")
-    return ""
-
-
-def _is_rate_limit_message(message: str) -> bool:
-    lowered = message.lower()
-    return (
-        Requester.isRateLimitError(lowered)
-        or "secondary rate limit" in lowered
-        or "rate limit exceeded" in lowered
-    )
-
-
-def is_rate_limited(status: int, headers: Mapping[str, Any] | None, message: str) -> bool:
-    """A 403 or 429 with one of GitHub's rate-limit signals (any 429 is one)."""
-    if status == 429:
-        return True
-    return status == 403 and (
-        _to_float(_header(headers, "x-ratelimit-remaining")) == 0
-        or _header(headers, "retry-after") is not None
-        or _is_rate_limit_message(message)
-    )
-
-
-def rate_limit_wait(
-    status: int, headers: Mapping[str, Any] | None, message: str, now: datetime
-) -> float | None:
-    """Seconds to wait when a 403/429 is a rate limit, else None.
-
-    GitHub's rules: `x-ratelimit-remaining: 0` means wait until `x-ratelimit-reset`;
-    `retry-after` means wait that long; a secondary-limit message with neither means wait at
-    least a minute. When several apply, the longest wait wins.
-    """
-    if not is_rate_limited(status, headers, message):
-        return None
-    waits: list[float] = []
-    remaining = _header(headers, "x-ratelimit-remaining")
-    if remaining is not None and _to_float(remaining) == 0:
-        reset = _to_float(_header(headers, "x-ratelimit-reset"))
-        waits.append(reset - now.timestamp() if reset is not None else SECONDARY_RATE_LIMIT_WAIT)
-    retry_after = _header(headers, "retry-after")
-    if retry_after is not None:
-        seconds = _to_float(retry_after)
-        if seconds is None:
-            try:  # the HTTP-date form
-                seconds = (parsedate_to_datetime(retry_after) - now).total_seconds()
-            except (TypeError, ValueError):
-                seconds = SECONDARY_RATE_LIMIT_WAIT
-        waits.append(seconds)
-    if not waits:
-        waits.append(SECONDARY_RATE_LIMIT_WAIT)
-    # A reset already in the past (clock skew) still must not invite a hot retry loop.
-    return max(max(waits), 1.0)
-
-
-def _to_float(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return None
-
-
-def removal_outcome(status: int, headers: Mapping[str, Any] | None, message: str) -> RemoveOutcome:
-    """Classify GitHub's answer to DELETE .../actions/runners/{id}."""
-    if 200 <= status < 300:
-        return RemoveOutcome.REMOVED
-    if status == 404:
-        return RemoveOutcome.NOT_FOUND
-    if status == 422 and BUSY_MESSAGE in message:
-        return RemoveOutcome.BUSY
-    if is_rate_limited(status, headers, message):
-        return RemoveOutcome.RATE_LIMITED
-    if status == 403:
-        return RemoveOutcome.FORBIDDEN
-    return RemoveOutcome.ERROR
-
-
-def _call_outcome(template: str, status: int, headers: Mapping[str, Any], body: str) -> str:
-    if template.startswith("DELETE ") and template.endswith("/actions/runners/{runner_id}"):
-        return removal_outcome(status, headers, _message(body)).value
-    if is_rate_limited(status, headers, _message(body)):
-        return "rate_limited"
-    return f"{status // 100}xx"
 
 
 # -- metrics and log hygiene ------------------------------------------------------------------
@@ -262,18 +118,18 @@ def instrument(requester: Requester) -> None:
         except (requests.RequestException, OSError):
             GITHUB_API_CALLS.labels(template, "transport_error").inc()
             raise
-        GITHUB_API_CALLS.labels(template, _call_outcome(template, status, headers, body)).inc()
-        _record_rate_limit(headers)
+        GITHUB_API_CALLS.labels(template, call_outcome(template, status, headers, body)).inc()
+        record_rate_limit(headers)
         return status, headers, body
 
     setattr(requester, "requestJson", request_json)  # noqa: B010 - instance attribute on purpose
     setattr(requester, "_arc_hooks_instrumented", True)  # noqa: B010
 
 
-def _record_rate_limit(headers: Mapping[str, Any]) -> None:
-    resource = _header(headers, "x-ratelimit-resource") or "core"
-    remaining = _to_float(_header(headers, "x-ratelimit-remaining"))
-    limit = _to_float(_header(headers, "x-ratelimit-limit"))
+def record_rate_limit(headers: Mapping[str, Any]) -> None:
+    resource = header(headers, "x-ratelimit-resource") or "core"
+    remaining = to_float(header(headers, "x-ratelimit-remaining"))
+    limit = to_float(header(headers, "x-ratelimit-limit"))
     if remaining is not None:
         GITHUB_RATE_LIMIT_REMAINING.labels(resource).set(remaining)
     if limit is not None:
@@ -383,10 +239,10 @@ class ClockInstallationAuth(Auth.AppInstallationAuth):
             )
             return str(data["token"]), parse_time(str(data["expires_at"]))
         except GithubException as exc:
-            raise _port_error(op, exc.status, exc.headers, _message(exc.data), now) from None
+            raise port_error(op, exc.status, exc.headers, error_message(exc.data), now) from None
         except (requests.RequestException, OSError) as exc:
             raise GitHubError(f"{op}: {_transport_message(exc)}") from None
-        except _MALFORMED as exc:
+        except MALFORMED_ANSWER as exc:
             raise GitHubError(f"{op}: unexpected answer ({type(exc).__name__})") from None
 
 
@@ -420,101 +276,12 @@ def auth_from_settings(settings: Settings, clock: Clock) -> Auth.Auth:
 # -- errors -----------------------------------------------------------------------------------
 
 
-# What PyGithub or our parsing raise for an answer that is not what GitHub should send: a body
-# that is not the documented JSON (KeyError, TypeError, ValueError, AttributeError), a Link or
-# redirect to another host (AssertionError, RuntimeError).
-_MALFORMED = (KeyError, TypeError, ValueError, AttributeError, AssertionError, RuntimeError)
-
-
 def _transport_message(exc: BaseException) -> str:
     # requests' messages name host, port and path; credentials travel in headers, never there.
     return f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
-def _port_error(
-    op: str, status: int, headers: Mapping[str, Any] | None, message: str, now: datetime
-) -> GitHubError:
-    text = f"{op}: HTTP {status}" + (f": {message}" if message else "")
-    wait = rate_limit_wait(status, headers, message, now)
-    if wait is not None:
-        return RateLimitedError(text, retry_after=wait, status=status)
-    if status == 409:
-        return ConflictError(text, status)
-    return GitHubError(text, status)
-
-
 # -- the adapter ------------------------------------------------------------------------------
-
-
-def _quote(segment: str) -> str:
-    return urllib.parse.quote(segment, safe="")
-
-
-def _scope_path(scope: Scope) -> str:
-    if scope.repository:
-        owner, _, repo = scope.repository.partition("/")
-        return f"/repos/{_quote(owner)}/{_quote(repo)}"
-    if scope.organization:
-        return f"/orgs/{_quote(scope.organization)}"
-    if scope.enterprise:
-        return f"/enterprises/{_quote(scope.enterprise)}"
-    raise GitHubError("a scope needs an enterprise, an organization or a repository")
-
-
-def _runner(data: Mapping[str, Any]) -> GitHubRunner:
-    labels = tuple(
-        str(label.get("name", "")) if isinstance(label, Mapping) else str(label)
-        for label in data.get("labels") or ()
-    )
-    ephemeral = data.get("ephemeral")
-    group = data.get("runner_group_id")
-    return GitHubRunner(
-        id=int(data["id"]),
-        name=str(data["name"]),
-        status=str(data.get("status") or "offline"),
-        busy=bool(data.get("busy", False)),
-        labels=labels,
-        ephemeral=bool(ephemeral) if ephemeral is not None else None,
-        runner_group_id=int(group) if group is not None else None,
-    )
-
-
-def _registration_token(data: Mapping[str, Any]) -> RegistrationToken:
-    return RegistrationToken(
-        token=str(data["token"]), expires_at=parse_time(str(data["expires_at"]))
-    )
-
-
-def _workflow_run(data: Mapping[str, Any]) -> WorkflowRun:
-    return WorkflowRun(id=int(data.get("id") or 0), status=str(data.get("status") or ""))
-
-
-def _workflow_job(data: Mapping[str, Any]) -> WorkflowJob:
-    return WorkflowJob(
-        status=str(data.get("status") or ""),
-        labels=tuple(str(label) for label in data.get("labels") or ()),
-        id=int(data.get("id") or 0),
-    )
-
-
-def _runner_group(data: Mapping[str, Any]) -> RunnerGroupInfo:
-    return RunnerGroupInfo(
-        id=int(data["id"]),
-        name=str(data["name"]),
-        default=bool(data.get("default", False)),
-        inherited=bool(data.get("inherited", False)),
-    )
-
-
-def _next_link(headers: Mapping[str, Any]) -> str | None:
-    link = _header(headers, "link")
-    if not link:
-        return None
-    for part in link.split(","):
-        url, _, params = part.partition(";")
-        if re.search(r'rel="?next"?', params):
-            return url.strip().strip("<>")
-    return None
 
 
 class PyGithubAdapter(GitHubPort):
@@ -583,13 +350,11 @@ class PyGithubAdapter(GitHubPort):
                 listing = gh.get_organization(scope.organization).get_self_hosted_runners()
             else:
                 return [
-                    _runner(item)
-                    for item in self._get_all(
-                        gh, f"{_scope_path(scope)}/actions/runners", "runners"
-                    )
+                    parse_runner(item)
+                    for item in self._get_all(gh, f"{scope_path(scope)}/actions/runners", "runners")
                 ]
             # Runner objects are not completable, so reading raw_data makes no request.
-            return [_runner(item.raw_data) for item in listing]
+            return [parse_runner(item.raw_data) for item in listing]
 
         return self._guard("list runners", scope, call)
 
@@ -597,13 +362,13 @@ class PyGithubAdapter(GitHubPort):
         def call(gh: Github) -> RegistrationToken:
             if scope.organization and not scope.repository:
                 org = gh.get_organization(scope.organization)
-                return _registration_token(
+                return parse_registration_token(
                     org.create_self_hosted_runner_registration_token().raw_data
                 )
             _, data = gh.requester.requestJsonAndCheck(
-                "POST", f"{_scope_path(scope)}/actions/runners/registration-token"
+                "POST", f"{scope_path(scope)}/actions/runners/registration-token"
             )
-            return _registration_token(data)
+            return parse_registration_token(data)
 
         return self._guard("create registration token", scope, call)
 
@@ -630,10 +395,10 @@ class PyGithubAdapter(GitHubPort):
                     "work_folder": work_folder,
                 }
                 _, data = gh.requester.requestJsonAndCheck(
-                    "POST", f"{_scope_path(scope)}/actions/runners/generate-jitconfig", input=body
+                    "POST", f"{scope_path(scope)}/actions/runners/generate-jitconfig", input=body
                 )
             return JitConfig(
-                runner=_runner(data["runner"]),
+                runner=parse_runner(data["runner"]),
                 encoded_jit_config=str(data["encoded_jit_config"]),
             )
 
@@ -645,7 +410,7 @@ class PyGithubAdapter(GitHubPort):
 
         def call(gh: Github) -> int:
             groups = self._get_all(
-                gh, f"{_scope_path(scope)}/actions/runner-groups", "runner_groups"
+                gh, f"{scope_path(scope)}/actions/runner-groups", "runner_groups"
             )
             return pick_runner_group(groups, group_name)
 
@@ -658,10 +423,10 @@ class PyGithubAdapter(GitHubPort):
             # The first page only, as ARC reads it: the newest runs.
             _, data = gh.requester.requestJsonAndCheck(
                 "GET",
-                f"{_scope_path(scope)}/actions/runs",
+                f"{scope_path(scope)}/actions/runs",
                 parameters={"status": status, "per_page": PER_PAGE},
             )
-            return [_workflow_run(item) for item in data.get("workflow_runs") or []]
+            return [parse_workflow_run(item) for item in data.get("workflow_runs") or []]
 
         return self._guard(f"list {status} workflow runs", scope, call)
 
@@ -669,9 +434,9 @@ class PyGithubAdapter(GitHubPort):
         scope = Scope(repository=repository)
 
         def call(gh: Github) -> list[WorkflowJob]:
-            path = f"{_scope_path(scope)}/actions/runs/{int(run_id)}/jobs"
+            path = f"{scope_path(scope)}/actions/runs/{int(run_id)}/jobs"
             jobs = self._get_all(gh, path, "jobs", per_page=JOBS_PER_PAGE)
-            return [_workflow_job(item) for item in jobs]
+            return [parse_workflow_job(item) for item in jobs]
 
         return self._guard(f"list jobs of workflow run {int(run_id)}", scope, call)
 
@@ -681,10 +446,10 @@ class PyGithubAdapter(GitHubPort):
         scope = Scope(organization=organization)
 
         def call(gh: Github) -> list[RunnerGroupInfo]:
-            path = f"{_scope_path(scope)}/actions/runner-groups"
+            path = f"{scope_path(scope)}/actions/runner-groups"
             query = {"visible_to_repository": repository_name}
             groups = self._get_all(gh, path, "runner_groups", query)
-            return [_runner_group(item) for item in groups]
+            return [parse_runner_group(item) for item in groups]
 
         return self._guard(f"list runner groups visible to {repository_name!r}", scope, call)
 
@@ -698,19 +463,19 @@ class PyGithubAdapter(GitHubPort):
         try:
             with self._client() as gh:
                 status, headers, body = gh.requester.requestJson(
-                    "DELETE", f"{_scope_path(scope)}/actions/runners/{int(runner_id)}"
+                    "DELETE", f"{scope_path(scope)}/actions/runners/{int(runner_id)}"
                 )
         except GitHubError as exc:  # from the installation token request
             error = _in_context(f"{op} in {scope}", exc)
             if isinstance(error, RateLimitedError):
                 return RemoveResult(RemoveOutcome.RATE_LIMITED, error.retry_after, str(error))
             return RemoveResult(RemoveOutcome.ERROR, message=str(error))
-        except (requests.RequestException, OSError, *_MALFORMED) as exc:
+        except (requests.RequestException, OSError, *MALFORMED_ANSWER) as exc:
             return RemoveResult(
                 RemoveOutcome.ERROR,
                 message=self._redact(f"{op} in {scope}: {_transport_message(exc)}"),
             )
-        message = _message(body)
+        message = error_message(body)
         outcome = removal_outcome(status, headers, message)
         retry_after = None
         if outcome is RemoveOutcome.RATE_LIMITED:
@@ -776,7 +541,7 @@ class PyGithubAdapter(GitHubPort):
             seen.add(url)
             headers, data = gh.requester.requestJsonAndCheck("GET", url, parameters=parameters)
             items.extend(data.get(item) or [])
-            url = self._relative(_next_link(headers))
+            url = self._relative(next_link(headers))
             parameters = None  # the next link carries them
         return items
 
@@ -800,11 +565,11 @@ class PyGithubAdapter(GitHubPort):
         except GitHubError as exc:  # e.g. from the installation token: add what it was for
             raise _in_context(what, exc) from None
         except GithubException as exc:
-            message = self._redact(_message(exc.data))
-            raise _port_error(what, exc.status, exc.headers, message, self._clock.now()) from None
+            message = self._redact(error_message(exc.data))
+            raise port_error(what, exc.status, exc.headers, message, self._clock.now()) from None
         except (requests.RequestException, OSError) as exc:
             raise GitHubError(self._redact(f"{what}: {_transport_message(exc)}")) from None
-        except _MALFORMED as exc:
+        except MALFORMED_ANSWER as exc:
             raise GitHubError(self._redact(f"{what}: {_transport_message(exc)}")) from None
 
     def _redact(self, text: str) -> str:

@@ -15,6 +15,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,10 +27,13 @@ from hooks.children import (
     invalid_answer,
     merge_conditions,
 )
-from hooks.clock import Clock, format_time
+from hooks.clock import format_time
+from hooks.deps import HookDeps
 from hooks.metacontroller import (
     CompositeHookRequest,
     CompositeHookResponse,
+    HookKind,
+    HookRoute,
     KubeObject,
     object_or_empty,
     observed_time,
@@ -57,11 +61,6 @@ MAX_NEW_RUNNERS_PER_SYNC = 500
 creates pods in the same bursts); a larger set grows over the next syncs."""
 
 NEXT_BURST_SECONDS = 1.0
-
-
-@dataclass(frozen=True)
-class ReplicaSetDeps:
-    clock: Clock
 
 
 @dataclass(frozen=True)
@@ -135,9 +134,7 @@ def template_hash(template: RunnerTemplate) -> str:
     return hashlib.sha256(canonical).hexdigest()[:10]
 
 
-def sync_runner_replica_set(
-    request: CompositeHookRequest, deps: ReplicaSetDeps
-) -> CompositeHookResponse:
+def sync_runner_replica_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
     now = deps.clock.now()
     try:
         replica_set = RunnerReplicaSet.model_validate(request.parent)
@@ -304,3 +301,8 @@ def base36(number: int) -> str:
         text = digits[remainder] + text
         if number == 0:
             return text
+
+
+def routes(deps: HookDeps) -> list[HookRoute]:
+    handler = partial(sync_runner_replica_set, deps=deps)
+    return [HookRoute("/sync/runnerreplicaset", HookKind.COMPOSITE, handler)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import orjson
@@ -22,16 +23,21 @@ from hooks.children import (
     merge_conditions,
 )
 from hooks.clock import Clock, format_time, parse_optional_time, parse_time
+from hooks.deps import HookDeps
 from hooks.github.port import (
     ConflictError,
     GitHubError,
-    GitHubPort,
     GitHubRunner,
     RateLimitedError,
     Scope,
 )
-from hooks.memo import Memo
-from hooks.metacontroller import CompositeHookRequest, CompositeHookResponse, KubeObject
+from hooks.metacontroller import (
+    CompositeHookRequest,
+    CompositeHookResponse,
+    HookKind,
+    HookRoute,
+    KubeObject,
+)
 from hooks.resources.runner import (
     GracefulStopStatus,
     Runner,
@@ -42,7 +48,6 @@ from hooks.runner.graceful_stop import (
     LeftoverCheck,
     StopSubject,
     StopTick,
-    StopTiming,
     begin_stop,
     find_runner,
     remove_leftover_registration,
@@ -53,7 +58,6 @@ from hooks.runner.pod import POD_TEMPLATE_HASH_LABEL, PodDefaults, build_runner_
 from hooks.runner.registration import RegistrationMaterial, read_material, secret_data
 from hooks.runner.secret import registration_secret_name
 from hooks.runner.validation import validate_runner_spec
-from hooks.settings import Settings
 
 REGISTRATION_MODE_ANNOTATION = "arc-hooks.dev/registration"
 """Per-Runner opt-in: `jit` registers with a just-in-time config instead of a token."""
@@ -62,24 +66,6 @@ RELEASE_RESYNC_SECONDS = 5.0
 """After releasing a pod, look again soon: its deletion event usually comes first."""
 
 DEFAULT_RUNNER_GROUP = "Default"
-
-PARSED_PARENTS_MEMO_ENTRIES = 1024
-"""Parsed Runners (and their pods) kept per process, about 25 KB each for a small spec: a
-steady-state sync parses nothing and builds no pod."""
-
-
-@dataclass(frozen=True)
-class RunnerHookDeps:
-    github: GitHubPort
-    clock: Clock
-    settings: Settings
-    parsed_parents: Memo[tuple[bytes, str, PodDefaults], _Parsed] = field(
-        default_factory=lambda: Memo(PARSED_PARENTS_MEMO_ENTRIES), compare=False, repr=False
-    )
-
-    @property
-    def timing(self) -> StopTiming:
-        return StopTiming.from_settings(self.settings)
 
 
 @dataclass
@@ -136,7 +122,7 @@ class _Parsed:
 class _Sync:
     """One sync or finalize call for one Runner."""
 
-    def __init__(self, request: CompositeHookRequest, parsed: _Parsed, deps: RunnerHookDeps):
+    def __init__(self, request: CompositeHookRequest, parsed: _Parsed, deps: HookDeps):
         assert parsed.runner is not None
         runner = parsed.runner
         self.request = request
@@ -538,7 +524,7 @@ class _Sync:
 # ------------------------------------------------------------------ entry points
 
 
-def sync_runner(request: CompositeHookRequest, deps: RunnerHookDeps) -> CompositeHookResponse:
+def sync_runner(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
     parsed = _parse(request, deps)
     runner, problems = parsed.runner, list(parsed.problems)
     if runner is None or problems:
@@ -546,7 +532,7 @@ def sync_runner(request: CompositeHookRequest, deps: RunnerHookDeps) -> Composit
     return _Sync(request, parsed, deps).sync()
 
 
-def finalize_runner(request: CompositeHookRequest, deps: RunnerHookDeps) -> CompositeHookResponse:
+def finalize_runner(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
     parsed = _parse(request, deps)
     runner, problems = parsed.runner, list(parsed.problems)
     if runner is None:
@@ -571,7 +557,7 @@ _KEY_OPTIONS = (
 )
 
 
-def _parse(request: CompositeHookRequest, deps: RunnerHookDeps) -> _Parsed:
+def _parse(request: CompositeHookRequest, deps: HookDeps) -> _Parsed:
     """The parsed parent, from the memo when an identical parent was parsed with these settings.
 
     The key is the parent's JSON text without what changes on every write and does not shape
@@ -677,4 +663,13 @@ def _has_scope(scope: Scope) -> bool:
     return bool(scope.enterprise or scope.organization or scope.repository)
 
 
-__all__ = ["ObservedPod", "RunnerHookDeps", "finalize_runner", "sync_runner"]
+__all__ = ["HookDeps", "ObservedPod", "finalize_runner", "sync_runner"]
+
+
+def routes(deps: HookDeps) -> list[HookRoute]:
+    return [
+        HookRoute("/sync/runner", HookKind.COMPOSITE, partial(sync_runner, deps=deps), True),
+        HookRoute(
+            "/finalize/runner", HookKind.COMPOSITE, partial(finalize_runner, deps=deps), True
+        ),
+    ]

@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+import orjson
+
+from hooks.memo import Memo
 from hooks.resources.common import ObjectMeta
 from hooks.resources.pod_rules import fragment_problems, pod_problems
 from hooks.resources.replicaset import RunnerTemplate
@@ -94,9 +97,23 @@ _POD_PART_FIELDS = {
 }
 
 
+_TEMPLATE_PROBLEMS: Memo[bytes, tuple[str, ...]] = Memo(256)
+"""Problems of templates seen before, by their JSON: a set is synced at every change of any
+of its Runners, and its template rarely changes."""
+
+
 def validate_runner_template(template: RunnerTemplate) -> list[str]:
     """A RunnerReplicaSet's or RunnerDeployment's template: the Runners it makes, and their
     pods, must be accepted (problems are prefixed with the template's path)."""
+    key = orjson.dumps(template.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+    known = _TEMPLATE_PROBLEMS.get(key)
+    if known is None:
+        known = tuple(_template_problems(template))
+        _TEMPLATE_PROBLEMS.put(key, known)
+    return list(known)
+
+
+def _template_problems(template: RunnerTemplate) -> list[str]:
     metadata = ObjectMeta(
         name="runner",
         labels=dict(template.metadata.labels),

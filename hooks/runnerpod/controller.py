@@ -17,16 +17,20 @@ until this hook says the registration is gone.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
 
-from hooks.clock import Clock, format_time
-from hooks.github.port import GitHubError, GitHubPort, RateLimitedError, RemoveOutcome, Scope
+from hooks.clock import format_time
+from hooks.deps import HookDeps
+from hooks.github.port import GitHubError, RateLimitedError, RemoveOutcome, Scope
 from hooks.metacontroller import (
     DecoratorHookRequest,
     DecoratorHookResponse,
+    HookKind,
+    HookRoute,
     KubeObject,
     object_or_empty,
     observed_time,
@@ -36,7 +40,6 @@ from hooks.resources.runner import GracefulStopStatus
 from hooks.runner.graceful_stop import (
     GRACEFUL_STOP_ANNOTATION,
     StopSubject,
-    StopTiming,
     begin_stop,
     find_runner,
     tick_graceful_stop,
@@ -49,7 +52,6 @@ from hooks.runnerpod.facts import (
     node_unreachable,
     read_runner_pod,
 )
-from hooks.settings import Settings
 
 UNREGISTRATION_START_ANNOTATION = "actions-runner/unregistration-start-timestamp"
 UNREGISTRATION_COMPLETE_ANNOTATION = "actions-runner/unregistration-complete-timestamp"
@@ -61,21 +63,10 @@ _CLEAN_OUTCOMES = ("Unregistered", "NotRegistered")
 _FINAL_OUTCOMES = (*_CLEAN_OUTCOMES, "Forbidden")
 
 
-@dataclass(frozen=True)
-class RunnerPodDeps:
-    github: GitHubPort
-    clock: Clock
-    settings: Settings
-
-    @property
-    def timing(self) -> StopTiming:
-        return StopTiming.from_settings(self.settings)
-
-
 # ------------------------------------------------------------------------- sync
 
 
-def sync_runner_pod(request: DecoratorHookRequest, deps: RunnerPodDeps) -> DecoratorHookResponse:
+def sync_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorHookResponse:
     """Record the runner id once GitHub lists the runner; poll until then, for a while."""
     pod = read_runner_pod(request.object)
     if pod.scope is None or pod.runner_id is not None:
@@ -102,9 +93,7 @@ def sync_runner_pod(request: DecoratorHookRequest, deps: RunnerPodDeps) -> Decor
 # --------------------------------------------------------------------- finalize
 
 
-def finalize_runner_pod(
-    request: DecoratorHookRequest, deps: RunnerPodDeps
-) -> DecoratorHookResponse:
+def finalize_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorHookResponse:
     pod = read_runner_pod(request.object)
     if _owner_takes_care(request, pod):
         return DecoratorHookResponse(finalized=True)
@@ -120,7 +109,7 @@ def finalize_runner_pod(
 class _PodStop:
     """One finalize call's step of a pod's stop: the graceful stop, then leftovers."""
 
-    def __init__(self, pod: RunnerPod, scope: Scope, deps: RunnerPodDeps) -> None:
+    def __init__(self, pod: RunnerPod, scope: Scope, deps: HookDeps) -> None:
         self.pod = pod
         self.scope = scope
         self.deps = deps
@@ -328,3 +317,16 @@ _RELATED_RESOURCES = {
     (RUNNER_API_VERSION, "Runner"): "runners",
     (STATEFULSET_API_VERSION, "StatefulSet"): "statefulsets",
 }
+
+
+def routes(deps: HookDeps) -> list[HookRoute]:
+    return [
+        HookRoute("/sync/runnerpod", HookKind.DECORATOR, partial(sync_runner_pod, deps=deps), True),
+        HookRoute(
+            "/finalize/runnerpod",
+            HookKind.DECORATOR,
+            partial(finalize_runner_pod, deps=deps),
+            True,
+        ),
+        HookRoute("/customize/runnerpod", HookKind.CUSTOMIZE_DECORATOR, customize_runner_pod),
+    ]

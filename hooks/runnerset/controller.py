@@ -33,6 +33,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -45,16 +46,19 @@ from hooks.children import (
     label_value,
     merge_conditions,
 )
-from hooks.clock import Clock, format_time, parse_optional_time
+from hooks.clock import format_time, parse_optional_time
 from hooks.deployment.controller import (
     autoscaler_targeting,
     later_effective_time,
     scaled_replicas,
 )
-from hooks.github.port import GitHubError, GitHubPort, GitHubRunner, RateLimitedError, Scope
+from hooks.deps import HookDeps
+from hooks.github.port import GitHubError, GitHubRunner, RateLimitedError, Scope
 from hooks.metacontroller import (
     CompositeHookRequest,
     CompositeHookResponse,
+    HookKind,
+    HookRoute,
     KubeObject,
     object_or_empty,
     observed_int,
@@ -66,7 +70,6 @@ from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
 from hooks.runner.graceful_stop import (
     GRACEFUL_STOP_ANNOTATION,
     StopSubject,
-    StopTiming,
     begin_stop,
     remove_leftover_registration,
     tick_graceful_stop,
@@ -87,7 +90,6 @@ from hooks.runnerset.statefulset import (
     template_hash,
     volume_claims,
 )
-from hooks.settings import Settings
 
 RUNNER_ID_ANNOTATION = "actions-runner/id"
 """Recorded on runner pods by the runner-pod decorator once GitHub lists the runner."""
@@ -105,17 +107,6 @@ CHILD_KINDS = ["StatefulSet", "Secret", "PersistentVolumeClaim"]
 
 # Stops whose outcome tells the runner-pod decorator that nothing is left on GitHub.
 _CLEAN_OUTCOMES = ("Unregistered", "NotRegistered")
-
-
-@dataclass(frozen=True)
-class RunnerSetDeps:
-    github: GitHubPort
-    clock: Clock
-    settings: Settings
-
-    @property
-    def timing(self) -> StopTiming:
-        return StopTiming.from_settings(self.settings)
 
 
 def customize_runner_set(request: dict[str, Any]) -> dict[str, Any]:
@@ -138,16 +129,14 @@ def customize_runner_set(request: dict[str, Any]) -> dict[str, Any]:
     return {"relatedResources": [pods, autoscalers]}
 
 
-def sync_runner_set(request: CompositeHookRequest, deps: RunnerSetDeps) -> CompositeHookResponse:
+def sync_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
     runner_set, problems = _parse(request)
     if runner_set is None or problems:
         return _invalid(request, problems, deps.clock.now())
     return _RunnerSetSync(request, runner_set, deps).sync()
 
 
-def finalize_runner_set(
-    request: CompositeHookRequest, deps: RunnerSetDeps
-) -> CompositeHookResponse:
+def finalize_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
     runner_set, problems = _parse(request)
     if runner_set is None or problems:
         return _finalize_unreadable(request, problems, deps.clock.now())
@@ -253,7 +242,7 @@ class _Answer:
 
 class _RunnerSetSync:
     def __init__(
-        self, request: CompositeHookRequest, runner_set: RunnerSet, deps: RunnerSetDeps
+        self, request: CompositeHookRequest, runner_set: RunnerSet, deps: HookDeps
     ) -> None:
         assert runner_set.spec is not None
         self.request = request
@@ -721,3 +710,16 @@ MAX_RUNNER_INDEX = 36**7
 def _descending(timestamp: str) -> str:
     """Sorts RFC 3339 timestamps newest first (they compare as text)."""
     return "".join(chr(0x10FFFF - ord(c)) for c in timestamp)
+
+
+def routes(deps: HookDeps) -> list[HookRoute]:
+    return [
+        HookRoute("/sync/runnerset", HookKind.COMPOSITE, partial(sync_runner_set, deps=deps), True),
+        HookRoute(
+            "/finalize/runnerset",
+            HookKind.COMPOSITE,
+            partial(finalize_runner_set, deps=deps),
+            True,
+        ),
+        HookRoute("/customize/runnerset", HookKind.CUSTOMIZE, customize_runner_set),
+    ]

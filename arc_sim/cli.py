@@ -1,0 +1,62 @@
+"""`arc-hooks simulate` and `arc-hooks demo`: the simulated world's commands.
+
+They are registered under the `arc_hooks.commands` entry-point group, so the product's command
+line offers them when this package is installed and never imports it otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Command:
+    parser = commands.add_parser(
+        "simulate", help="replay a scenario file in the simulated world (docs/scenarios.md)"
+    )
+    parser.add_argument("file", type=Path)
+    parser.add_argument(
+        "--json", action="store_true", help="end with the summary as one line of JSON"
+    )
+    return _simulate
+
+
+def add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Command:
+    commands.add_parser("demo", help="watch the system at work in the simulated world")
+    return _demo
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from arc_sim.scenario import ScenarioError, load_scenario
+    from arc_sim.world import World
+
+    file: Path = args.file
+    logging.disable(logging.WARNING)  # the hooks' own log lines would drown the summary
+    try:
+        scenario = load_scenario(file)
+    except ScenarioError as error:
+        print(f"arc-hooks simulate: {file}: {error}", file=sys.stderr)
+        return 2
+    summary = World(scenario).run()
+    if args.json:
+        print(json.dumps(summary.to_json(), separators=(",", ":")))
+    else:
+        print(summary.table())
+    failed = summary.invariants.failed()
+    if failed:
+        print(f"invariants failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from arc_sim.demo import run_demo
+
+    logging.disable(logging.WARNING)
+    summary = run_demo()
+    return 0 if summary.invariants.hold() else 1

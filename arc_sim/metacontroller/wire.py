@@ -1,0 +1,273 @@
+"""The JSON of hook calls: requests as Metacontroller builds them, answers as it decodes them.
+
+Group keys are `<Kind>.<apiVersion>`; inner keys are the name (v1; `ns/name` for a namespaced
+object under a cluster-scoped parent) or `ns/name` for every namespaced object (v2). Answers
+are decoded case-sensitively; strict mode (v2's default) rejects unknown and duplicate fields.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import orjson
+
+from arc_sim.metacontroller.failures import SyncFailure
+from arc_sim.store import KubeObject
+
+ObjectMap = dict[str, dict[str, KubeObject]]
+"""Group key -> inner key -> object."""
+
+
+def encode(value: Any) -> bytes:
+    return orjson.dumps(value)
+
+
+# --- requests
+
+
+def object_map(
+    groups: Iterable[tuple[str, Iterable[KubeObject]]],
+    *,
+    parent_namespace: str,
+    v2: bool,
+    parent_namespace_only: bool = False,
+) -> ObjectMap:
+    """Objects keyed as the hook version wants them. `parent_namespace_only` drops objects of
+    other namespaces and cluster-scoped ones (v1 related objects of a namespaced parent)."""
+    result: ObjectMap = {}
+    for group_key, objects in groups:
+        members = result.setdefault(group_key, {})
+        for obj in objects:
+            metadata = obj["metadata"]
+            namespace = metadata.get("namespace") or ""
+            if parent_namespace_only and namespace != parent_namespace:
+                continue
+            name = metadata["name"]
+            qualified = namespace and (v2 or not parent_namespace)
+            members[f"{namespace}/{name}" if qualified else name] = obj
+    return result
+
+
+def request_maps(
+    observed: Mapping[str, Mapping[Any, KubeObject]],
+    related: Iterable[tuple[str, Iterable[KubeObject]]],
+    *,
+    parent_namespace: str,
+    v2: bool,
+) -> tuple[ObjectMap, ObjectMap]:
+    """The children (or attachments) and related maps of a request, keyed per hook version;
+    v1 drops related objects outside a namespaced parent's namespace."""
+    children = object_map(
+        ((group, members.values()) for group, members in observed.items()),
+        parent_namespace=parent_namespace,
+        v2=v2,
+    )
+    related_map = object_map(
+        related,
+        parent_namespace=parent_namespace,
+        v2=v2,
+        parent_namespace_only=bool(parent_namespace) and not v2,
+    )
+    return children, related_map
+
+
+def composite_request(
+    controller_json: bytes,
+    parent: KubeObject,
+    children: ObjectMap,
+    related: ObjectMap,
+    finalizing: bool,
+) -> bytes:
+    return _request(controller_json, "parent", parent, "children", children, related, finalizing)
+
+
+def decorator_request(
+    controller_json: bytes,
+    parent: KubeObject,
+    attachments: ObjectMap,
+    related: ObjectMap,
+    finalizing: bool,
+) -> bytes:
+    return _request(
+        controller_json, "object", parent, "attachments", attachments, related, finalizing
+    )
+
+
+def customize_request(controller_json: bytes, parent: KubeObject) -> bytes:
+    return b'{"controller":' + controller_json + b',"parent":' + encode(parent) + b"}"
+
+
+def _request(
+    controller_json: bytes,
+    parent_field: str,
+    parent: KubeObject,
+    children_field: str,
+    children: ObjectMap,
+    related: ObjectMap,
+    finalizing: bool,
+) -> bytes:
+    # The controller object is the same for every call: it is encoded once, by the caller.
+    return b"".join(
+        (
+            b'{"controller":',
+            controller_json,
+            f',"{parent_field}":'.encode(),
+            encode(parent),
+            f',"{children_field}":'.encode(),
+            encode(children),
+            b',"related":',
+            encode(related),
+            b',"finalizing":true}' if finalizing else b',"finalizing":false}',
+        )
+    )
+
+
+# --- answers
+
+
+@dataclass(frozen=True, slots=True)
+class CompositeAnswer:
+    status: dict[str, Any] | None
+    children: list[KubeObject]
+    resync_after: float
+    finalized: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DecoratorAnswer:
+    labels: dict[str, str | None] | None
+    annotations: dict[str, str | None] | None
+    status: dict[str, Any] | None
+    attachments: list[KubeObject]
+    resync_after: float
+    finalized: bool
+
+
+_COMPOSITE_FIELDS = frozenset({"status", "children", "resyncAfterSeconds", "finalized"})
+_DECORATOR_FIELDS = frozenset(
+    {"labels", "annotations", "status", "attachments", "resyncAfterSeconds", "finalized"}
+)
+_CUSTOMIZE_FIELDS = frozenset({"relatedResources"})
+RELATED_RULE_FIELDS = frozenset(
+    {"apiVersion", "resource", "labelSelector", "namespaceSelector", "namespace", "names"}
+)
+
+
+def read_composite_answer(body: bytes, strict: bool) -> CompositeAnswer:
+    answer = _document(body, strict, _COMPOSITE_FIELDS)
+    return CompositeAnswer(
+        status=_optional_object(answer.get("status"), "status"),
+        children=_children(answer.get("children"), "children"),
+        resync_after=_number(answer.get("resyncAfterSeconds"), "resyncAfterSeconds"),
+        finalized=_boolean(answer.get("finalized"), "finalized"),
+    )
+
+
+def read_decorator_answer(body: bytes, strict: bool) -> DecoratorAnswer:
+    answer = _document(body, strict, _DECORATOR_FIELDS)
+    return DecoratorAnswer(
+        labels=_string_map(answer.get("labels"), "labels"),
+        annotations=_string_map(answer.get("annotations"), "annotations"),
+        status=_optional_object(answer.get("status"), "status"),
+        attachments=_children(answer.get("attachments"), "attachments"),
+        resync_after=_number(answer.get("resyncAfterSeconds"), "resyncAfterSeconds"),
+        finalized=_boolean(answer.get("finalized"), "finalized"),
+    )
+
+
+def read_customize_answer(body: bytes, strict: bool) -> list[dict[str, Any]]:
+    answer = _document(body, strict, _CUSTOMIZE_FIELDS)
+    rules = answer.get("relatedResources")
+    if rules is None:
+        return []
+    if not isinstance(rules, list):
+        _fail("relatedResources: expected a list")
+    for rule in rules:
+        if not isinstance(rule, dict):
+            _fail("relatedResources: expected objects")
+        if strict and not rule.keys() <= RELATED_RULE_FIELDS:
+            _fail(f"unknown field(s) {sorted(rule.keys() - RELATED_RULE_FIELDS)} in a rule")
+    return rules
+
+
+def _document(body: bytes, strict: bool, fields: frozenset[str]) -> dict[str, Any]:
+    try:
+        document = json.loads(
+            body,
+            object_pairs_hook=_refuse_duplicates if strict else None,
+            parse_constant=_refuse_constant,
+        )
+    except (ValueError, UnicodeDecodeError) as error:
+        _fail(f"invalid JSON: {error}")
+    if not isinstance(document, dict):
+        _fail("expected a JSON object")
+    if strict and not document.keys() <= fields:
+        _fail(f"unknown field(s) {sorted(document.keys() - fields)}")
+    return document
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate field {key!r}")
+        result[key] = value
+    return result
+
+
+def _refuse_constant(name: str) -> NoReturn:
+    raise ValueError(f"invalid number {name}")
+
+
+def _fail(message: str) -> NoReturn:
+    raise SyncFailure("decode", f"can't decode the hook's answer: {message}")
+
+
+def _optional_object(value: Any, field: str) -> dict[str, Any] | None:
+    if value is None or isinstance(value, dict):
+        return value
+    _fail(f"{field}: expected an object")
+
+
+def _children(value: Any, field: str) -> list[KubeObject]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        _fail(f"{field}: expected a list")
+    for child in value:
+        if not isinstance(child, dict):
+            _fail(f"{field}: expected objects")
+        if not isinstance(child.get("kind"), str) or not child["kind"]:
+            _fail(f"{field}: Object 'Kind' is missing in {json.dumps(child)[:200]}")
+        if not isinstance(child.get("metadata", {}), dict):
+            _fail(f"{field}: metadata must be an object")
+    return value
+
+
+def _number(value: Any, field: str) -> float:
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        _fail(f"{field}: expected a number")
+    return float(value)
+
+
+def _boolean(value: Any, field: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        _fail(f"{field}: expected a boolean")
+    return value
+
+
+def _string_map(value: Any, field: str) -> dict[str, str | None] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(
+        item is None or isinstance(item, str) for item in value.values()
+    ):
+        _fail(f"{field}: expected a map of strings (or null to delete)")
+    return value

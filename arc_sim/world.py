@@ -1,0 +1,448 @@
+"""The simulated world: every piece wired together and driven by one virtual-time loop.
+
+Kubernetes API (`store`), Metacontroller (`emulator`, loading the manifests we ship), the hook
+server replicas (in process, each with its own caches), the kubelet with its runner agents, a
+StatefulSet controller, and GitHub with jobs and webhooks. A scenario adds the workload and the
+timeline; `run()` returns the summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import random
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from arc_sim.events import EventLoop
+from arc_sim.fake_github import FakeGitHub
+from arc_sim.github_port import InProcessGitHub
+from arc_sim.github_state import FaultKnobs
+from arc_sim.kube_port import StoreKube
+from arc_sim.kubelet import Kubelet
+from arc_sim.metacontroller.emulator import MetacontrollerEmulator
+from arc_sim.metacontroller.transport import AsgiTransport, ReplicaFault
+from arc_sim.runner_agent import runner_agent_factory
+from arc_sim.scenario import PodSelection, Scenario, TimelineEntry
+from arc_sim.statefulset import StatefulSetController
+from arc_sim.store import KubeObject, NotFound, ObjectStore, StoreError, selector_matches
+from arc_sim.summary import (
+    GitHubFigures,
+    HookFigures,
+    Invariants,
+    JobFigures,
+    RunnerFigures,
+    Summary,
+)
+from arc_sim.webhooks import WebhookSender
+from hooks.app import create_app
+from hooks.clock import ManualClock
+from hooks.github.cached import CachedGitHub
+from hooks.settings import Settings
+
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday morning
+SIMULATED_PAT = "ghp_" + "s1mulat3d" * 4
+WEBHOOK_SECRET = "simulated-webhook-secret"
+WEBHOOK_PATH = "/webhook/github"
+SETTLE_STEP_SECONDS = 30.0
+ARC_GROUP = "actions.summerwind.dev"
+
+
+HOOK_TOKEN_NAMESPACE = "arc-hooks"
+HOOK_TOKEN_SECRET = "arc-hooks-hook-token"
+"""The Secret the shipped controllers' endpointConfigs name (see metacontroller/hooks.yaml)."""
+
+
+def hook_token_secret(token: str) -> KubeObject:
+    """The Secret Metacontroller reads the hooks' Bearer token from, as users create it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": HOOK_TOKEN_SECRET, "namespace": HOOK_TOKEN_NAMESPACE},
+        "type": "Opaque",
+        "data": {"token": base64.b64encode(token.encode()).decode()},
+    }
+
+
+def default_manifests() -> Path:
+    """The manifests users install (`metacontroller/`, shipped with this package): the
+    simulation runs what users install."""
+    return Path(__file__).resolve().parent / "manifests"
+
+
+class World:
+    def __init__(self, scenario: Scenario, *, manifests: Path | None = None) -> None:
+        self.scenario = scenario
+        self.clock = ManualClock(START)
+        self.loop = EventLoop(self.clock, scenario.seed)
+        self.store = ObjectStore(self.clock)
+        self.github = self._github(scenario)
+        # Metacontroller calls the hooks with the token users put in a Secret, as on a cluster.
+        self.hook_token = f"{random.Random(scenario.seed).getrandbits(128):032x}"
+        self.store.create(hook_token_secret(self.hook_token))
+        self.settings = Settings.model_validate(
+            {
+                "GITHUB_TOKEN": SIMULATED_PAT,
+                "GITHUB_WEBHOOK_SECRET_TOKEN": WEBHOOK_SECRET,
+                "HOOK_BEARER_TOKEN": self.hook_token,
+                **{name: str(value) for name, value in scenario.settings.items()},
+            }
+        )
+        self.apps = [self._hook_replica() for _ in range(scenario.hook_replicas)]
+        self.transport = AsgiTransport(
+            self.apps, random.Random(scenario.seed * 7919 + 1), clock=self.clock
+        )
+        self.emulator = MetacontrollerEmulator(self.store, self.loop, self.transport)
+        directory = manifests or default_manifests()
+        if not directory.is_dir():
+            raise FileNotFoundError(f"{directory} not found: no manifests to load")
+        self.emulator.load_directory(directory)
+        cluster = scenario.cluster
+        delay = cluster.registration_delay
+        self.kubelet = Kubelet(
+            self.store,
+            self.loop,
+            nodes=tuple(f"node-{i + 1}" for i in range(cluster.nodes)),
+            schedule_delay=cluster.schedule_delay,
+            start_delay=cluster.start_delay,
+            agent_factory=runner_agent_factory(
+                store=self.store,
+                github=self.github,
+                loop=self.loop,
+                registration_delay=(delay * 0.5, delay * 1.5),
+            ),
+        )
+        self.statefulsets = StatefulSetController(self.store, self.loop)
+        self.webhooks = WebhookSender(
+            self.loop,
+            self._deliver_webhook,
+            secret=WEBHOOK_SECRET,
+            loss_rate=scenario.webhooks.loss_rate,
+            duplicate_rate=scenario.webhooks.duplicate_rate,
+            delay_seconds=scenario.webhooks.delay,
+        )
+        self.webhooks.watch(self.github)
+        self._webhook_loop = asyncio.new_event_loop()
+        self.notes: list[str] = []
+        """Timeline actions that could not be carried out, and why."""
+        self._applied: list[tuple[str, str, str]] = []
+        self._runner_pods: set[str] = set()
+        self.runner_pods_created = 0
+        self.runner_pods_peak = 0
+        self.store.watch(self._count_runner_pods)
+
+    # ------------------------------------------------------------------ setup
+
+    def _github(self, scenario: Scenario) -> FakeGitHub:
+        knobs = scenario.github
+        github = FakeGitHub(
+            self.clock,
+            token_ttl_seconds=knobs.token_ttl,
+            rate_limit_per_hour=knobs.rate_limit_per_hour,
+            seed=scenario.seed,
+        )
+        github.add_personal_access_token(SIMULATED_PAT)
+        github.configure_faults(
+            FaultKnobs(error_rate=knobs.error_rate, latency_seconds=knobs.latency)
+        )
+        for organization, enterprise in scenario.organizations.items():
+            github.set_enterprise_of(organization, enterprise)
+        return github
+
+    def _hook_replica(self) -> Any:
+        port = InProcessGitHub(self.github, SIMULATED_PAT, self.clock)
+        cached = CachedGitHub(port, self.settings, self.clock)
+        return create_app(
+            self.settings,
+            github=cached,
+            clock=self.clock,
+            github_blocks=False,
+            kube=StoreKube(self.store),
+        )
+
+    def _deliver_webhook(self, headers: dict[str, str], body: bytes) -> int:
+        """GitHub posts to the webhook receiver of one hook replica."""
+        app = self.apps[self.loop.rng.randrange(len(self.apps))]
+        return self._webhook_loop.run_until_complete(_post(app, WEBHOOK_PATH, headers, body))
+
+    def _count_runner_pods(self, event: str, obj: KubeObject) -> None:
+        if obj.get("kind") != "Pod" or "actions-runner" not in (
+            obj["metadata"].get("labels") or {}
+        ):
+            return
+        uid = obj["metadata"]["uid"]
+        if event == "ADDED":
+            self.runner_pods_created += 1
+            self._runner_pods.add(uid)
+            self.runner_pods_peak = max(self.runner_pods_peak, len(self._runner_pods))
+        elif event == "DELETED":
+            self._runner_pods.discard(uid)
+
+    # ------------------------------------------------------------------ running
+
+    def run(self, progress: Callable[[World], None] | None = None) -> Summary:
+        """The whole scenario: start, run for its duration, tear down, summarize."""
+        started = time.perf_counter()
+        self.begin()
+        self._run_until(self._at(self.scenario.duration), progress)
+        summary = self.finish(progress)
+        summary.wall_seconds = round(time.perf_counter() - started, 2)
+        return summary
+
+    def begin(self) -> None:
+        """Start Metacontroller, apply the objects, schedule the timeline and the jobs."""
+        scenario = self.scenario
+        self.emulator.start()
+        for obj in scenario.objects:
+            self.apply(obj)
+        for entry in scenario.timeline:
+            self.loop.call_at(self._at(entry.at), self._action(entry), f"timeline {entry.action}")
+        for stream in scenario.jobs:
+            for index in range(stream.count):
+                when = self._at(stream.start + index * stream.every)
+                self.loop.call_at(
+                    when, self._submitter(stream.repository, stream.labels, stream.duration), "job"
+                )
+
+    def run_to(self, seconds: float) -> None:
+        """Advance virtual time to `seconds` after the start (for tests that look inside)."""
+        self._run_until(self._at(seconds), None)
+
+    def finish(self, progress: Callable[[World], None] | None = None) -> Summary:
+        """Tear down (when the scenario says so) and summarize."""
+        if self.scenario.teardown:
+            converged = self.teardown(progress)
+        else:
+            errors_before = sum(self.emulator.errors.values())
+            self._run_until(self.clock.now() + timedelta(minutes=5), progress)
+            converged = sum(self.emulator.errors.values()) == errors_before
+        return self.summary(converged)
+
+    def _run_until(self, end: datetime, progress: Callable[[World], None] | None) -> None:
+        step = timedelta(minutes=1)
+        while self.clock.now() < end:
+            self.loop.run_until(min(self.clock.now() + step, end))
+            if progress is not None:
+                progress(self)
+
+    def teardown(self, progress: Callable[[World], None] | None = None) -> bool:
+        """Delete every object the scenario applied, then wait until they are gone."""
+        for kind, namespace, name in reversed(self._applied):
+            try:
+                self.store.delete(kind, namespace, name)
+            except NotFound:
+                continue
+        deadline = self.clock.now() + timedelta(seconds=self.scenario.quiet_period)
+        while self.clock.now() < deadline:
+            if self._settled():
+                return True
+            self._run_until(self.clock.now() + timedelta(seconds=SETTLE_STEP_SECONDS), progress)
+        return self._settled()
+
+    def _settled(self) -> bool:
+        left = [
+            obj
+            for kind in self.store.kinds()
+            for obj in self.store.list_objects(kind)
+            if _is_arc(obj) or _is_runner_pod(obj)
+        ]
+        return not left
+
+    # ------------------------------------------------------------------ actions
+
+    def apply(self, obj: KubeObject) -> None:
+        """`kubectl apply`: create, or replace the spec of what exists."""
+        manifest = {**obj, "metadata": {"namespace": "default", **obj.get("metadata", {})}}
+        metadata = manifest["metadata"]
+        key = (manifest["kind"], metadata["namespace"], metadata["name"])
+        current = self.store.get(*key)
+        if current is None:
+            self.store.create(manifest)
+            self._applied.append(key)
+            return
+        merged = {
+            **current,
+            **{k: v for k, v in manifest.items() if k not in ("metadata", "status")},
+        }
+        merged["metadata"] = {
+            **current["metadata"],
+            "labels": metadata.get("labels", current["metadata"].get("labels", {})),
+            "annotations": metadata.get("annotations", current["metadata"].get("annotations", {})),
+        }
+        merged["metadata"].pop("resourceVersion", None)
+        self.store.update(merged)
+
+    def _action(self, entry: TimelineEntry) -> Callable[[], None]:
+        def act() -> None:
+            try:
+                self._perform(entry)
+            except StoreError as error:  # e.g. deleting what is already gone
+                self.notes.append(f"{entry.action} at {entry.at:g}s: {error}")
+
+        return act
+
+    def _perform(self, entry: TimelineEntry) -> None:
+        if entry.apply is not None:
+            self.apply(entry.apply)
+        elif entry.delete is not None:
+            ref = entry.delete
+            self.store.delete(ref.kind, ref.namespace, ref.name)
+        elif entry.evict_pods is not None:
+            for pod in self._pick_pods(entry.evict_pods):
+                self.kubelet.evict(pod["metadata"]["namespace"], pod["metadata"]["name"])
+        elif entry.delete_pods is not None:
+            for pod in self._pick_pods(entry.delete_pods):
+                self.store.delete("Pod", pod["metadata"]["namespace"], pod["metadata"]["name"])
+        elif entry.lose_node is not None:
+            self.kubelet.lose_node(entry.lose_node)
+        elif entry.drain_node is not None:
+            # `kubectl drain`: cordon, then evict every pod on the node.
+            for key in self.kubelet.cordon(entry.drain_node):
+                namespace, name = key.split("/", 1)
+                running = self.store.get("Pod", namespace, name)
+                if running is not None and not running["metadata"].get("deletionTimestamp"):
+                    self.kubelet.evict(namespace, name)
+        elif entry.add_node is not None:
+            self.kubelet.add_node(entry.add_node)
+        elif entry.hook_outage is not None:
+            outage = entry.hook_outage
+            error: Any = "timeout" if outage.mode == "timeout" else 503
+            until = self.clock.now() + timedelta(seconds=outage.duration)
+            self.transport.break_replica(
+                outage.replica % len(self.apps), ReplicaFault(error=error, until=until)
+            )
+        elif entry.github_outage is not None:
+            self._github_outage(entry.github_outage.duration, entry.github_outage.mode)
+
+    def _github_outage(self, seconds: float, mode: str) -> None:
+        if mode == "rateLimit":
+            self.github.impose_secondary_rate_limit(seconds)
+            return
+        knobs = self.scenario.github
+        self.github.configure_faults(FaultKnobs(error_rate=1.0, latency_seconds=knobs.latency))
+        restore = FaultKnobs(error_rate=knobs.error_rate, latency_seconds=knobs.latency)
+        self.loop.call_later(seconds, lambda: self.github.configure_faults(restore))
+
+    def _pick_pods(self, selection: PodSelection) -> list[KubeObject]:
+        pods = [
+            pod
+            for pod in self.store.list_objects("Pod", selection.namespace)
+            if not pod["metadata"].get("deletionTimestamp")
+            and selector_matches(selection.label_selector, pod["metadata"].get("labels") or {})
+        ]
+        return pods[: selection.count]
+
+    def _submitter(self, repository: str, labels: list[str], duration: float) -> Callable[[], None]:
+        return lambda: self._submit(repository, labels, duration)
+
+    def _submit(self, repository: str, labels: list[str], duration: float) -> None:
+        self.github.submit_job(repository, labels, duration)
+
+    def _at(self, seconds: float) -> datetime:
+        return START + timedelta(seconds=seconds)
+
+    # ------------------------------------------------------------------ summary
+
+    def summary(self, converged: bool) -> Summary:
+        jobs = self.github.job_summary()
+        leaked = self.leaked_registrations()
+        counts = self.github.request_counts()
+        rate_limited = sum(1 for r in self.github.requests if r.status in (403, 429))
+        hook_calls = self.emulator.hook_calls
+        return Summary(
+            scenario=self.scenario.name,
+            seed=self.scenario.seed,
+            virtual_seconds=(self.clock.now() - START).total_seconds(),
+            jobs=JobFigures(
+                submitted=jobs.submitted,
+                completed=jobs.completed,
+                interrupted=jobs.interrupted,
+                waiting=jobs.waiting + jobs.in_progress,
+                p50_queue_seconds=round(jobs.queue_seconds_p50, 1),
+                max_queue_seconds=round(jobs.queue_seconds_max, 1),
+            ),
+            runners=RunnerFigures(
+                created=self.runner_pods_created,
+                peak=self.runner_pods_peak,
+                registered_at_end=jobs.runners_registered_now,
+                leaked_registrations=len(leaked),
+            ),
+            github=GitHubFigures(
+                api_calls=sum(counts.values()),
+                rate_limited=rate_limited,
+                by_endpoint=dict(sorted(counts.items())),
+            ),
+            hooks=HookFigures(
+                calls=sum(hook_calls.values()),
+                errors=sum(self.emulator.errors.values()),
+                by_path=dict(sorted(hook_calls.items())),
+            ),
+            invariants=Invariants(
+                no_interrupted_jobs=jobs.interrupted == 0,
+                no_leaked_registrations=not leaked,
+                converged=converged,
+            ),
+        )
+
+    @property
+    def scenario_start(self) -> datetime:
+        return START
+
+    def live_runner_pods(self) -> int:
+        return len(self._runner_pods)
+
+    def leaked_registrations(self) -> list[str]:
+        """Registrations on GitHub that no live runner pod owns."""
+        live = {
+            pod["metadata"]["name"]
+            for pod in self.store.list_objects("Pod")
+            if _is_runner_pod(pod) and not pod["metadata"].get("deletionTimestamp")
+        }
+        return sorted(
+            record.name for record in self.github.runner_records() if record.name not in live
+        )
+
+
+def _is_arc(obj: KubeObject) -> bool:
+    return str(obj.get("apiVersion", "")).startswith(ARC_GROUP + "/")
+
+
+def _is_runner_pod(obj: KubeObject) -> bool:
+    return obj.get("kind") == "Pod" and "actions-runner" in (obj["metadata"].get("labels") or {})
+
+
+async def _post(app: Any, path: str, headers: dict[str, str], body: bytes) -> int:
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "client": ("140.82.112.1", 443),
+        "server": ("arc-hooks", 80),
+    }
+    status = 0
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = int(message["status"])
+
+    await app(scope, receive, send)
+    return status

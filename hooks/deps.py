@@ -1,0 +1,51 @@
+"""What every hook handler is given: GitHub, the clock and the settings, and what follows
+from them. One value for every controller, built once per server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from hooks.clock import Clock
+from hooks.github.port import GitHubPort
+from hooks.memo import Memo
+from hooks.runner.graceful_stop import StopTiming
+from hooks.settings import Settings
+
+if TYPE_CHECKING:
+    from hooks.autoscaler.controller import AutoscalerObservation
+
+PARSED_PARENTS_MEMO_ENTRIES = 1024
+"""Parsed Runners (and their pods) kept per process, about 25 KB each for a small spec: a
+steady-state sync parses nothing and builds no pod."""
+
+
+@dataclass(frozen=True)
+class HookDeps:
+    github: GitHubPort
+    clock: Clock
+    settings: Settings
+    # Receives each HorizontalRunnerAutoscaler's answer (the server records ARC's gauges).
+    observe_autoscaler: Callable[[AutoscalerObservation], None] | None = None
+    # Parents parsed before, by their stable JSON text: a parse costs more than the sync.
+    parsed_parents: Memo[Hashable, Any] = field(
+        default_factory=lambda: Memo(PARSED_PARENTS_MEMO_ENTRIES), compare=False, repr=False
+    )
+
+    @property
+    def timing(self) -> StopTiming:
+        return StopTiming.from_settings(self.settings)
+
+    @property
+    def sync_period(self) -> float:
+        return self.settings.sync_period
+
+    @property
+    def default_scale_down_delay(self) -> timedelta:
+        return timedelta(seconds=self.settings.default_scale_down_delay)
+
+    @property
+    def common_runner_labels(self) -> tuple[str, ...]:
+        return tuple(self.settings.common_runner_labels)

@@ -1,0 +1,245 @@
+"""Hook endpoints: decode and check a Metacontroller request, run the controller's handler
+(in a worker thread when it may call GitHub), encode the answer, log one line and record the
+latency. A request that is not a hook call gets a 4xx saying why; nothing escapes as a 500
+without a JSON body."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import orjson
+from prometheus_client import Histogram
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from hooks.metacontroller import (
+    CompositeHookRequest,
+    CustomizeHookRequest,
+    DecoratorHookRequest,
+    HookKind,
+    HookRoute,
+    KubeObject,
+)
+from hooks.metrics import HOOK_LATENCY
+from hooks.workers import CallRunner
+
+log = logging.getLogger("arc_hooks.hooks")
+
+Endpoint = Callable[[Request], Any]
+M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R", CompositeHookRequest, DecoratorHookRequest)
+Fields = dict[str, Any]
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""Metacontroller sends every child in one request; 1,000 runner pods fit well inside this."""
+
+ORJSON_MAX_WRITTEN_DEPTH = 254
+"""The deepest nesting orjson encodes (it decodes up to 1,024 levels)."""
+
+ANSWER_HEADROOM = 8
+"""How much deeper than in its request an answer may nest what it copies (a level or two
+today), with room to spare."""
+
+MAX_NESTING = ORJSON_MAX_WRITTEN_DEPTH - ANSWER_HEADROOM
+"""The deepest request accepted. Kubernetes objects nest a few dozen levels at most."""
+
+JSON_MEDIA_TYPE = "application/json"
+
+
+class BadHookRequest(Exception):
+    """The request is not a hook call we can read; answered with a 4xx and this message."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def hook_endpoint(route: HookRoute, workers: CallRunner) -> Endpoint:
+    if route.kind is HookKind.CUSTOMIZE:
+        return _customize_endpoint(route, CompositeHookRequest)
+    if route.kind is HookKind.CUSTOMIZE_DECORATOR:
+        return _customize_endpoint(route, CustomizeHookRequest)
+    if route.kind is HookKind.COMPOSITE:
+        return _sync_endpoint(
+            route, workers, CompositeHookRequest, lambda r: r.parent, _composite_details
+        )
+    return _sync_endpoint(
+        route, workers, DecoratorHookRequest, lambda r: r.object, _decorator_details
+    )
+
+
+def _composite_details(response: Any) -> Fields:
+    status = response.status or {}
+    return {"children": len(response.children), "phase": status.get("phase")}
+
+
+def _decorator_details(response: Any) -> Fields:
+    return {"annotations": sorted(response.annotations)}  # which change, never their values
+
+
+def _sync_endpoint(
+    route: HookRoute,
+    workers: CallRunner,
+    model: type[R],
+    subject: Callable[[R], KubeObject],
+    details: Callable[[Any], Fields],
+) -> Endpoint:
+    """A sync or finalize hook: read and check the request, answer, log and count the call.
+    `subject` is the object the call is about; `details`, what the log line says of the
+    answer."""
+    path, handler = route.path, route.handler
+
+    async def endpoint(request: Request) -> Response:
+        started = time.perf_counter()
+        key = "-"
+        try:
+            hook_request = _validated(model, await _read_document(request))
+            key = _object_key(subject(hook_request))
+            if route.blocking:
+                response = await workers.run(handler, hook_request)
+            else:
+                response = handler(hook_request)
+            wire = response.to_wire()
+            body = orjson.dumps(wire)
+        except Exception as error:
+            return _failed(path, key, started, error)
+        outcome = "finalized" if response.finalized else "ok"
+        _record(path, outcome, started)
+        if log.isEnabledFor(logging.INFO):
+            log.info(
+                "hook",
+                extra={
+                    "path": path,
+                    "parent": key,
+                    "outcome": outcome,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    **details(response),
+                    "resync_after_seconds": wire.get("resyncAfterSeconds"),
+                    "finalized": response.finalized,
+                },
+            )
+        return _json_body(body)
+
+    return endpoint
+
+
+def _customize_endpoint(
+    route: HookRoute, model: type[CompositeHookRequest] | type[CustomizeHookRequest]
+) -> Endpoint:
+    """Customize hooks name the related objects a parent wants to see. A decorator's request
+    names the object `parent` too; `object`, the name its sync requests use, is accepted."""
+    path, handler = route.path, route.handler
+
+    async def endpoint(request: Request) -> Response:
+        started = time.perf_counter()
+        key = "-"
+        try:
+            hook_request = _validated(model, await _read_document(request))
+            key = _object_key(hook_request.parent)
+            answer = handler({"controller": hook_request.controller, "parent": hook_request.parent})
+            body = orjson.dumps(answer)
+        except Exception as error:
+            return _failed(path, key, started, error)
+        _record(path, "ok", started)
+        return _json_body(body)
+
+    return endpoint
+
+
+def _failed(path: str, key: str, started: float, error: Exception) -> Response:
+    """A refused request (4xx, with the reason), or a failure: a JSON 500, never an exception
+    escaping to the server (whose plain-text 500 would also close the connection)."""
+    if isinstance(error, BadHookRequest):
+        return _finish(path, key, "bad_request", started, error.status, str(error))
+    log.error("hook failed", exc_info=error, extra={"path": path, "parent": key})
+    return _finish(path, key, "error", started, 500, "internal error; see the logs")
+
+
+async def _read_document(request: Request) -> dict[str, Any]:
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        raise BadHookRequest("request body too large", status=413)
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        raise BadHookRequest(f"request body is not valid JSON: {error.msg}") from None
+    if not isinstance(document, dict):
+        raise BadHookRequest("request body must be a JSON object")
+    _check_nesting(document)
+    return document
+
+
+def _check_nesting(document: dict[str, Any]) -> None:
+    """Refuse, before any work, a request whose answer could not be written.
+
+    orjson reads JSON nested 1,024 levels deep but writes only 254 levels, and an answer nests
+    what it copies from its request a level or two deeper (a RunnerSet's pod template goes into
+    a StatefulSet's spec). A request that could not be written back with `ANSWER_HEADROOM`
+    more levels around it is therefore refused here, rather than failing after the handler has
+    run (and perhaps called GitHub). Encoding measures the depth exactly as the answer's
+    encoding will, at a fraction of the decoding's cost."""
+    wrapped: object = document
+    for _ in range(ANSWER_HEADROOM):
+        wrapped = [wrapped]
+    try:
+        orjson.dumps(wrapped)
+    except orjson.JSONEncodeError:
+        raise BadHookRequest(f"request body nested deeper than {MAX_NESTING} levels") from None
+
+
+def _validated(model: type[M], document: dict[str, Any]) -> M:
+    try:
+        return model.model_validate(document)
+    except ValidationError as error:
+        raise BadHookRequest(
+            "not a Metacontroller hook request: " + _summarize(error), status=422
+        ) from None
+
+
+def _summarize(error: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in item['loc']) or 'body'}: {item['msg']}"
+        for item in error.errors()[:5]
+    )
+
+
+def _object_key(obj: dict[str, Any]) -> str:
+    """`namespace/name` of a parent the request model identified (its name is a string)."""
+    metadata = obj["metadata"]
+    namespace, name = metadata.get("namespace"), str(metadata["name"])
+    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
+
+
+def _finish(
+    path: str, parent: str, outcome: str, started: float, status: int, message: str
+) -> Response:
+    _record(path, outcome, started)
+    log.warning(
+        "hook rejected" if status < 500 else "hook error",
+        extra={
+            "path": path,
+            "parent": parent,
+            "outcome": outcome,
+            "status": status,
+            "detail": message,
+        },
+    )
+    return _json_body(orjson.dumps({"error": message}), status)
+
+
+def _json_body(body: bytes, status: int = 200) -> Response:
+    return Response(body, status_code=status, media_type=JSON_MEDIA_TYPE)
+
+
+def _record(path: str, outcome: str, started: float) -> None:
+    _hook_latency(path, outcome).observe(time.perf_counter() - started)
+
+
+@functools.cache  # a handful of paths times a handful of outcomes
+def _hook_latency(path: str, outcome: str) -> Histogram:
+    return HOOK_LATENCY.labels(path=path, outcome=outcome)

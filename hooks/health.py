@@ -1,0 +1,50 @@
+"""`/healthz`, `/readyz` and `/metrics`: what probes and scrapers read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from hooks.hook_auth import HookCredentials
+from hooks.metrics import REGISTRY
+from hooks.settings import Settings
+
+
+def health_routes(settings: Settings, credentials: HookCredentials) -> list[Route]:
+    return [
+        Route("/healthz", _healthz, methods=["GET"]),
+        Route("/readyz", _readyz(settings, credentials), methods=["GET"]),
+        Route("/metrics", _metrics, methods=["GET"]),
+    ]
+
+
+async def _healthz(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+
+def _readyz(settings: Settings, credentials: HookCredentials) -> Callable[[Request], Any]:
+    """Not ready while hooks would be refused or could not reach GitHub."""
+
+    async def endpoint(request: Request) -> Response:
+        reasons = []
+        if not credentials.ready:
+            reasons.append(credentials.not_ready_reason())
+        if not settings.has_github_credentials:
+            reasons.append(
+                "no GitHub credentials (set GITHUB_TOKEN, or GITHUB_APP_ID, "
+                "GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY)"
+            )
+        if reasons:
+            return PlainTextResponse("not ready: " + "; ".join(reasons), status_code=503)
+        return PlainTextResponse("ready")
+
+    return endpoint
+
+
+async def _metrics(request: Request) -> Response:
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

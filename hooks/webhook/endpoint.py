@@ -1,0 +1,136 @@
+"""`/webhook/github`: GitHub's deliveries over HTTP, answered before GitHub's 10-second limit,
+with one log line and the delivery metrics per call. The receiver decides."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from hooks.clock import Clock
+from hooks.github.port import GitHubPort, RunnerGroupInfo
+from hooks.kube.cluster import ClusterKube
+from hooks.kube.port import KubePort
+from hooks.settings import Settings
+from hooks.telemetry import record_delivery
+from hooks.webhook.decision import Decision
+from hooks.webhook.receiver import FAILED, Reply, WebhookReceiver
+from hooks.webhook.targets import GroupScope, RunnerGroup, RunnerGroupVisibility
+from hooks.workers import CallRunner
+
+log = logging.getLogger("arc_hooks.hooks")
+
+MAX_WEBHOOK_BYTES = 25 * 1024 * 1024
+"""GitHub caps webhook payloads at 25 MB."""
+
+WEBHOOK_DEADLINE_SECONDS = 8.0
+"""GitHub gives up on a delivery after 10 s; answer before it does."""
+
+
+def webhook_route(
+    settings: Settings,
+    github: GitHubPort,
+    clock: Clock,
+    kube: KubePort | None,
+    workers: CallRunner,
+) -> Route:
+    receiver = _receiver(settings, github, clock, kube, workers)
+    return Route("/webhook/github", _endpoint(receiver), methods=["GET", "POST"])
+
+
+def _receiver(
+    settings: Settings,
+    github: GitHubPort,
+    clock: Clock,
+    kube: KubePort | None,
+    workers: CallRunner,
+) -> WebhookReceiver:
+    secret = settings.github_webhook_secret_token
+    visibility: RunnerGroupVisibility | None = None
+    if settings.webhook_runner_group_visibility and settings.has_github_credentials:
+        visibility = functools.partial(_visible_runner_groups, github)
+
+    async def run_blocking(call: Callable[[], Decision]) -> Decision:
+        return await workers.run(call)
+
+    return WebhookReceiver(
+        kube if kube is not None else ClusterKube(),
+        clock,
+        secret=secret.get_secret_value().encode() if secret else None,
+        allow_unsigned=settings.webhook_allow_unsigned,
+        namespace=settings.watch_namespace or None,
+        targets_ttl=settings.webhook_targets_cache_ttl,
+        runner_group_visibility=visibility,
+        # Only the visibility lookup blocks; without it, deciding needs no thread hop.
+        run_blocking=run_blocking if visibility is not None else None,
+    )
+
+
+def _visible_runner_groups(
+    github: GitHubPort, organization: str, repository_name: str
+) -> list[RunnerGroup]:
+    return [
+        _runner_group(group)
+        for group in github.visible_runner_groups(organization, repository_name)
+    ]
+
+
+def _runner_group(group: RunnerGroupInfo) -> RunnerGroup:
+    """As ARC reads GitHub's answer: the default group has no name, inherited ones are the
+    enterprise's."""
+    scope = GroupScope.ENTERPRISE if group.inherited else GroupScope.ORGANIZATION
+    return RunnerGroup(scope, "" if group.default else group.name)
+
+
+def _endpoint(receiver: WebhookReceiver) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        if request.method == "GET":
+            return PlainTextResponse("webhook server is running")
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(WEBHOOK_DEADLINE_SECONDS):
+                body = await _bounded_body(request, MAX_WEBHOOK_BYTES)
+                reply = (
+                    await receiver.handle(request.headers, body)
+                    if body is not None
+                    else Reply(413, "payload too large", outcome="rejected")
+                )
+        except TimeoutError:
+            reply = Reply(503, "timed out before GitHub's 10-second limit", outcome=FAILED)
+        except Exception:
+            log.exception("webhook failed")
+            reply = Reply(500, "internal error; see the logs", outcome=FAILED)
+        elapsed = time.perf_counter() - started
+        record_delivery(reply, elapsed)
+        log.log(
+            logging.INFO if reply.status < 500 else logging.WARNING,
+            "webhook",
+            extra={
+                "delivery": request.headers.get("x-github-delivery", "-"),
+                "event": reply.event or "-",
+                "action": reply.action or "-",
+                "outcome": reply.outcome,
+                "status": reply.status,
+                "autoscaler": reply.autoscaler or "-",
+                "detail": reply.message,
+                "duration_ms": round(elapsed * 1000, 2),
+            },
+        )
+        return PlainTextResponse(reply.message, status_code=reply.status)
+
+    return endpoint
+
+
+async def _bounded_body(request: Request, limit: int) -> bytes | None:
+    declared = request.headers.get("content-length")
+    if declared and declared.isascii() and declared.isdigit() and int(declared) > limit:
+        return None
+    body = await request.body()
+    return body if len(body) <= limit else None
