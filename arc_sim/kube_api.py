@@ -24,6 +24,7 @@ from arc_sim.store import ObjectStore
 from hooks.kube.port import (
     CAPACITY_RESERVATIONS,
     HORIZONTAL_RUNNER_AUTOSCALERS,
+    PODS,
     RUNNER_DEPLOYMENTS,
     RUNNER_SETS,
     AlreadyExists,
@@ -32,7 +33,13 @@ from hooks.kube.port import (
     Resource,
 )
 
-RESOURCES = (HORIZONTAL_RUNNER_AUTOSCALERS, RUNNER_DEPLOYMENTS, RUNNER_SETS, CAPACITY_RESERVATIONS)
+RESOURCES = (
+    HORIZONTAL_RUNNER_AUTOSCALERS,
+    RUNNER_DEPLOYMENTS,
+    RUNNER_SETS,
+    CAPACITY_RESERVATIONS,
+    PODS,
+)
 MERGE_PATCH = "application/merge-patch+json"
 VERSION_INFO = {"major": "1", "minor": "33", "gitVersion": "v1.33.0", "platform": "linux/amd64"}
 # A real API server shows its version to anyone (system:public-info-viewer), so a client with a
@@ -63,6 +70,7 @@ class FakeKubeApi:
         self._token = token
         self._resources = {(r.group, r.version, r.plural): r for r in resources}
         namespaced = "/apis/{group}/{version}/namespaces/{namespace}/{plural}"
+        core = "/api/{version}/namespaces/{namespace}/{plural}/{name}"  # the core group: ""
         self._app = Starlette(
             routes=[
                 Route("/version", self._version),
@@ -76,6 +84,8 @@ class FakeKubeApi:
                 Route(namespaced + "/{name}", self._get, methods=["GET"]),
                 Route(namespaced + "/{name}", self._patch, methods=["PATCH"]),
                 Route(namespaced + "/{name}", self._delete, methods=["DELETE"]),
+                Route(core, self._get, methods=["GET"]),
+                Route(core, self._delete, methods=["DELETE"]),
             ],
             exception_handlers={KubeError: self._failure},
         )
@@ -137,13 +147,23 @@ class FakeKubeApi:
     async def _delete(self, request: Request) -> JSONResponse:
         resource, namespace, name = self._object_path(request)
         before = self.store.get(resource.kind, namespace, name)
-        await self._kube.delete(resource, namespace, name)
+        options = await _json_object(request) if await request.body() else {}
+        grace = options.get("gracePeriodSeconds")
+        uid = (options.get("preconditions") or {}).get("uid")
+        await self._kube.delete(
+            resource,
+            namespace,
+            name,
+            uid=uid if isinstance(uid, str) else None,
+            grace_period_seconds=grace if isinstance(grace, int) else None,
+        )
         # As for custom resources on a real server: the object, terminating if it has finalizers.
         return JSONResponse(self.store.get(resource.kind, namespace, name) or before)
 
     def _resource(self, request: Request) -> Resource:
         params = request.path_params
-        resource = self._resources.get((params["group"], params["version"], params["plural"]))
+        key = (params.get("group", ""), params["version"], params["plural"])
+        resource = self._resources.get(key)
         if resource is None:
             raise KubeError("the server could not find the requested resource", 404)
         return resource
@@ -166,11 +186,20 @@ class FakeKubeApi:
         return JSONResponse({"kind": "APIVersions", "versions": ["v1"]})
 
     async def _core_resources(self, _: Request) -> JSONResponse:
-        return JSONResponse({"kind": "APIResourceList", "groupVersion": "v1", "resources": []})
+        core = [r for r in self._resources.values() if not r.group]
+        return JSONResponse(
+            {
+                "kind": "APIResourceList",
+                "groupVersion": "v1",
+                "resources": [_resource_entry(r) for r in core],
+            }
+        )
 
     async def _groups(self, _: Request) -> JSONResponse:
         versions: dict[str, list[dict[str, str]]] = {}
         for resource in self._resources.values():
+            if not resource.group:
+                continue  # the core group is served under /api
             listed = versions.setdefault(resource.group, [])
             entry = {"groupVersion": resource.api_version, "version": resource.version}
             if entry not in listed:
@@ -186,16 +215,7 @@ class FakeKubeApi:
         served = [r for r in self._resources.values() if (r.group, r.version) == (group, version)]
         if not served:
             raise KubeError("the server could not find the requested resource", 404)
-        resources = [
-            {
-                "name": r.plural,
-                "singularName": r.kind.lower(),
-                "namespaced": True,
-                "kind": r.kind,
-                "verbs": ["create", "delete", "get", "list", "patch"],
-            }
-            for r in served
-        ]
+        resources = [_resource_entry(r) for r in served]
         return JSONResponse(
             {
                 "kind": "APIResourceList",
@@ -204,6 +224,16 @@ class FakeKubeApi:
                 "resources": resources,
             }
         )
+
+
+def _resource_entry(resource: Resource) -> dict[str, Any]:
+    return {
+        "name": resource.plural,
+        "singularName": resource.kind.lower(),
+        "namespaced": True,
+        "kind": resource.kind,
+        "verbs": ["create", "delete", "get", "list", "patch"],
+    }
 
 
 def status_response(code: int, message: str, reason: str | None = None) -> JSONResponse:

@@ -65,9 +65,19 @@ class StoreKube:
         with _as_kube_errors():
             return copy.deepcopy(self.store.update(patched))
 
-    async def delete(self, resource: Resource, namespace: str, name: str) -> None:
+    async def delete(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> None:
         with _as_kube_errors():
-            self.store.delete(resource.kind, namespace, name)
+            self.store.delete(
+                resource.kind, namespace, name, uid=uid, grace_period_seconds=grace_period_seconds
+            )
 
 
 def _check_type(resource: Resource, obj: KubeObject) -> None:

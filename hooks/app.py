@@ -19,6 +19,7 @@ from hooks.endpoints import hook_endpoint
 from hooks.github.port import GitHubPort
 from hooks.health import health_routes
 from hooks.hook_auth import HookAuthMiddleware, HookCredentials
+from hooks.kube.cluster import ClusterKube
 from hooks.kube.port import KubePort
 from hooks.metacontroller import HookRoute
 from hooks.replicaset import controller as replicaset
@@ -44,16 +45,17 @@ def create_app(
 ) -> Starlette:
     """The hook server. `github_blocks=False` says the GitHub port never waits on I/O (the
     simulated world's in-process GitHub): hooks then run on the event loop, without threads.
-    `kube` is the webhook receiver's Kubernetes API access (default: the cluster's, via the
-    pod's service account or a kubeconfig)."""
+    `kube` is the server's Kubernetes API access, for the webhook receiver and forced deletes
+    (default: the cluster's, via the pod's service account or a kubeconfig)."""
     clock = clock or SystemClock()
     if github is None:
         github = _github_from_settings(settings, clock)
     deps = HookDeps(github, clock, settings, observe_autoscaler=record_autoscaler)
     workers = WorkerThreads() if github_blocks else InlineCalls()
     credentials = HookCredentials.from_settings(settings)
+    kube = kube if kube is not None else ClusterKube()
     hooks: list[HookRoute] = [route for c in CONTROLLERS for route in c.routes(deps)]
-    routes = [Route(h.path, hook_endpoint(h, workers), methods=["POST"]) for h in hooks]
+    routes = [Route(h.path, hook_endpoint(h, workers, kube), methods=["POST"]) for h in hooks]
     routes.append(webhook_route(settings, github, clock, kube, workers))
     routes += health_routes(settings, credentials)
     # Only Metacontroller may call the hooks: refused before anything is read.

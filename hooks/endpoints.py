@@ -17,10 +17,12 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from hooks.kube.port import PODS, KubeError, KubePort, NotFound
 from hooks.metacontroller import (
     CompositeHookRequest,
     CustomizeHookRequest,
     DecoratorHookRequest,
+    DecoratorHookResponse,
     HookKind,
     HookRoute,
     KubeObject,
@@ -59,17 +61,17 @@ class BadHookRequest(Exception):
         self.status = status
 
 
-def hook_endpoint(route: HookRoute, workers: CallRunner) -> Endpoint:
+def hook_endpoint(route: HookRoute, workers: CallRunner, kube: KubePort) -> Endpoint:
     if route.kind is HookKind.CUSTOMIZE:
         return _customize_endpoint(route, CompositeHookRequest)
     if route.kind is HookKind.CUSTOMIZE_DECORATOR:
         return _customize_endpoint(route, CustomizeHookRequest)
     if route.kind is HookKind.COMPOSITE:
         return _sync_endpoint(
-            route, workers, CompositeHookRequest, lambda r: r.parent, _composite_details
+            route, workers, kube, CompositeHookRequest, lambda r: r.parent, _composite_details
         )
     return _sync_endpoint(
-        route, workers, DecoratorHookRequest, lambda r: r.object, _decorator_details
+        route, workers, kube, DecoratorHookRequest, lambda r: r.object, _decorator_details
     )
 
 
@@ -85,6 +87,7 @@ def _decorator_details(response: Any) -> Fields:
 def _sync_endpoint(
     route: HookRoute,
     workers: CallRunner,
+    kube: KubePort,
     model: type[R],
     subject: Callable[[R], KubeObject],
     details: Callable[[Any], Fields],
@@ -104,6 +107,8 @@ def _sync_endpoint(
                 response = await workers.run(handler, hook_request)
             else:
                 response = handler(hook_request)
+            if isinstance(response, DecoratorHookResponse) and response.force_delete_uid:
+                response = await _force_delete(kube, subject(hook_request), response)
             wire = response.to_wire()
             body = orjson.dumps(wire)
         except Exception as error:
@@ -126,6 +131,34 @@ def _sync_endpoint(
         return _json_body(body)
 
     return endpoint
+
+
+FORCE_DELETE_RETRY_SECONDS = 10.0
+
+
+async def _force_delete(
+    kube: KubePort, pod: KubeObject, response: DecoratorHookResponse
+) -> DecoratorHookResponse:
+    """Carry out the decorator's forced delete; the finalizer goes only once it is done."""
+    metadata = pod["metadata"]
+    try:
+        await kube.delete(
+            PODS,
+            str(metadata.get("namespace") or ""),
+            str(metadata["name"]),
+            uid=response.force_delete_uid,
+            grace_period_seconds=0,
+        )
+    except NotFound:
+        pass  # gone already
+    except KubeError as error:
+        if error.status != 409:  # 409: another pod holds the name now; this one is gone
+            log.warning("forced delete failed", extra={"detail": str(error)})
+            return response.model_copy(
+                update={"finalized": False, "resync_after_seconds": FORCE_DELETE_RETRY_SECONDS}
+            )
+    log.info("forced delete of a pod on an unreachable node", extra={"pod": metadata["name"]})
+    return response
 
 
 def _customize_endpoint(

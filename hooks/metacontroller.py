@@ -141,6 +141,9 @@ class DecoratorHookResponse(BaseModel):
     attachments: list[KubeObject] = []
     resync_after_seconds: float | None = Field(default=None, alias="resyncAfterSeconds")
     finalized: bool | None = None
+    # A step for the HTTP edge, not part of the answer: force-delete the observed object
+    # (grace period 0, on the condition that its uid is still this one) before answering.
+    force_delete_uid: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {

@@ -115,14 +115,6 @@ def test_no_registration_is_left_on_github(seed: int) -> None:
     assert summary.runners.created > 100  # the storm replaced runners over and over
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Known limit: runner pods on the lost node stay Terminating until Kubernetes removes "
-        "them (their Node deleted, or a forced delete); the hooks cannot delete pods, so the "
-        "standalone Runner gets no new pod and Runners on that node still count as replicas."
-    ),
-)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_teardown_converges(seed: int) -> None:
     run = storm(seed)
@@ -135,14 +127,6 @@ def test_teardown_converges(seed: int) -> None:
     assert run.summary.hooks.errors == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Known limit: runner pods on the lost node stay Terminating until Kubernetes removes "
-        "them (their Node deleted, or a forced delete); the hooks cannot delete pods, so the "
-        "standalone Runner gets no new pod and Runners on that node still count as replicas."
-    ),
-)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_every_job_completes_or_is_reported_interrupted(seed: int) -> None:
     run = storm(seed)

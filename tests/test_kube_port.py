@@ -27,6 +27,7 @@ from hooks.clock import ManualClock
 from hooks.kube.kr8s_adapter import Kr8sKube
 from hooks.kube.port import (
     CAPACITY_RESERVATIONS,
+    PODS,
     RUNNER_DEPLOYMENTS,
     AlreadyExists,
     KubeError,
@@ -236,6 +237,32 @@ def test_delete_then_not_found(connect: Connect) -> None:
         with pytest.raises(NotFound) as missing:
             await kube.delete(CAPACITY_RESERVATIONS, "ci", "r1")
         assert missing.value.status == 404
+
+    run(connect, scenario)
+
+
+def test_a_forced_delete_removes_a_terminating_pod_only_with_its_uid(
+    connect: Connect, store: ObjectStore
+) -> None:
+    """A pod stuck Terminating (its node gone) leaves the API with grace period 0; the uid
+    precondition keeps a namesake (a pod created since under the same name) safe."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": "ci", "name": "runner-a"},
+        "spec": {"containers": [{"name": "runner", "image": "runner"}]},
+    }
+    uid = store.create(pod)["metadata"]["uid"]
+    store.delete("Pod", "ci", "runner-a")  # graceful: Terminating until the kubelet confirms
+
+    async def scenario(kube: KubePort) -> None:
+        assert (await kube.get(PODS, "ci", "runner-a"))["metadata"]["deletionTimestamp"]
+        with pytest.raises(KubeError) as conflict:
+            await kube.delete(PODS, "ci", "runner-a", uid="another-uid", grace_period_seconds=0)
+        assert conflict.value.status == 409
+        await kube.delete(PODS, "ci", "runner-a", uid=uid, grace_period_seconds=0)
+        with pytest.raises(NotFound):
+            await kube.get(PODS, "ci", "runner-a")
 
     run(connect, scenario)
 

@@ -101,6 +101,16 @@ def _of_kind(kind: str) -> list[dict[str, Any]]:
     return [obj for obj in _objects() if obj["kind"] == kind]
 
 
+def _granted(role: dict[str, Any]) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
 def _one(kind: str, name: str) -> dict[str, Any]:
     (obj,) = [o for o in _of_kind(kind) if o["metadata"]["name"] == name]
     return obj
@@ -483,8 +493,9 @@ def test_deployment_is_locked_down() -> None:
     assert context["allowPrivilegeEscalation"] is False
     assert context["capabilities"] == {"drop": ["ALL"]}
     assert context["seccompProfile"] == {"type": "RuntimeDefault"}
-    # Metacontroller writes to the API server; the hooks need no token.
-    assert pod["automountServiceAccountToken"] is False
+    # Metacontroller writes to the API server; the hooks' token may only delete pods.
+    assert pod["automountServiceAccountToken"] is True
+    assert _granted(_one("ClusterRole", "arc-hooks")) == {("", "pods", "delete")}
     assert set(container["resources"]) == {"requests", "limits"}
     assert "memory" in container["resources"]["limits"]
     # A writable /tmp, since the root filesystem is read-only.
@@ -554,15 +565,8 @@ def test_build_context_has_what_the_build_copies() -> None:
 
 
 def test_the_webhook_receiver_has_the_minimal_rbac_and_its_own_service() -> None:
-    (role,) = _of_kind("ClusterRole")
-    granted = {
-        (group, resource, verb)
-        for rule in role["rules"]
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-        for verb in rule["verbs"]
-    }
-    assert granted == {
+    role = _one("ClusterRole", "arc-hooks-webhook")
+    assert _granted(role) == {
         ("actions.summerwind.dev", "horizontalrunnerautoscalers", "list"),
         ("actions.summerwind.dev", "runnerdeployments", "list"),
         ("actions.summerwind.dev", "runnersets", "list"),
@@ -570,16 +574,20 @@ def test_the_webhook_receiver_has_the_minimal_rbac_and_its_own_service() -> None
         ("arc-hooks.dev", "capacityreservations", "create"),
         ("arc-hooks.dev", "capacityreservations", "patch"),
     }
-    (binding,) = _of_kind("ClusterRoleBinding")
+    binding = _one("ClusterRoleBinding", "arc-hooks-webhook")
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     (subject,) = binding["subjects"]
     deployment = _one("Deployment", "arc-hooks-webhook")
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == subject["name"]
     service = _one("Service", "arc-hooks-webhook")
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
-    # The hook server itself writes nothing: no token mounted.
+    # The hook server itself only deletes pods stuck on lost nodes, with its own account.
     hooks = _one("Deployment", "arc-hooks")
-    assert hooks["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+    (hooks_binding,) = [
+        b for b in _of_kind("ClusterRoleBinding") if b["roleRef"]["name"] == "arc-hooks"
+    ]
+    (hooks_subject,) = hooks_binding["subjects"]
+    assert hooks["spec"]["template"]["spec"]["serviceAccountName"] == hooks_subject["name"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ whoever deleted it."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import logging
@@ -16,10 +17,13 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
+from arc_sim.kube_port import StoreKube
+from arc_sim.store import ObjectStore
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
+from hooks.kube.port import PODS
 from hooks.resources.runner import API_VERSION
 from hooks.runner.graceful_stop import GRACEFUL_STOP_ANNOTATION
 from hooks.settings import Settings
@@ -60,9 +64,17 @@ def settings() -> Settings:
 
 @pytest.fixture
 def client(settings: Settings, github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
-    app = create_app(settings, github=github, clock=clock, github_blocks=False)
+    app = create_app(settings, github=github, clock=clock, github_blocks=False, kube=cluster(clock))
     with hook_client(app) as test_client:
         yield test_client
+
+
+def cluster(clock: ManualClock, *objects: dict[str, Any]) -> StoreKube:
+    """The API server the hooks' forced deletes go to."""
+    store = ObjectStore(clock)
+    for obj in objects:
+        store.create(copy.deepcopy(obj))
+    return StoreKube(store)
 
 
 # ------------------------------------------------------------------ pods and calls
@@ -237,7 +249,7 @@ def test_sync_reads_one_cached_list_per_scope_however_many_pods(
     settings: Settings, github: InMemoryGitHub, clock: ManualClock
 ) -> None:
     cached = CachedGitHub(github, settings, clock)
-    app = create_app(settings, github=cached, clock=clock, github_blocks=False)
+    app = create_app(settings, github=cached, clock=clock, github_blocks=False, kube=cluster(clock))
     with hook_client(app) as client:
         pods = [driver(client, clock, runner_pod(f"runner-{i}")) for i in range(20)]
         for pod in pods:
@@ -816,7 +828,7 @@ def test_a_busy_answer_remembered_before_the_runner_stopped_does_not_hold_its_po
     runner is then killed and GitHub lets the job go. The leftover removal asks afresh and
     the pod goes at once, instead of waiting out a retry delay on the remembered answer."""
     cached = CachedGitHub(github, settings, clock)
-    app = create_app(settings, github=cached, clock=clock, github_blocks=False)
+    app = create_app(settings, github=cached, clock=clock, github_blocks=False, kube=cluster(clock))
     with hook_client(app) as client:
         pod = registered_driver(client, clock, github, ephemeral=False, busy=True)
         held = pod.finalize()  # DELETE answers 422
@@ -831,3 +843,81 @@ def test_a_busy_answer_remembered_before_the_runner_stopped_does_not_hold_its_po
     assert done["finalized"] is True, pod.stop_state()
     assert github.runners[ORG] == []
     assert github.count("remove_runner") == 2
+
+
+# ----------------------------------------------------------- pods on unreachable nodes
+
+
+def stored_pod(kube: StoreKube) -> dict[str, Any]:
+    """The pod as the API server holds it (with the uid it gave)."""
+    stored = kube.store.get("Pod", NAMESPACE, "runner-a")
+    assert stored is not None
+    return copy.deepcopy(stored)
+
+
+def test_a_pod_on_a_lost_node_is_force_deleted_a_minute_past_its_deadline(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """ARC's deletionTimeout: the kubelet will never confirm the pod's end, so once its
+    registration is gone it is force-deleted (grace period 0) a minute past its
+    deletionTimestamp; until then the finalizer stays, so that the hook is called again."""
+    kube = cluster(clock, runner_pod(ephemeral=False))
+    app = create_app(settings, github=github, clock=clock, github_blocks=False, kube=kube)
+    with hook_client(app) as client:
+        pod = PodDriver(client, clock, stored_pod(kube))
+        pod.start()
+        github.register(ORG, "runner-a")
+        pod.sync()
+        asyncio.run(kube.delete(PODS, NAMESPACE, "runner-a"))  # the node controller evicts
+        pod.node_stops_reporting()
+
+        early = pod.finalize()  # unregistered at once; the deadline is a minute away
+        clock.advance(45)
+        still = pod.finalize()
+        clock.advance(15)
+        due = pod.finalize()
+
+    assert github.runners[ORG] == []
+    assert early["finalized"] is False and early["resyncAfterSeconds"] == 60
+    assert still["finalized"] is False and still["resyncAfterSeconds"] == 15
+    assert due["finalized"] is True
+    assert kube.store.get("Pod", NAMESPACE, "runner-a") is None
+
+
+def test_a_namesake_of_a_force_deleted_pod_is_left_alone(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """The delete is conditional on the pod's uid: a new pod with the same name (a Runner's
+    next incarnation) is never the one removed."""
+    kube = cluster(clock, runner_pod(ephemeral=False))  # the namesake, with its own uid
+    app = create_app(settings, github=github, clock=clock, github_blocks=False, kube=kube)
+    with hook_client(app) as client:
+        pod = PodDriver(client, clock, runner_pod(ephemeral=False))
+        assert stored_pod(kube)["metadata"]["uid"] != pod.pod["metadata"]["uid"]
+        pod.start()
+        github.register(ORG, "runner-a")
+        pod.sync()
+        pod.node_stops_reporting()
+        pod.finalize()
+        clock.advance(61)
+        done = pod.finalize()
+
+    assert done["finalized"] is True
+    assert kube.store.get("Pod", NAMESPACE, "runner-a") is not None
+
+
+def test_a_pod_whose_node_still_reports_is_never_force_deleted(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    kube = cluster(clock, runner_pod(ephemeral=False))
+    app = create_app(settings, github=github, clock=clock, github_blocks=False, kube=kube)
+    with hook_client(app) as client:
+        pod = PodDriver(client, clock, stored_pod(kube))
+        pod.start()
+        github.register(ORG, "runner-a")
+        pod.sync()
+
+        done = pod.finalize()
+
+    assert done["finalized"] is True
+    assert kube.store.get("Pod", NAMESPACE, "runner-a") is not None

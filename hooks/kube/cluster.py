@@ -44,5 +44,16 @@ class ClusterKube:
     ) -> KubeObject:
         return await (await self._kube()).merge_patch(resource, namespace, name, patch)
 
-    async def delete(self, resource: Resource, namespace: str, name: str) -> None:
-        await (await self._kube()).delete(resource, namespace, name)
+    async def delete(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> None:
+        kube = await self._kube()
+        await kube.delete(
+            resource, namespace, name, uid=uid, grace_period_seconds=grace_period_seconds
+        )

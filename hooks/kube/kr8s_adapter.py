@@ -81,8 +81,28 @@ class Kr8sKube:
             headers={"Content-Type": MERGE_PATCH},
         )
 
-    async def delete(self, resource: Resource, namespace: str, name: str) -> None:
-        await self._request("DELETE", resource, namespace, f"{resource.plural}/{name}")
+    async def delete(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> None:
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if uid is not None:
+            options["preconditions"] = {"uid": uid}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        await self._request(
+            "DELETE",
+            resource,
+            namespace,
+            f"{resource.plural}/{name}",
+            content=orjson.dumps(options),
+            headers={"Content-Type": "application/json"},
+        )
 
     async def _request(
         self, method: str, resource: Resource, namespace: str | None, path: str, **kwargs: Any

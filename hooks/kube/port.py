@@ -1,4 +1,5 @@
-"""The small surface of the Kubernetes API that the webhook receiver uses.
+"""The small surface of the Kubernetes API that the server uses: the webhook receiver's
+reservations and scale targets, and forced deletes of runner pods on lost nodes.
 
 Asynchronous: the receiver answers GitHub from the event loop, well inside GitHub's 10-second
 delivery timeout, without a worker thread per delivery.
@@ -36,6 +37,7 @@ HORIZONTAL_RUNNER_AUTOSCALERS = Resource(
 )
 RUNNER_DEPLOYMENTS = Resource(ARC_GROUP, ARC_VERSION, "RunnerDeployment", "runnerdeployments")
 RUNNER_SETS = Resource(ARC_GROUP, ARC_VERSION, "RunnerSet", "runnersets")
+PODS = Resource("", "v1", "Pod", "pods")
 CAPACITY_RESERVATIONS = Resource(
     RESERVATION_GROUP, RESERVATION_VERSION, "CapacityReservation", "capacityreservations"
 )
@@ -76,6 +78,15 @@ class KubePort(Protocol):
         """Apply a JSON merge patch (RFC 7386); raises NotFound."""
         ...
 
-    async def delete(self, resource: Resource, namespace: str, name: str) -> None:
-        """Delete the object; raises NotFound."""
+    async def delete(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> None:
+        """Delete the object, only if its uid is `uid` when given (409 otherwise), with this
+        grace period when given (0: a forced delete); raises NotFound."""
         ...

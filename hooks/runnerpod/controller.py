@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -49,6 +50,7 @@ from hooks.runnerpod.facts import (
     ControllerRef,
     RunnerPod,
     controller_ref,
+    force_deletion_at,
     node_unreachable,
     read_runner_pod,
 )
@@ -95,6 +97,30 @@ def sync_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorH
 
 def finalize_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorHookResponse:
     pod = read_runner_pod(request.object)
+    answer = _finalize(request, pod, deps)
+    if not answer.finalized:
+        return answer
+    return _force_deleted_if_stuck(answer, pod, deps.clock.now())
+
+
+def _force_deleted_if_stuck(
+    answer: DecoratorHookResponse, pod: RunnerPod, now: datetime
+) -> DecoratorHookResponse:
+    """Once nothing else holds the pod, one whose node stopped answering is force-deleted a
+    minute past its deadline (as ARC does); the finalizer is kept until then, so that this
+    hook is called again at the deadline."""
+    due = force_deletion_at(pod, now)
+    if due is None:
+        return answer
+    if now < due:
+        wait = (due - now).total_seconds()
+        return answer.model_copy(update={"finalized": False, "resync_after_seconds": wait})
+    return answer.model_copy(update={"force_delete_uid": pod.uid})
+
+
+def _finalize(
+    request: DecoratorHookRequest, pod: RunnerPod, deps: HookDeps
+) -> DecoratorHookResponse:
     if _owner_takes_care(request, pod):
         return DecoratorHookResponse(finalized=True)
     if pod.scope is None or pod.observed.pending:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from hooks.github.port import Scope
@@ -78,6 +78,21 @@ def read_runner_pod(pod: KubeObject) -> RunnerPod:
         deletion_timestamp=observed_time(metadata.get("deletionTimestamp")),
         deletion_grace_seconds=float(grace) if isinstance(grace, int | float) else 0.0,
     )
+
+
+FORCE_DELETE_AFTER = timedelta(minutes=1)
+"""ARC's `deletionTimeout`: how long past its deletionTimestamp a pod that its node no longer
+reports on waits before it is force-deleted."""
+
+
+def force_deletion_at(facts: RunnerPod, now: datetime) -> datetime | None:
+    """When this terminating pod is force-deleted: a minute past its deletionTimestamp, if its
+    node no longer reports on it (otherwise None: the kubelet ends it). Without a forced delete
+    it would stay Terminating until Kubernetes removes it, holding its name (a standalone
+    Runner gets no new pod) and its place in a RunnerReplicaSet."""
+    if facts.deletion_timestamp is None or not node_unreachable(facts, now):
+        return None
+    return facts.deletion_timestamp + FORCE_DELETE_AFTER
 
 
 def node_unreachable(facts: RunnerPod, now: datetime) -> bool:

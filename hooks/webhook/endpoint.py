@@ -16,7 +16,6 @@ from starlette.routing import Route
 
 from hooks.clock import Clock
 from hooks.github.port import GitHubPort, RunnerGroupInfo
-from hooks.kube.cluster import ClusterKube
 from hooks.kube.port import KubePort
 from hooks.settings import Settings
 from hooks.telemetry import record_delivery
@@ -38,7 +37,7 @@ def webhook_route(
     settings: Settings,
     github: GitHubPort,
     clock: Clock,
-    kube: KubePort | None,
+    kube: KubePort,
     workers: CallRunner,
 ) -> Route:
     receiver = _receiver(settings, github, clock, kube, workers)
@@ -49,7 +48,7 @@ def _receiver(
     settings: Settings,
     github: GitHubPort,
     clock: Clock,
-    kube: KubePort | None,
+    kube: KubePort,
     workers: CallRunner,
 ) -> WebhookReceiver:
     secret = settings.github_webhook_secret_token
@@ -61,7 +60,7 @@ def _receiver(
         return await workers.run(call)
 
     return WebhookReceiver(
-        kube if kube is not None else ClusterKube(),
+        kube,
         clock,
         secret=secret.get_secret_value().encode() if secret else None,
         allow_unsigned=settings.webhook_allow_unsigned,
