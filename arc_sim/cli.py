@@ -18,7 +18,11 @@ Command = Callable[[argparse.Namespace], int]
 
 def add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Command:
     parser = commands.add_parser(
-        "simulate", help="replay a scenario file in the simulated world (docs/scenarios.md)"
+        "simulate",
+        help="replay a scenario file in the simulated world (docs/scenarios.md)",
+        description="Replay a scenario in virtual time and print its summary.",
+        epilog="exit status: 0 when every invariant holds, 1 when one fails, 2 for a scenario "
+        "file that cannot be read",
     )
     parser.add_argument("file", type=Path)
     parser.add_argument(
@@ -28,7 +32,11 @@ def add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Command:
-    commands.add_parser("demo", help="watch the system at work in the simulated world")
+    commands.add_parser(
+        "demo",
+        help="watch the system at work in the simulated world",
+        epilog="exit status: 0 when every invariant holds, 1 otherwise",
+    )
     return _demo
 
 

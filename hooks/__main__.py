@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 
 DEFAULT_CRD_DIR = Path("metacontroller/crds")
@@ -21,11 +21,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="arc-hooks",
         description="GitHub Actions runners on Kubernetes as Metacontroller hooks.",
     )
+    parser.add_argument("--version", action="version", version=f"arc-hooks {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run the hook server")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
+    serve = commands.add_parser(
+        "serve",
+        help="run the hook server",
+        description="Serve Metacontroller's hooks, GitHub's webhook, /healthz, /readyz and "
+        "/metrics. Settings come from the environment (README, Configuration).",
+        epilog="exit status: 0 after a clean shutdown, 2 for unusable TLS files",
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s)"
+    )
+    serve.add_argument(
+        "--port", type=int, default=8080, help="port to listen on (default: %(default)s)"
+    )
     serve.add_argument(
         "--tls-cert",
         metavar="FILE",
@@ -52,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     crds.add_argument("--dir", type=Path, default=DEFAULT_CRD_DIR)
     crds.add_argument("--check", action="store_true", help="fail if a committed CRD is stale")
 
-    plugins = _plugin_commands(commands)
+    plugins = plugin_commands(commands)
 
     args = parser.parse_args(argv)
     if args.command == "serve":
@@ -64,7 +75,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _crds(args.dir, args.check)
 
 
-def _plugin_commands(
+def _version() -> str:
+    try:
+        return version("arc-hooks")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def plugin_commands(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> dict[str, Command]:
     handlers: dict[str, Command] = {}

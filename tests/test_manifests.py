@@ -740,3 +740,82 @@ def test_tls_component_builds_https_hooks_with_metacontrollers_client_certificat
     for obj in built:
         if _group(obj) not in CUSTOM_GROUPS | {"cert-manager.io"}:
             kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings on a cluster
+
+CONFIG_MAP = "arc-hooks-config"
+
+
+def _readme_settings() -> list[str]:
+    """The variables of the README's configuration table."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Configuration", 1)[1].split("\n### ", 1)[0]
+    names: list[str] = []
+    for row in table.splitlines():
+        if row.startswith("| `"):
+            names += re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split("|")[1])
+    return names
+
+
+def test_every_setting_of_the_readme_is_one_the_server_reads() -> None:
+    aliases = {field.alias for field in Settings.model_fields.values()}
+    names = _readme_settings()
+    assert len(names) > 30
+    assert set(names) <= aliases
+
+
+def test_both_deployments_read_settings_from_an_optional_config_map() -> None:
+    for name in ("arc-hooks", "arc-hooks-webhook"):
+        (container,) = _one("Deployment", name)["spec"]["template"]["spec"]["containers"]
+        assert container["envFrom"] == [{"configMapRef": {"name": CONFIG_MAP, "optional": True}}]
+        # Nothing the table lists is pinned in `env`, except credentials from Secrets.
+        pinned = {e["name"] for e in container["env"] if "value" in e}
+        assert pinned <= {"HOOK_BEARER_TOKEN_FILE", "HOOK_BEARER_TOKEN_PREVIOUS_FILE"}
+
+
+def test_the_readmes_overlay_reaches_both_deployments_and_every_controller() -> None:
+    """The README's overlay: kustomize names the generated ConfigMap with a content hash and
+    rewrites the references, so a changed setting rolls the Deployments out."""
+    if shutil.which("kubectl") is None:  # .ci/run installs it; without, the references only
+        test_both_deployments_read_settings_from_an_optional_config_map()
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        user = Path(directory)
+        kustomization = {
+            "resources": [os.path.relpath(MANIFESTS, user)],
+            "configMapGenerator": [
+                {
+                    "name": CONFIG_MAP,
+                    "namespace": "arc-hooks",
+                    "literals": ["SYNC_PERIOD=30", "RUNNER_REGISTRATION_MODE=jit"],
+                }
+            ],
+            # The README's patch of Metacontroller's own resync, to go with SYNC_PERIOD.
+            "patches": [
+                {
+                    "target": {"group": "metacontroller.k8s.io"},
+                    "patch": "- op: replace\n  path: /spec/resyncPeriodSeconds\n  value: 30\n",
+                }
+            ],
+        }
+        (user / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+        result = subprocess.run(
+            ["kubectl", "kustomize", str(user)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    built = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    (config,) = [o for o in built if o["kind"] == "ConfigMap"]
+    assert config["metadata"]["name"].startswith(CONFIG_MAP + "-")
+    assert config["data"] == {"SYNC_PERIOD": "30", "RUNNER_REGISTRATION_MODE": "jit"}
+    for deployment in [o for o in built if o["kind"] == "Deployment"]:
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        (source,) = container["envFrom"]
+        assert source["configMapRef"]["name"] == config["metadata"]["name"]
+    controllers = [o for o in built if _group(o) == "metacontroller.k8s.io"]
+    assert [c["spec"]["resyncPeriodSeconds"] for c in controllers] == [30] * 6
