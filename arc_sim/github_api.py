@@ -84,6 +84,7 @@ ACTOR = "octocat"  # the user whose pushes start every simulated workflow run
 
 DOCS_ROOT = "https://docs.github.com/rest"
 RATE_LIMIT_DOCS = f"{DOCS_ROOT}/overview/rate-limits-for-the-rest-api"
+NOT_ACCESSIBLE = "Resource not accessible by personal access token"
 SECONDARY_RATE_LIMIT_DOCS = f"{RATE_LIMIT_DOCS}#about-secondary-rate-limits"
 
 AuthKind = Literal["token", "jwt"]
@@ -137,6 +138,11 @@ class Call:
     @property
     def repository(self) -> str:
         return f"{self.params['owner']}/{self.params['repo']}"
+
+    @property
+    def account(self) -> str | None:
+        """The organization or owner the path is in (None for enterprise and app paths)."""
+        return self.params.get("org") or self.params.get("owner")
 
     def int_param(self, name: str) -> int:
         """A numeric path parameter; a path with a non-number there names nothing."""
@@ -336,6 +342,8 @@ class GitHubApi:
         else:
             if auth_failure is not None:
                 response = _error(401, auth_failure)
+            elif route is not None and not self._reaches(caller, call, auth):
+                response = _error(403, NOT_ACCESSIBLE)
             elif route is None:
                 # GitHub answers unknown paths and unsupported methods alike with a JSON 404.
                 response = _error(404, "Not Found")
@@ -347,6 +355,9 @@ class GitHubApi:
         _stamp(response, budget, request_id)
         state.record_request(call.method, template, call.path, response.status, caller)
         return response
+
+    def _reaches(self, caller: Caller, call: Call, auth: AuthKind) -> bool:
+        return auth != "token" or self.state.may_reach(caller, call.account)
 
     def _authenticate(
         self, call: Call, auth: AuthKind, client_host: str

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from arc_sim.fake_github import FakeGitHub
 from arc_sim.github_api import DOTCOM_API, ApiResponse
 from hooks.clock import Clock
+from hooks.github.credentials import DEFAULT_CREDENTIALS
 from hooks.github.port import (
     GitHubError,
     GitHubPort,
@@ -70,8 +71,10 @@ class InProcessGitHub(GitHubPort):
         *,
         base_url: str = DOTCOM_API,
         user_agent: str = USER_AGENT,
+        credentials: str = DEFAULT_CREDENTIALS,
     ) -> None:
         self._fake = fake
+        self._credentials = credentials  # the metrics label
         self._token = token
         self._clock = clock
         parts = urllib.parse.urlsplit(base_url.rstrip("/"))
@@ -203,8 +206,8 @@ class InProcessGitHub(GitHubPort):
         # Only an error's message can change the outcome; a success's body need not be parsed.
         text = answer.body.decode() if answer.status >= 400 else ""
         outcome = call_outcome(template, answer.status, answer.headers, text)
-        GITHUB_API_CALLS.labels(template, outcome).inc()
-        record_rate_limit(answer.headers)
+        GITHUB_API_CALLS.labels(template, outcome, self._credentials).inc()
+        record_rate_limit(answer.headers, self._credentials)
         return answer
 
     def _json(self, method: str, path: str, body: Json | None = None) -> Any:

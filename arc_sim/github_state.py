@@ -242,6 +242,7 @@ class RequestRecord:
     at: datetime
     caller: CallerKind
     latency_seconds: float
+    caller_id: str = ""  # which user, installation or app: one rate-limit budget each
 
 
 _P = ParamSpec("_P")
@@ -304,6 +305,7 @@ class GitHubState:
         self._jit_configs: dict[str, tuple[Scope, int]] = {}
         self._used_jit_configs: set[str] = set()
         self._personal_tokens: dict[str, Caller] = {}
+        self._reach: dict[Caller, frozenset[str]] = {}  # accounts a restricted PAT reaches
         self._app_public_key: str | None = None
         self._app_id: str | None = None
         self._installation_ids: frozenset[int] | None = None
@@ -354,9 +356,23 @@ class GitHubState:
     # Credentials
 
     @_synchronized
-    def add_personal_access_token(self, token: str) -> None:
-        """Accept `token` as a user's PAT; each one gets its own rate-limit budget."""
-        self._personal_tokens.setdefault(token, Caller("user", str(len(self._personal_tokens) + 1)))
+    def add_personal_access_token(
+        self, token: str, organizations: Iterable[str] | None = None
+    ) -> None:
+        """Accept `token` as a user's PAT; each one gets its own rate-limit budget. With
+        `organizations`, it reaches only those accounts (their repositories included), as a
+        fine-grained token does."""
+        caller = self._personal_tokens.setdefault(
+            token, Caller("user", str(len(self._personal_tokens) + 1))
+        )
+        if organizations is not None:
+            self._reach[caller] = frozenset(organizations)
+
+    def may_reach(self, caller: Caller, account: str | None) -> bool:
+        """Whether the caller's token reaches this organization or repository owner (None:
+        an enterprise or app endpoint)."""
+        reach = self._reach.get(caller)
+        return reach is None or (account is not None and account in reach)
 
     @_synchronized
     def configure_app(
@@ -911,6 +927,7 @@ class GitHubState:
             at=self.clock.now(),
             caller=caller.kind,
             latency_seconds=self.latency_seconds,
+            caller_id=caller.id,
         )
         self.requests.append(record)
         return record

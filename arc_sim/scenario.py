@@ -54,6 +54,9 @@ class GitHubKnobs(_Model):
     error_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     latency: Duration = 0.05
     token_ttl: Duration = 3600.0
+    # More personal access tokens GitHub accepts (for githubAPICredentialsFrom Secrets), each
+    # with its own budget, reaching the listed organizations only (empty: every account).
+    tokens: dict[str, list[str]] = {}
 
 
 class WebhookKnobs(_Model):

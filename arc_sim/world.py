@@ -41,6 +41,8 @@ from arc_sim.webhooks import WebhookSender
 from hooks.app import create_app
 from hooks.clock import ManualClock
 from hooks.github.cached import CachedGitHub
+from hooks.github.credentials import ApiCredentials
+from hooks.github.port import GitHubPort
 from hooks.settings import Settings
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday morning
@@ -145,6 +147,8 @@ class World:
             seed=scenario.seed,
         )
         github.add_personal_access_token(SIMULATED_PAT)
+        for token, organizations in knobs.tokens.items():
+            github.add_personal_access_token(token, organizations or None)
         github.configure_faults(
             FaultKnobs(error_rate=knobs.error_rate, latency_seconds=knobs.latency)
         )
@@ -161,7 +165,17 @@ class World:
             clock=self.clock,
             github_blocks=False,
             kube=StoreKube(self.store),
+            build_credentials_port=self._credentials_port,
         )
+
+    def _credentials_port(self, credentials: ApiCredentials) -> GitHubPort:
+        """A resource's own credentials Secret: its token on the same fake GitHub."""
+        if not credentials.token:
+            raise ValueError("the simulated world takes github_token credentials only")
+        port = InProcessGitHub(
+            self.github, credentials.token, self.clock, credentials=credentials.source
+        )
+        return CachedGitHub(port, self.settings, self.clock)
 
     def _deliver_webhook(self, headers: dict[str, str], body: bytes) -> int:
         """GitHub posts to the webhook receiver of one hook replica."""
@@ -229,18 +243,24 @@ class World:
                 progress(self)
 
     def teardown(self, progress: Callable[[World], None] | None = None) -> bool:
-        """Delete every object the scenario applied, then wait until they are gone."""
-        for kind, namespace, name in reversed(self._applied):
+        """Uninstall as the README says: delete the runner resources the scenario applied, wait
+        until they are gone, then delete the rest (the Secrets they may use to unregister)."""
+        arc = [key for key in reversed(self._applied) if _is_arc(self.store.get(*key) or {})]
+        self._delete(arc)
+        deadline = self.clock.now() + timedelta(seconds=self.scenario.quiet_period)
+        settled = self._settled()
+        while not settled and self.clock.now() < deadline:
+            self._run_until(self.clock.now() + timedelta(seconds=SETTLE_STEP_SECONDS), progress)
+            settled = self._settled()
+        self._delete([key for key in reversed(self._applied) if key not in arc])
+        return settled
+
+    def _delete(self, keys: list[tuple[str, str, str]]) -> None:
+        for kind, namespace, name in keys:
             try:
                 self.store.delete(kind, namespace, name)
             except NotFound:
                 continue
-        deadline = self.clock.now() + timedelta(seconds=self.scenario.quiet_period)
-        while self.clock.now() < deadline:
-            if self._settled():
-                return True
-            self._run_until(self.clock.now() + timedelta(seconds=SETTLE_STEP_SECONDS), progress)
-        return self._settled()
 
     def _settled(self) -> bool:
         left = [

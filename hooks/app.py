@@ -16,6 +16,8 @@ from hooks.clock import Clock, SystemClock
 from hooks.deployment import controller as deployment
 from hooks.deps import HookDeps
 from hooks.endpoints import hook_endpoint
+from hooks.github.clients import PortBuilder
+from hooks.github.credentials import ApiCredentials
 from hooks.github.port import GitHubPort
 from hooks.health import health_routes
 from hooks.hook_auth import HookAuthMiddleware, HookCredentials
@@ -42,15 +44,25 @@ def create_app(
     clock: Clock | None = None,
     github_blocks: bool = True,
     kube: KubePort | None = None,
+    build_credentials_port: PortBuilder | None = None,
 ) -> Starlette:
     """The hook server. `github_blocks=False` says the GitHub port never waits on I/O (the
     simulated world's in-process GitHub): hooks then run on the event loop, without threads.
     `kube` is the server's Kubernetes API access, for the webhook receiver and forced deletes
-    (default: the cluster's, via the pod's service account or a kubeconfig)."""
+    (default: the cluster's, via the pod's service account or a kubeconfig).
+    `build_credentials_port` makes the port for a resource's `githubAPICredentialsFrom` Secret
+    (default: PyGithub, when `github` is not given)."""
     clock = clock or SystemClock()
     if github is None:
         github = _github_from_settings(settings, clock)
-    deps = HookDeps(github, clock, settings, observe_autoscaler=record_autoscaler)
+        build_credentials_port = build_credentials_port or _credentials_ports(settings, clock)
+    deps = HookDeps(
+        github,
+        clock,
+        settings,
+        observe_autoscaler=record_autoscaler,
+        build_credentials_port=build_credentials_port,
+    )
     workers = WorkerThreads() if github_blocks else InlineCalls()
     credentials = HookCredentials.from_settings(settings)
     kube = kube if kube is not None else ClusterKube()
@@ -62,6 +74,15 @@ def create_app(
     return Starlette(
         routes=routes, middleware=[Middleware(HookAuthMiddleware, credentials=credentials)]
     )
+
+
+def _credentials_ports(settings: Settings, clock: Clock) -> PortBuilder:
+    def build(credentials: ApiCredentials) -> GitHubPort:
+        from hooks.github.factory import github_for_credentials
+
+        return github_for_credentials(settings, clock, credentials)
+
+    return build
 
 
 def _github_from_settings(settings: Settings, clock: Clock) -> GitHubPort:

@@ -9,6 +9,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from hooks.clock import Clock
+from hooks.github.clients import GitHubClients, PortBuilder
+from hooks.github.credentials import Credentials
 from hooks.github.port import GitHubPort
 from hooks.memo import Memo
 from hooks.runner.graceful_stop import StopTiming
@@ -33,6 +35,17 @@ class HookDeps:
     parsed_parents: Memo[Hashable, Any] = field(
         default_factory=lambda: Memo(PARSED_PARENTS_MEMO_ENTRIES), compare=False, repr=False
     )
+    # Builds the port for a resource's own credentials Secret (None: the server has no way to).
+    build_credentials_port: PortBuilder | None = field(default=None, compare=False, repr=False)
+    github_clients: GitHubClients = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        clients = GitHubClients(self.github, self.build_credentials_port)
+        object.__setattr__(self, "github_clients", clients)
+
+    def github_for(self, credentials: Credentials) -> GitHubPort:
+        """The port for a resource: its own credentials Secret's, or (None) the server's."""
+        return self.github_clients.port(credentials)
 
     @property
     def timing(self) -> StopTiming:

@@ -25,22 +25,23 @@ HOOK_REFUSALS = Counter(
 
 GITHUB_API_CALLS = Counter(
     "arc_hooks_github_api_calls",
-    "GitHub REST calls made, by endpoint template and outcome.",
-    ["endpoint", "outcome"],
+    "GitHub REST calls made, by endpoint template, outcome and credentials (`default`, or the "
+    "`namespace/name` of a githubAPICredentialsFrom Secret).",
+    ["endpoint", "outcome", "credentials"],
     registry=REGISTRY,
 )
 
 GITHUB_RATE_LIMIT_REMAINING = Gauge(
     "arc_hooks_github_rate_limit_remaining",
-    "x-ratelimit-remaining of the latest GitHub response, per rate-limit resource.",
-    ["resource"],
+    "x-ratelimit-remaining of the latest GitHub response, per rate-limit resource and credentials.",
+    ["resource", "credentials"],
     registry=REGISTRY,
 )
 
 GITHUB_RATE_LIMIT = Gauge(
     "arc_hooks_github_rate_limit",
-    "x-ratelimit-limit of the latest GitHub response, per rate-limit resource.",
-    ["resource"],
+    "x-ratelimit-limit of the latest GitHub response, per rate-limit resource and credentials.",
+    ["resource", "credentials"],
     registry=REGISTRY,
 )
 

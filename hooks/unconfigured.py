@@ -1,7 +1,8 @@
-"""A GitHub port for a server started without credentials: every call explains what is missing.
+"""A GitHub port with no usable credentials: every call explains what is missing.
 
-The server still answers hooks (invalid Runners get their conditions, pods are kept), and
-`/readyz` reports not ready, so a misconfigured deployment is visible rather than crashing.
+Used for a server started without credentials (`/readyz` then reports not ready) and for a
+resource whose `githubAPICredentialsFrom` Secret is missing or unusable. Hooks still answer:
+invalid Runners get their conditions, pods are kept, and a removal is retried, never assumed.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ MESSAGE = "no GitHub credentials configured (GITHUB_TOKEN or a GitHub App)"
 
 
 class UnconfiguredGitHub:
+    def __init__(self, message: str = MESSAGE) -> None:
+        self.message = message
+
     def list_runners(
         self, scope: Scope, *, not_before: datetime | None = None
     ) -> Sequence[GitHubRunner]:
@@ -51,7 +55,7 @@ class UnconfiguredGitHub:
     def remove_runner(
         self, scope: Scope, runner_id: int, *, not_before: datetime | None = None
     ) -> RemoveResult:
-        return RemoveResult(RemoveOutcome.ERROR, message=MESSAGE)
+        return RemoveResult(RemoveOutcome.ERROR, message=self.message)
 
     def list_workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
         self._fail()
@@ -64,6 +68,5 @@ class UnconfiguredGitHub:
     ) -> Sequence[RunnerGroupInfo]:
         self._fail()
 
-    @staticmethod
-    def _fail() -> NoReturn:
-        raise GitHubError(MESSAGE)
+    def _fail(self) -> NoReturn:
+        raise GitHubError(self.message)

@@ -83,6 +83,7 @@ class HookDriver:
     version: str = "v2"
     children: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     last: dict[str, Any] = field(default_factory=dict)
+    related: dict[str, dict[str, Any]] = field(default_factory=dict)  # as Metacontroller sends
 
     def request(self, finalizing: bool = False) -> dict[str, Any]:
         groups: dict[str, dict[str, Any]] = {"Pod.v1": {}, "Secret.v1": {}}
@@ -93,7 +94,7 @@ class HookDriver:
             "controller": RUNNER_CONTROLLER,
             "parent": copy.deepcopy(self.parent),
             "children": groups,
-            "related": {},
+            "related": copy.deepcopy(self.related),
             "finalizing": finalizing,
         }
 

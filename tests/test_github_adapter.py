@@ -113,8 +113,11 @@ def register(fake: FakeGitHub, scope: Scope, count: int) -> list[int]:
     return [fake.register_runner(scope, f"runner-{i}", ["k8s"], token).id for i in range(count)]
 
 
+CORE_DEFAULT = {"resource": "core", "credentials": "default"}
+
+
 def calls(endpoint: str, outcome: str) -> float:
-    labels = {"endpoint": endpoint, "outcome": outcome}
+    labels = {"endpoint": endpoint, "outcome": outcome, "credentials": "default"}
     return REGISTRY.get_sample_value("arc_hooks_github_api_calls_total", labels) or 0.0
 
 
@@ -707,9 +710,9 @@ def test_every_call_is_counted_by_endpoint_template(
     caller = fake.caller_for_token(PAT)
     assert caller is not None
     remaining = fake.rate_budget(caller).remaining
-    assert REGISTRY.get_sample_value("arc_hooks_github_rate_limit", {"resource": "core"}) == 5000
+    assert REGISTRY.get_sample_value("arc_hooks_github_rate_limit", CORE_DEFAULT) == 5000
     gauge = "arc_hooks_github_rate_limit_remaining"
-    assert REGISTRY.get_sample_value(gauge, {"resource": "core"}) == remaining
+    assert REGISTRY.get_sample_value(gauge, CORE_DEFAULT) == remaining
 
 
 def test_no_secret_in_logs_or_errors(

@@ -39,6 +39,7 @@ KUBERNETES_VERSION = "1.33.0"
 APP_HOOK_PATHS = {
     "/sync/runner",
     "/finalize/runner",
+    "/customize/runner",
     "/sync/runnerreplicaset",
     "/sync/runnerdeployment",
     "/customize/runnerdeployment",
@@ -369,7 +370,11 @@ def test_runner_controller() -> None:
     }
     assert spec["generateSelector"] is True
     assert spec["resyncPeriodSeconds"] == 60
-    assert _hook_paths(controller) == {"sync": "/sync/runner", "finalize": "/finalize/runner"}
+    assert _hook_paths(controller) == {
+        "sync": "/sync/runner",
+        "finalize": "/finalize/runner",
+        "customize": "/customize/runner",
+    }
 
 
 def test_runnerreplicaset_controller() -> None:

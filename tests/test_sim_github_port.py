@@ -316,7 +316,7 @@ def test_ghes_base_url(fake: FakeGitHub, clock: ManualClock) -> None:
 
 def test_calls_are_counted_like_the_adapters(port: InProcessGitHub, fake: FakeGitHub) -> None:
     def calls(endpoint: str, outcome: str) -> float:
-        labels = {"endpoint": endpoint, "outcome": outcome}
+        labels = {"endpoint": endpoint, "outcome": outcome, "credentials": "default"}
         return REGISTRY.get_sample_value("arc_hooks_github_api_calls_total", labels) or 0.0
 
     delete = "DELETE /repos/{owner}/{repo}/actions/runners/{runner_id}"

@@ -45,6 +45,7 @@ from hooks.children import (
 from hooks.clock import format_time, parse_time
 from hooks.deployment.controller import DEPLOYMENT_NAME_LABEL
 from hooks.deps import HookDeps
+from hooks.github.credentials import credentials_rules, requested_credentials, spec_secret_name
 from hooks.github.port import (
     GitHubError,
     GitHubPort,
@@ -114,6 +115,7 @@ def customize_horizontal_runner_autoscaler(request: dict[str, Any]) -> dict[str,
     if namespace:
         for rule in rules:
             rule["namespace"] = namespace
+    rules += credentials_rules(str(namespace), spec_secret_name(parent))
     return {"relatedResources": rules}
 
 
@@ -195,6 +197,11 @@ class _Sync:
             _ObservedReservation.read(obj) for obj in request.objects(RESERVATION_KIND)
         ]
         self.finished: set[str] = set()  # reservations whose job GitHub says is over
+        # ARC reads an HRA's pull metrics with the HRA's own credentials, if it names some.
+        credentials = requested_credentials(
+            request, hra.metadata.namespace, spec_secret_name(request.parent)
+        )
+        self.github = deps.github_for(credentials)
 
     def answer(self) -> CompositeHookResponse:
         ref = self.hra.spec.scale_target_ref
@@ -223,7 +230,7 @@ class _Sync:
             labels=tuple(config.labels),
         )
         counts = _runner_counts(kind, target_obj, self.request.objects("Runner", related=True))
-        activity = _HookActivity(self.deps.github, counts.busy)
+        activity = _HookActivity(self.github, counts.busy)
         target = ScaleTarget(scope=scope, replicas=self._replicas_in_effect(kind, target_obj))
         try:
             self.finished = self._finished_jobs(counts.idle)
@@ -310,7 +317,7 @@ class _Sync:
             if not (isinstance(repository, str) and isinstance(run_id, int) and job_id):
                 continue
             try:
-                jobs = self.deps.github.list_workflow_jobs(repository, run_id)
+                jobs = self.github.list_workflow_jobs(repository, run_id)
             except GitHubError:
                 break  # asked again at the next sync; the reservation still counts
             if any(j.id == job_id and j.status == COMPLETED for j in jobs):

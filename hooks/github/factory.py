@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from hooks.github.pygithub_adapter import github_from_settings
+from hooks.github.pygithub_adapter import github_for_credentials, github_from_settings
 
-__all__ = ["github_from_settings"]
+__all__ = ["github_for_credentials", "github_from_settings"]

@@ -32,6 +32,7 @@ from github.Requester import Requester
 
 from hooks.clock import Clock, parse_time
 from hooks.github.cached import CachedGitHub
+from hooks.github.credentials import DEFAULT_CREDENTIALS, ApiCredentials
 from hooks.github.port import (
     GitHubError,
     GitHubPort,
@@ -95,7 +96,7 @@ USER_AGENT = f"arc-hooks/{_version()}"
 # -- metrics and log hygiene ------------------------------------------------------------------
 
 
-def instrument(requester: Requester) -> None:
+def instrument(requester: Requester, credentials: str = DEFAULT_CREDENTIALS) -> None:
     """Count every HTTP call this requester makes, and record the rate-limit headers.
 
     Every JSON call of PyGithub, from the high-level API, from pagination, from lazy completion
@@ -116,24 +117,25 @@ def instrument(requester: Requester) -> None:
         try:
             status, headers, body = original(verb, url, *args, **kwargs)
         except (requests.RequestException, OSError):
-            GITHUB_API_CALLS.labels(template, "transport_error").inc()
+            GITHUB_API_CALLS.labels(template, "transport_error", credentials).inc()
             raise
-        GITHUB_API_CALLS.labels(template, call_outcome(template, status, headers, body)).inc()
-        record_rate_limit(headers)
+        outcome = call_outcome(template, status, headers, body)
+        GITHUB_API_CALLS.labels(template, outcome, credentials).inc()
+        record_rate_limit(headers, credentials)
         return status, headers, body
 
     setattr(requester, "requestJson", request_json)  # noqa: B010 - instance attribute on purpose
     setattr(requester, "_arc_hooks_instrumented", True)  # noqa: B010
 
 
-def record_rate_limit(headers: Mapping[str, Any]) -> None:
+def record_rate_limit(headers: Mapping[str, Any], credentials: str = DEFAULT_CREDENTIALS) -> None:
     resource = header(headers, "x-ratelimit-resource") or "core"
     remaining = to_float(header(headers, "x-ratelimit-remaining"))
     limit = to_float(header(headers, "x-ratelimit-limit"))
     if remaining is not None:
-        GITHUB_RATE_LIMIT_REMAINING.labels(resource).set(remaining)
+        GITHUB_RATE_LIMIT_REMAINING.labels(resource, credentials).set(remaining)
     if limit is not None:
-        GITHUB_RATE_LIMIT.labels(resource).set(limit)
+        GITHUB_RATE_LIMIT.labels(resource, credentials).set(limit)
 
 
 class _RedactBodies(logging.Filter):
@@ -214,12 +216,14 @@ class ClockInstallationAuth(Auth.AppInstallationAuth):
         self._clock = clock
         self._lock = threading.RLock()
         self._cached: tuple[str, datetime] | None = None
+        self.credentials = DEFAULT_CREDENTIALS  # the metrics label, set by the adapter
         super().__init__(app_auth, installation_id, token_permissions, requester)
 
     def withRequester(self, requester: Requester) -> ClockInstallationAuth:
         with self._lock:
             super().withRequester(requester)
-            instrument(self.requester)  # the JWT-authenticated requester for token requests
+            # The JWT-authenticated requester for token requests.
+            instrument(self.requester, self.credentials)
         return self
 
     @property
@@ -302,8 +306,12 @@ class PyGithubAdapter(GitHubPort):
         timeout: float = 5.0,
         user_agent: str = USER_AGENT,
         secrets: Sequence[str] = (),
+        credentials: str = DEFAULT_CREDENTIALS,
     ) -> None:
         self._auth = auth
+        self._credentials = credentials
+        if isinstance(auth, ClockInstallationAuth):
+            auth.credentials = credentials
         self._clock = clock
         self._base_url = base_url.rstrip("/")
         # PyGithub insists on an int; rounding up never cuts a request shorter than asked.
@@ -316,7 +324,9 @@ class PyGithubAdapter(GitHubPort):
         _install_log_redaction()
 
     @classmethod
-    def from_settings(cls, settings: Settings, clock: Clock) -> PyGithubAdapter:
+    def from_settings(
+        cls, settings: Settings, clock: Clock, *, credentials: str = DEFAULT_CREDENTIALS
+    ) -> PyGithubAdapter:
         secrets = [
             secret.get_secret_value()
             for secret in (settings.github_token, settings.github_app_private_key)
@@ -328,6 +338,7 @@ class PyGithubAdapter(GitHubPort):
             base_url=settings.api_base_url,
             timeout=settings.github_request_timeout,
             secrets=secrets,
+            credentials=credentials,
         )
 
     def close(self) -> None:
@@ -520,7 +531,7 @@ class PyGithubAdapter(GitHubPort):
             # No hidden GET when we only need an organization's or repository's URL.
             lazy=True,
         )
-        instrument(client.requester)
+        instrument(client.requester, self._credentials)
         return client
 
     def _get_all(
@@ -588,3 +599,13 @@ def _in_context(what: str, exc: GitHubError) -> GitHubError:
 def github_from_settings(settings: Settings, clock: Clock) -> GitHubPort:
     """The port for the configured GitHub: the PyGithub adapter behind the caches."""
     return CachedGitHub(PyGithubAdapter.from_settings(settings, clock), settings, clock)
+
+
+def github_for_credentials(
+    settings: Settings, clock: Clock, credentials: ApiCredentials
+) -> GitHubPort:
+    """The port for a resource's credentials Secret: the server's settings with the Secret's
+    credentials (and URLs, where it gives them), behind caches of its own."""
+    own = settings.model_copy(update=credentials.settings_overrides())
+    adapter = PyGithubAdapter.from_settings(own, clock, credentials=credentials.source)
+    return CachedGitHub(adapter, own, clock)

@@ -43,6 +43,9 @@ GRACEFUL_STOP_ANNOTATION = "arc-hooks.dev/graceful-stop"
 RunnerSet's StatefulSet, and on a pod the runner-pod decorator stops (GracefulStopStatus JSON)."""
 
 
+NOT_REGISTERED_YET = "not registered on GitHub (yet): waiting up to the registration timeout"
+
+
 @dataclass(frozen=True)
 class StopTiming:
     retry_delay: float  # between DELETE attempts on a busy static runner
@@ -219,8 +222,8 @@ def _not_registered(
         # The runner may be registering right now: deleting the pod could race a job
         # assignment, so give it the rest of the registration timeout (ARC's case "2-3").
         wait = min(timing.retry_delay, timing.registration_timeout - ready_for)
-        return StopTick(state, done=False, retry_after=wait)
-    return StopTick(state, done=False, retry_after=timing.retry_delay)
+        return _retry(state, wait, NOT_REGISTERED_YET)
+    return _retry(state, timing.retry_delay, NOT_REGISTERED_YET)
 
 
 def _complete(state: GracefulStopStatus, outcome: str, now: datetime, message: str) -> StopTick:

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from hooks.clock import format_time
+from hooks.github.port import DEFAULT_RUNNER_GROUP_ID, GitHubPort, Scope
 from hooks.metacontroller import object_or_empty, observed_int, observed_time
 from hooks.runner.secret import EXPIRES_AT_KEY, JIT_CONFIG_KEY, RUNNER_ID_KEY, TOKEN_KEY
+
+REGISTRATION_MODE_ANNOTATION = "arc-hooks.dev/registration"
+"""Per-resource opt-in (Runner, or RunnerSet): `jit` registers with a just-in-time config
+instead of a token."""
+
+DEFAULT_RUNNER_GROUP = "Default"
 
 TOKEN_MIN_VALIDITY_FOR_NEW_POD = timedelta(minutes=10)
 """A new pod needs time to pull its image and register; an older token is replaced first.
@@ -33,12 +41,59 @@ class RegistrationMaterial:
             f"runner_id={self.runner_id})"
         )
 
+    @property
+    def can_register(self) -> bool:
+        """Holds what a runner that has not started yet registers with."""
+        return bool(self.token or self.jit_config)
+
+    def spent(self) -> RegistrationMaterial:
+        """What is kept once the runner has started with it: its id, not its credential."""
+        return RegistrationMaterial(runner_id=self.runner_id)
+
     def token_usable(self, now: datetime) -> bool:
         return bool(
             self.token
             and self.expires_at is not None
             and self.expires_at - now >= TOKEN_MIN_VALIDITY_FOR_NEW_POD
         )
+
+
+def registration_mode(annotations: Mapping[str, str], default_mode: str) -> str:
+    """`token` or `jit`: the resource's annotation, else the server's setting."""
+    mode = annotations.get(REGISTRATION_MODE_ANNOTATION, "").strip().lower()
+    return mode if mode in ("token", "jit") else default_mode
+
+
+IMPLICIT_JIT_LABELS = ("self-hosted", "Linux")
+"""Labels `config.sh` gives a runner it registers, which a JIT config must name itself (GitHub
+keeps exactly the labels a JIT config asks for): `runs-on: [self-hosted, linux]` must find it."""
+
+ARCHITECTURE_LABELS = {"amd64": "X64", "arm64": "ARM64", "arm": "ARM"}
+"""The runner's architecture label, by the node architecture a pod's nodeSelector pins."""
+
+
+def jit_labels(labels: Sequence[str], node_selector: Mapping[str, str]) -> list[str]:
+    """The labels of a JIT config: the implicit ones `config.sh` would add (the architecture
+    only when the pod is pinned to one), then the spec's, without duplicates."""
+    implicit = list(IMPLICIT_JIT_LABELS)
+    architecture = ARCHITECTURE_LABELS.get(node_selector.get("kubernetes.io/arch", ""))
+    if architecture:
+        implicit.append(architecture)
+    seen: set[str] = set()
+    result: list[str] = []
+    for label in [*implicit, *labels]:
+        if label.casefold() not in seen:
+            seen.add(label.casefold())
+            result.append(label)
+    return result
+
+
+def runner_group_id(github: GitHubPort, scope: Scope, group: str | None) -> int:
+    """The id of the runner group a JIT config names (repositories have no groups; the default
+    group is id 1, known without a call)."""
+    if scope.repository or group in (None, "", DEFAULT_RUNNER_GROUP):
+        return DEFAULT_RUNNER_GROUP_ID
+    return github.runner_group_id(scope, group)
 
 
 def read_material(secret: dict[str, Any] | None) -> RegistrationMaterial:

@@ -18,6 +18,7 @@ from hooks.resources.pod_rules import fragment_problems, pod_problems
 from hooks.resources.replicaset import RunnerTemplate
 from hooks.resources.runner import REPOSITORY_PATTERN, SCOPE_PATTERN, Runner, RunnerSpec
 from hooks.runner.pod import PodDefaults, build_runner_pod
+from hooks.runner.registration import IMPLICIT_JIT_LABELS, jit_labels
 
 ALLOWED_WORK_ACCESS_MODES = ("ReadWriteOnce", "ReadWriteMany")
 MAX_JIT_LABELS = 100
@@ -204,8 +205,11 @@ def _jit_problems(spec: RunnerSpec) -> list[str]:
         problems.append(
             "JIT registration makes ephemeral runners: spec.ephemeral must not be false"
         )
-    if len(spec.labels) + 1 > MAX_JIT_LABELS:
-        problems.append(f"JIT registration allows at most {MAX_JIT_LABELS - 1} labels")
+    if len(jit_labels(spec.labels, spec.node_selector)) > MAX_JIT_LABELS:
+        problems.append(
+            f"JIT registration allows at most {MAX_JIT_LABELS} labels, "
+            f"{', '.join(IMPLICIT_JIT_LABELS)} included"
+        )
     return problems
 
 

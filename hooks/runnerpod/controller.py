@@ -26,7 +26,8 @@ from pydantic import ValidationError
 
 from hooks.clock import format_time
 from hooks.deps import HookDeps
-from hooks.github.port import GitHubError, RateLimitedError, RemoveOutcome, Scope
+from hooks.github.credentials import credentials_rules, requested_credentials
+from hooks.github.port import GitHubError, GitHubPort, RateLimitedError, RemoveOutcome, Scope
 from hooks.metacontroller import (
     DecoratorHookRequest,
     DecoratorHookResponse,
@@ -45,6 +46,7 @@ from hooks.runner.graceful_stop import (
     find_runner,
     tick_graceful_stop,
 )
+from hooks.runner.pod import API_CREDS_SECRET_ANNOTATION
 from hooks.runnerpod.facts import (
     RUNNER_ID_ANNOTATION,
     ControllerRef,
@@ -82,7 +84,7 @@ def sync_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorH
         if running_for >= settings.registration_timeout:
             return DecoratorHookResponse()  # it never registered; its owner replaces it
     try:
-        found = find_runner(deps.github, pod.scope, pod.runner_name)
+        found = find_runner(_github(request, pod, deps), pod.scope, pod.runner_name)
     except RateLimitedError as error:
         return DecoratorHookResponse(resync_after_seconds=error.retry_after)
     except GitHubError:
@@ -129,16 +131,24 @@ def _finalize(
         return DecoratorHookResponse(finalized=True)
     if UNREGISTRATION_COMPLETE_ANNOTATION in pod.annotations:
         return DecoratorHookResponse(finalized=True)  # ARC's own record: already done
-    return _PodStop(pod, pod.scope, deps).advance()
+    return _PodStop(pod, pod.scope, deps, _github(request, pod, deps)).advance()
+
+
+def _github(request: DecoratorHookRequest, pod: RunnerPod, deps: HookDeps) -> GitHubPort:
+    """The GitHub port of the pod's runner: its owner's credentials Secret (named on the pod as
+    ARC names it), or the server's."""
+    secret_name = pod.annotations.get(API_CREDS_SECRET_ANNOTATION) or None
+    return deps.github_for(requested_credentials(request, pod.namespace, secret_name))
 
 
 class _PodStop:
     """One finalize call's step of a pod's stop: the graceful stop, then leftovers."""
 
-    def __init__(self, pod: RunnerPod, scope: Scope, deps: HookDeps) -> None:
+    def __init__(self, pod: RunnerPod, scope: Scope, deps: HookDeps, github: GitHubPort) -> None:
         self.pod = pod
         self.scope = scope
         self.deps = deps
+        self.github = github
         self.timing = deps.timing
         self.now = deps.clock.now()
         self.unreachable = node_unreachable(pod, self.now)
@@ -151,7 +161,7 @@ class _PodStop:
         if self.unreachable and state.waiting_for_completion:
             # Its exit would never be reported: ask GitHub again instead of waiting for it.
             state = state.model_copy(update={"waiting_for_completion": False})
-        tick = tick_graceful_stop(subject, state, self.deps.github, self.deps.clock, self.timing)
+        tick = tick_graceful_stop(subject, state, self.github, self.deps.clock, self.timing)
         state = tick.state
         if not tick.done:
             return self._answer(state, finalized=False, retry_after=tick.retry_after)
@@ -202,7 +212,7 @@ class _PodStop:
         wait = self._leftover_pause(state)
         if wait > 0:
             return state, wait
-        github, timing = self.deps.github, self.timing
+        github, timing = self.github, self.timing
         # Answers remembered from before the runner stopped (a "busy" while its job ran) say
         # nothing about it now.
         stopped_at = observed_time(state.completed_at)
@@ -323,20 +333,26 @@ def _stopped_this_pod(statefulset: KubeObject, pod_uid: str) -> bool:
 
 
 def customize_runner_pod(request: dict[str, Any]) -> dict[str, Any]:
-    """Relate the pod's controller, for finalize to see whether it takes care of the pod."""
+    """Relate the pod's controller, for finalize to see whether it takes care of the pod, and
+    the credentials Secret its runner uses, if any."""
     pod = request.get("object") or request.get("parent")
     if not isinstance(pod, dict):
         return {"relatedResources": []}
+    metadata = object_or_empty(pod.get("metadata"))
+    namespace = metadata.get("namespace")
+    namespace = namespace if isinstance(namespace, str) else ""
+    rules: list[dict[str, Any]] = []
     owner = controller_ref(pod)
     resource = _RELATED_RESOURCES.get((owner.api_version, owner.kind)) if owner else None
-    if owner is None or resource is None or not owner.name:
-        return {"relatedResources": []}
-    rule: dict[str, Any] = {"apiVersion": owner.api_version, "resource": resource}
-    namespace = object_or_empty(pod.get("metadata")).get("namespace")
-    if isinstance(namespace, str) and namespace:
-        rule["namespace"] = namespace
-    rule["names"] = [owner.name]
-    return {"relatedResources": [rule]}
+    if owner is not None and resource is not None and owner.name:
+        rule: dict[str, Any] = {"apiVersion": owner.api_version, "resource": resource}
+        if namespace:
+            rule["namespace"] = namespace
+        rule["names"] = [owner.name]
+        rules.append(rule)
+    secret_name = object_or_empty(metadata.get("annotations")).get(API_CREDS_SECRET_ANNOTATION)
+    rules += credentials_rules(namespace, secret_name if isinstance(secret_name, str) else None)
+    return {"relatedResources": rules}
 
 
 _RELATED_RESOURCES = {

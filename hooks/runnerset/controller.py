@@ -2,8 +2,9 @@
 `/customize/runnerset` answer.
 
 Children: one StatefulSet of one replica per runner (InPlace), the Secret with that runner's
-registration token, and the pool of volume claims (see `hooks.runnerset.statefulset`). Related:
-the set's pods, and the HorizontalRunnerAutoscalers of its namespace.
+registration (a shared token, or a JIT config of its own), and the pool of volume claims (see
+`hooks.runnerset.statefulset`). Related: the set's pods, the HorizontalRunnerAutoscalers of its
+namespace, and the Secret named by `githubAPICredentialsFrom`.
 
 One StatefulSet per runner lets this hook choose which runner goes, as ARC does. A runner leaves
 in two steps, each recorded on its StatefulSet (annotation `arc-hooks.dev/graceful-stop`):
@@ -23,8 +24,9 @@ registration timeout are replaced; so is one outdated runner at a time when a ne
 applied, and never while it is busy.
 
 A runner's StatefulSet restarts its container (StatefulSets only allow `restartPolicy: Always`),
-so the registration Secret is emptied as soon as the runner has started: a restarted container
-cannot register a second runner under the same name; the set replaces it instead.
+so the registration Secret is emptied as soon as the runner has started (a JIT runner's id is
+kept): a restarted container cannot register a second runner under the same name; the set
+replaces it instead.
 """
 
 from __future__ import annotations
@@ -53,7 +55,14 @@ from hooks.deployment.controller import (
     scaled_replicas,
 )
 from hooks.deps import HookDeps
-from hooks.github.port import GitHubError, GitHubRunner, RateLimitedError, Scope
+from hooks.github.credentials import (
+    CREDENTIALS_CONDITION,
+    credentials_condition,
+    credentials_rules,
+    requested_credentials,
+    spec_secret_name,
+)
+from hooks.github.port import ConflictError, GitHubError, GitHubRunner, RateLimitedError, Scope
 from hooks.metacontroller import (
     CompositeHookRequest,
     CompositeHookResponse,
@@ -76,7 +85,13 @@ from hooks.runner.graceful_stop import (
 )
 from hooks.runner.observed_pod import ObservedPod, observe_pod
 from hooks.runner.pod import PodDefaults
-from hooks.runner.registration import RegistrationMaterial, read_material
+from hooks.runner.registration import (
+    RegistrationMaterial,
+    jit_labels,
+    read_material,
+    registration_mode,
+    runner_group_id,
+)
 from hooks.runner.validation import validate_runner_spec
 from hooks.runnerset.statefulset import (
     RUNNERSET_NAME_LABEL,
@@ -126,18 +141,19 @@ def customize_runner_set(request: dict[str, Any]) -> dict[str, Any]:
     }
     if namespace:
         pods["namespace"] = autoscalers["namespace"] = namespace
-    return {"relatedResources": [pods, autoscalers]}
+    credentials = credentials_rules(namespace, spec_secret_name(request.get("parent")))
+    return {"relatedResources": [pods, autoscalers, *credentials]}
 
 
 def sync_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
-    runner_set, problems = _parse(request)
+    runner_set, problems = _parse(request, deps)
     if runner_set is None or problems:
         return _invalid(request, problems, deps.clock.now())
     return _RunnerSetSync(request, runner_set, deps).sync()
 
 
 def finalize_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
-    runner_set, problems = _parse(request)
+    runner_set, problems = _parse(request, deps)
     if runner_set is None or problems:
         return _finalize_unreadable(request, problems, deps.clock.now())
     return _RunnerSetSync(request, runner_set, deps).finalize()
@@ -175,6 +191,8 @@ class _Member:
     def runner_id(self) -> int | None:
         if self.github_runner is not None:
             return self.github_runner.id
+        if self.material.runner_id is not None:
+            return self.material.runner_id  # its JIT registration
         recorded = ((self.pod_object or {}).get("metadata") or {}).get("annotations") or {}
         value = recorded.get(RUNNER_ID_ANNOTATION)
         return observed_int(value)
@@ -253,7 +271,10 @@ class _RunnerSetSync:
         self.name = runner_set.metadata.name
         self.status = _observed_status(request.parent)
         self.defaults = PodDefaults.from_settings(deps.settings)
-        self.hash = template_hash(runner_set, self.defaults)
+        self.jit = _jit(runner_set, deps)
+        selector = object_or_empty(self.spec.template.spec.get("nodeSelector"))
+        self.node_selector = {k: v for k, v in selector.items() if isinstance(v, str)}
+        self.hash = template_hash(runner_set, self.defaults, jit=self.jit)
         self.scope = Scope(
             enterprise=self.spec.enterprise or "",
             organization=self.spec.organization or "",
@@ -262,6 +283,18 @@ class _RunnerSetSync:
         self.members = [_read_member(sts, request) for sts in request.objects("StatefulSet")]
         self.out = _Answer(conditions={"Valid": ("True", "Valid", "")})
         self.github_available = True
+        credentials = requested_credentials(
+            request, runner_set.metadata.namespace, spec_secret_name(request.parent)
+        )
+        self.github = deps.github_for(credentials)
+        condition = credentials_condition(credentials)
+        if condition is not None:
+            status, reason, message = condition
+            self.out.conditions[CREDENTIALS_CONDITION] = (
+                "True" if status else "False",
+                reason,
+                message,
+            )
         hra = autoscaler_targeting(
             "RunnerSet", self.name, request.objects("HorizontalRunnerAutoscaler", related=True)
         )
@@ -304,7 +337,7 @@ class _RunnerSetSync:
     def _look_up_runners(self) -> None:
         """One (cached) list of the scope's runners serves every member."""
         try:
-            listed = {r.name: r for r in self.deps.github.list_runners(self.scope)}
+            listed = {r.name: r for r in self.github.list_runners(self.scope)}
         except GitHubError as error:
             self.github_available = False
             self.out.conditions["GitHubAvailable"] = ("False", "GitHubUnavailable", str(error))
@@ -339,14 +372,23 @@ class _RunnerSetSync:
             reason = "RunnerCompleted" if pod.completed else "PodFailed"
             member.stop = begin_stop(reason, self._subject(member), self.deps.clock)
             return
-        if pod.runner_started and member.material.token:
-            member.new_material = RegistrationMaterial()  # spent: see the module docstring
-        elif not pod.runner_started and member.secret is not None and not member.material.token:
+        if pod.runner_started and member.material.can_register:
+            member.new_material = member.material.spent()  # see the module docstring
+        elif (
+            not pod.runner_started
+            and member.secret is not None
+            and not member.material.can_register
+        ):
             # A pod started again by the StatefulSet controller after its runner had run: it
             # cannot register (the token was spent), so the runner is replaced.
             member.stop = begin_stop("PodRecreated", self._subject(member), self.deps.clock)
             return
-        elif not pod.runner_started:
+        elif not pod.runner_started and self.jit and member.secret is None:
+            # Its JIT config is gone (deleted by hand) and cannot be generated again under
+            # the same name: the runner is replaced, its registration removed.
+            member.stop = begin_stop("RegistrationLost", self._subject(member), self.deps.clock)
+            return
+        elif not pod.runner_started and not self.jit:
             self._refresh_token(member)
         if self._registration_timed_out(member):
             member.stop = begin_stop("RegistrationTimeout", self._subject(member), self.deps.clock)
@@ -378,7 +420,7 @@ class _RunnerSetSync:
         assert stop is not None
         if stop.outcome is None:
             tick = tick_graceful_stop(
-                self._subject(member), stop, self.deps.github, self.deps.clock, self.deps.timing
+                self._subject(member), stop, self.github, self.deps.clock, self.deps.timing
             )
             member.stop = stop = tick.state
             if not tick.done:
@@ -386,7 +428,7 @@ class _RunnerSetSync:
                 return
         if stop.outcome not in _CLEAN_OUTCOMES and stop.reason != "PodDeleted":
             check = remove_leftover_registration(
-                self.deps.github,
+                self.github,
                 self.scope,
                 member.runner_name,
                 stop.runner_id,
@@ -463,22 +505,16 @@ class _RunnerSetSync:
                 "waiting after a webhook scale-up before creating more ephemeral runners",
             )
             return
-        try:
-            token = self.deps.github.registration_token(self.scope)
-        except GitHubError as error:
-            retry = (
-                error.retry_after
-                if isinstance(error, RateLimitedError)
-                else self.deps.settings.token_error_retry_delay
-            )
-            self.out.wait(retry)
-            self.out.conditions["Scaling"] = ("False", "RegistrationFailed", str(error))
-            return
-        material = RegistrationMaterial(token=token.token, expires_at=token.expires_at)
         index = self._next_index()
         free_slots = self._free_slots()
+        shared_token = None if self.jit else self._registration_token()
+        if not self.jit and shared_token is None:
+            return
         for offset in range(missing):
             name = self._runner_prefix() + base36(index + offset)
+            material = self._jit_material(f"{name}-0") if self.jit else shared_token
+            if material is None:
+                break  # the condition says why; the rest on a later sync
             slot = next(free_slots) if self.spec.volume_claim_templates else None
             self.out.new_children.append(
                 statefulset(
@@ -488,6 +524,7 @@ class _RunnerSetSync:
                     hash_=self.hash,
                     slot=slot,
                     created_at=format_time(self.now),
+                    jit=self.jit,
                 )
             )
             self.out.new_children.append(registration_secret(self.runner_set, name, material))
@@ -498,8 +535,58 @@ class _RunnerSetSync:
                     if self.request.object_named("PersistentVolumeClaim", claim["metadata"]["name"])
                     is None
                 ]
-        self.out.created = missing
-        self.out.conditions["Scaling"] = ("True", "Created", f"created {missing} runner(s)")
+            self.out.created += 1
+        if self.out.created:
+            created = f"created {self.out.created} runner(s)"
+            self.out.conditions.setdefault("Scaling", ("True", "Created", created))
+
+    def _registration_token(self) -> RegistrationMaterial | None:
+        """One registration token for every runner created in this sync (token mode)."""
+        try:
+            token = self.github.registration_token(self.scope)
+        except GitHubError as error:
+            self._registration_failed(error)
+            return None
+        return RegistrationMaterial(token=token.token, expires_at=token.expires_at)
+
+    def _jit_material(self, runner_name: str) -> RegistrationMaterial | None:
+        """A just-in-time config for one new runner: a registration of its own, so no pod of
+        this set ever holds a token that could register others."""
+        spec = self.spec
+        try:
+            group_id = runner_group_id(self.github, self.scope, spec.group)
+            config = self.github.generate_jit_config(
+                self.scope,
+                runner_name,
+                jit_labels(spec.labels, self.node_selector),
+                group_id,
+                spec.work_dir or "_work",
+            )
+        except ConflictError:
+            # Registered already: a config generated by a sync whose answer was lost. Remove
+            # it (it never ran) and generate again on the next sync.
+            check = remove_leftover_registration(
+                self.github, self.scope, runner_name, None, self.deps.timing
+            )
+            message = f"{runner_name} is registered on GitHub already; removing it first"
+            self.out.conditions["Scaling"] = ("False", "NameConflict", message)
+            self.out.wait(check.retry_after if not check.done else RELEASE_RESYNC_SECONDS)
+            return None
+        except GitHubError as error:
+            self._registration_failed(error)
+            return None
+        return RegistrationMaterial(
+            jit_config=config.encoded_jit_config, runner_id=config.runner.id
+        )
+
+    def _registration_failed(self, error: GitHubError) -> None:
+        retry = (
+            error.retry_after
+            if isinstance(error, RateLimitedError)
+            else self.deps.settings.token_error_retry_delay
+        )
+        self.out.wait(retry)
+        self.out.conditions["Scaling"] = ("False", "RegistrationFailed", str(error))
 
     def _refresh_token(self, member: _Member) -> None:
         """A runner not started yet needs a token that outlasts its start."""
@@ -508,7 +595,7 @@ class _RunnerSetSync:
         if not lost and (not material.token or material.token_usable(self.now)):
             return
         try:
-            token = self.deps.github.registration_token(self.scope)
+            token = self.github.registration_token(self.scope)
         except GitHubError:
             return  # tried again on the next sync; an expired token only fails that start
         member.new_material = RegistrationMaterial(token=token.token, expires_at=token.expires_at)
@@ -624,17 +711,22 @@ class _RunnerSetSync:
 # ------------------------------------------------------------------ parsing and invalid input
 
 
-def _parse(request: CompositeHookRequest) -> tuple[RunnerSet | None, list[str]]:
+def _parse(request: CompositeHookRequest, deps: HookDeps) -> tuple[RunnerSet | None, list[str]]:
     try:
         runner_set = RunnerSet.model_validate(request.parent)
     except ValidationError as error:
         return None, [describe_validation_error(error, "RunnerSet")]
     if runner_set.spec is None:
         return runner_set, ["spec is required"]
-    return runner_set, _spec_problems(runner_set)
+    return runner_set, _spec_problems(runner_set, jit=_jit(runner_set, deps))
 
 
-def _spec_problems(runner_set: RunnerSet) -> list[str]:
+def _jit(runner_set: RunnerSet, deps: HookDeps) -> bool:
+    mode = deps.settings.runner_registration_mode
+    return registration_mode(runner_set.metadata.annotations, mode) == "jit"
+
+
+def _spec_problems(runner_set: RunnerSet, *, jit: bool) -> list[str]:
     spec = runner_set.spec
     assert spec is not None
     names = [object_or_empty(t.get("metadata")).get("name") for t in spec.volume_claim_templates]
@@ -645,7 +737,7 @@ def _spec_problems(runner_set: RunnerSet) -> list[str]:
         # The pod template's parts carry into the runner's spec, typed there.
         return [describe_validation_error(error, "RunnerSet spec.template.spec")]
     problems = validate_runner_spec(
-        as_runner, metadata=_template_metadata(spec), claimed_volumes=claimed
+        as_runner, jit=jit, metadata=_template_metadata(spec), claimed_volumes=claimed
     )
     if spec.replicas is not None and spec.replicas < 0:
         problems.append("spec.replicas must not be negative")

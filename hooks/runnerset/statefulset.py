@@ -1,6 +1,6 @@
 """What a RunnerSet's children look like: one StatefulSet of one replica per runner, the Secret
-holding that runner's registration token, and the volume pool that carries a runner's volumes
-over to the next runner.
+holding that runner's registration (a token, or its own JIT config), and the volume pool that
+carries a runner's volumes over to the next runner.
 
 The pod template is the user's, completed the way ARC's `newRunnerPodWithContainerMode` completes
 it (the same builder as Runner pods: runner container, docker sidecar, volumes, env), with two
@@ -62,13 +62,15 @@ _BUILDER_FIELDS = {
 }
 
 
-def template_hash(runner_set: RunnerSet, defaults: PodDefaults) -> str:
+def template_hash(runner_set: RunnerSet, defaults: PodDefaults, *, jit: bool = False) -> str:
     """A digest of everything a runner's pod is built from: the spec without the fields that
-    size the set, and the pod defaults of the settings."""
+    size the set, the pod defaults of the settings, and the registration mode."""
     spec = _spec(runner_set).model_dump(
         by_alias=True, exclude_none=True, exclude={"replicas", "effective_time"}, mode="json"
     )
-    subject = {"spec": spec, "defaults": repr(defaults)}
+    subject: dict[str, Any] = {"spec": spec, "defaults": repr(defaults)}
+    if jit:  # only then: token-mode hashes stay what they were
+        subject["registration"] = "jit"
     return hashlib.sha256(orjson.dumps(subject, option=orjson.OPT_SORT_KEYS)).hexdigest()[:10]
 
 
@@ -99,6 +101,7 @@ def statefulset(
     hash_: str,
     slot: int | None,
     created_at: str,
+    jit: bool = False,
 ) -> KubeObject:
     """The StatefulSet of one runner, named `name`; its pod (and runner) is `<name>-0`."""
     spec = _spec(runner_set)
@@ -110,7 +113,7 @@ def statefulset(
     }
     if slot is not None:
         own_labels[VOLUME_SLOT_LABEL] = str(slot)
-    pod = _pod(runner_set, defaults, name=f"{name}-0", secret_name=secret_name(name))
+    pod = _pod(runner_set, defaults, name=f"{name}-0", secret_name=secret_name(name), jit=jit)
     template_labels = {**pod["metadata"]["labels"], **own_labels}
     template_labels.pop(POD_TEMPLATE_HASH_LABEL, None)
     pod_spec = pod["spec"]
@@ -221,7 +224,7 @@ def _spec(runner_set: RunnerSet) -> RunnerSetSpec:
 
 
 def _pod(
-    runner_set: RunnerSet, defaults: PodDefaults, *, name: str, secret_name: str
+    runner_set: RunnerSet, defaults: PodDefaults, *, name: str, secret_name: str, jit: bool
 ) -> KubeObject:
     spec = _spec(runner_set)
     template_meta = spec.template.metadata
@@ -234,7 +237,7 @@ def _pod(
         ),
         spec=runner_spec(runner_set),
     )
-    pod = build_runner_pod(runner, defaults, secret_name=secret_name, jit=False)
+    pod = build_runner_pod(runner, defaults, secret_name=secret_name, jit=jit)
     # The template's own fields the builder does not know (hostNetwork, schedulerName, ...).
     extra = {k: v for k, v in spec.template.spec.items() if k not in pod["spec"]}
     pod["spec"] = {**extra, **pod["spec"], "restartPolicy": "Always"}

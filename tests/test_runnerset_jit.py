@@ -1,0 +1,177 @@
+"""JIT registration for RunnerSets (`arc-hooks.dev/registration: jit`): each runner gets a
+just-in-time config of its own, so no pod of the set ever holds a token that could register
+other runners. Over HTTP with the RunnerSet driver, and in the simulated world."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from arc_sim.scenario import load_scenario
+from arc_sim.world import World
+from hooks.app import create_app
+from hooks.clock import ManualClock, format_time
+from hooks.runner.registration import jit_labels
+from tests.hook_app import hook_client, hook_settings
+from tests.in_memory_github import InMemoryGitHub
+from tests.test_runnerset_hooks import (
+    ORG,
+    RunnerSetWorld,
+    condition,
+    env_of,
+    of_kind,
+    runner_running,
+    runner_set,
+    validate,
+)
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+JIT = {"arc-hooks.dev/registration": "jit"}
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def github(clock: ManualClock) -> InMemoryGitHub:
+    return InMemoryGitHub(clock)
+
+
+@pytest.fixture
+def client(github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
+    with hook_client(create_app(hook_settings(), github=github, clock=clock)) as test_client:
+        yield test_client
+
+
+def jit_world(client: TestClient, github: InMemoryGitHub, clock: ManualClock) -> RunnerSetWorld:
+    parent = runner_set(replicas=0)
+    parent["metadata"]["annotations"] = dict(JIT)
+    return RunnerSetWorld(client, github, clock, parent)
+
+
+def test_each_new_runner_gets_its_own_jit_config_and_no_token(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    world = jit_world(client, github, clock)
+    world.scale(3)
+    answer = world.sync()
+
+    assert github.count("registration_token") == 0
+    assert github.count("generate_jit_config") == 3
+    statefulsets = of_kind(answer, "StatefulSet")
+    configs = set()
+    for name, sts in statefulsets.items():
+        validate(sts)
+        env = env_of(sts)
+        assert "RUNNER_TOKEN" not in env
+        assert env["ACTIONS_RUNNER_INPUT_JITCONFIG"]["valueFrom"]["secretKeyRef"] == {
+            "name": f"{name}-registration",
+            "key": "jitConfig",
+        }
+        data = world.secret_data(name)
+        assert data is not None and "token" not in data
+        configs.add(data["jitConfig"])
+        registered = next(r for r in github.runners[ORG] if r.name == f"{name}-0")
+        assert data["runnerId"] == str(registered.id)
+    assert len(configs) == 3
+
+
+def test_a_started_runner_keeps_its_id_but_not_its_config(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    world = jit_world(client, github, clock)
+    world.scale(1)
+    world.sync()
+    (name,) = world.statefulsets()
+    world.set_runner(name, runner_running(format_time(clock.now())))
+    world.settle()
+
+    data = world.secret_data(name)
+    assert data is not None
+    assert "jitConfig" not in data  # a restarted container cannot use it again
+    assert "runnerId" in data  # the exact registration to remove later
+
+
+def test_scale_down_of_a_jit_runner_removes_its_registration_by_id(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    world = jit_world(client, github, clock)
+    world.scale(1)
+    world.sync()
+    world.scale(0)
+    world.settle(4)
+    assert world.runners() == []
+    assert not github.runners.get(ORG)  # nothing left registered
+
+
+def test_a_name_already_registered_is_removed_then_generated_again(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    world = jit_world(client, github, clock)
+    world.scale(1)
+    first = world.sync()
+    (name,) = of_kind(first, "StatefulSet")
+    # The answer was lost: Metacontroller applied nothing, the registration stayed.
+    world.children.clear()
+    world.pods.clear()
+    world.parent["status"] = {}
+    answer = world.sync()
+
+    assert of_kind(answer, "StatefulSet") == {}
+    assert condition(answer["status"], "Scaling")["reason"] == "NameConflict"
+    assert not any(r.name == f"{name}-0" for r in github.runners.get(ORG, []))
+    again = world.sync()
+    assert list(of_kind(again, "StatefulSet")) == [name]
+
+
+def test_jit_runner_sets_must_be_ephemeral(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    world = jit_world(client, github, clock)
+    world.change_spec(ephemeral=False)
+    world.scale(1)
+    answer = world.sync()
+    assert condition(answer["status"], "Valid")["status"] == "False"
+    assert "ephemeral" in condition(answer["status"], "Valid")["message"]
+    assert github.count("generate_jit_config") == 0
+
+
+def test_jit_labels_carry_the_implicit_ones_config_sh_would_add() -> None:
+    assert jit_labels(["linux", "gpu"], {}) == ["self-hosted", "Linux", "gpu"]
+    assert jit_labels(["Self-Hosted", "big"], {"kubernetes.io/arch": "arm64"}) == [
+        "self-hosted",
+        "Linux",
+        "ARM64",
+        "big",
+    ]
+
+
+def test_scenario_no_object_ever_holds_a_registration_token() -> None:
+    """scenarios/runnerset-jit-registration.yaml, checked every virtual minute: no Secret of
+    the runners' namespace has a token (the hook server's own bearer token lives elsewhere), no
+    pod or StatefulSet names one, GitHub issued none; every job runs."""
+    world = World(load_scenario(SCENARIOS / "runnerset-jit-registration.yaml"))
+    world.begin()
+    seen_configs = 0
+    for minute in range(1, 61):
+        world.run_to(minute * 60)
+        for secret in world.store.list_objects("Secret", namespace="default"):
+            data = secret.get("data") or {}
+            assert "token" not in data, secret["metadata"]["name"]
+            seen_configs += "jitConfig" in data
+        for kind in ("Pod", "StatefulSet"):
+            for obj in world.store.list_objects(kind):
+                assert "RUNNER_TOKEN" not in json.dumps(obj)
+    summary = world.finish()
+
+    assert summary.invariants.hold(), summary.table()
+    assert summary.jobs.completed == summary.jobs.submitted == 24
+    assert seen_configs > 0
+    token_calls = [r for r in world.github.requests if r.route and "registration-token" in r.route]
+    assert token_calls == []
