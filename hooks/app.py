@@ -16,6 +16,7 @@ from hooks.clock import Clock, SystemClock
 from hooks.deployment import controller as deployment
 from hooks.deps import HookDeps
 from hooks.endpoints import hook_endpoint
+from hooks.events import EventRecorder
 from hooks.github.clients import PortBuilder
 from hooks.github.credentials import ApiCredentials
 from hooks.github.port import GitHubPort
@@ -67,7 +68,10 @@ def create_app(
     credentials = HookCredentials.from_settings(settings)
     kube = kube if kube is not None else ClusterKube()
     hooks: list[HookRoute] = [route for c in CONTROLLERS for route in c.routes(deps)]
-    routes = [Route(h.path, hook_endpoint(h, workers, kube), methods=["POST"]) for h in hooks]
+    events = EventRecorder(kube, clock)
+    routes = [
+        Route(h.path, hook_endpoint(h, workers, kube, events), methods=["POST"]) for h in hooks
+    ]
     routes.append(webhook_route(settings, github, clock, kube, workers))
     routes += health_routes(settings, credentials)
     # Only Metacontroller may call the hooks: refused before anything is read.

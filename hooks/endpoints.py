@@ -9,6 +9,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from hooks.events import EventRecorder, LifecycleEvent
 from hooks.kube.port import PODS, KubeError, KubePort, NotFound
 from hooks.metacontroller import (
     CompositeHookRequest,
@@ -61,18 +63,38 @@ class BadHookRequest(Exception):
         self.status = status
 
 
-def hook_endpoint(route: HookRoute, workers: CallRunner, kube: KubePort) -> Endpoint:
+def hook_endpoint(
+    route: HookRoute, workers: CallRunner, kube: KubePort, events: EventRecorder
+) -> Endpoint:
     if route.kind is HookKind.CUSTOMIZE:
         return _customize_endpoint(route, CompositeHookRequest)
     if route.kind is HookKind.CUSTOMIZE_DECORATOR:
         return _customize_endpoint(route, CustomizeHookRequest)
     if route.kind is HookKind.COMPOSITE:
         return _sync_endpoint(
-            route, workers, kube, CompositeHookRequest, lambda r: r.parent, _composite_details
+            route,
+            _Edge(workers, kube, events),
+            CompositeHookRequest,
+            lambda r: r.parent,
+            _composite_details,
         )
     return _sync_endpoint(
-        route, workers, kube, DecoratorHookRequest, lambda r: r.object, _decorator_details
+        route,
+        _Edge(workers, kube, events),
+        DecoratorHookRequest,
+        lambda r: r.object,
+        _decorator_details,
     )
+
+
+@dataclass(frozen=True)
+class _Edge:
+    """What a sync endpoint carries out besides answering: worker threads for handlers that
+    call GitHub, the Kubernetes API for forced deletes, and the event recorder."""
+
+    workers: CallRunner
+    kube: KubePort
+    events: EventRecorder
 
 
 def _composite_details(response: Any) -> Fields:
@@ -86,8 +108,7 @@ def _decorator_details(response: Any) -> Fields:
 
 def _sync_endpoint(
     route: HookRoute,
-    workers: CallRunner,
-    kube: KubePort,
+    edge: _Edge,
     model: type[R],
     subject: Callable[[R], KubeObject],
     details: Callable[[Any], Fields],
@@ -104,11 +125,13 @@ def _sync_endpoint(
             hook_request = _validated(model, await _read_document(request))
             key = _object_key(subject(hook_request))
             if route.blocking:
-                response = await workers.run(handler, hook_request)
+                response = await edge.workers.run(handler, hook_request)
             else:
                 response = handler(hook_request)
             if isinstance(response, DecoratorHookResponse) and response.force_delete_uid:
-                response = await _force_delete(kube, subject(hook_request), response)
+                response = await _force_delete(edge.kube, subject(hook_request), response)
+            if response.events:
+                await edge.events.record(subject(hook_request), response.events)
             wire = response.to_wire()
             body = orjson.dumps(wire)
         except Exception as error:
@@ -158,7 +181,8 @@ async def _force_delete(
                 update={"finalized": False, "resync_after_seconds": FORCE_DELETE_RETRY_SECONDS}
             )
     log.info("forced delete of a pod on an unreachable node", extra={"pod": metadata["name"]})
-    return response
+    deleted = LifecycleEvent("PodDeleted", f"Forcefully deleted pod '{metadata['name']}'")
+    return response.model_copy(update={"events": [*response.events, deleted]})
 
 
 def _customize_endpoint(

@@ -21,6 +21,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SkipValidation,
 from pydantic_core import PydanticCustomError
 
 from hooks.clock import parse_optional_time
+from hooks.events import LifecycleEvent
 
 KubeObject = dict[str, Any]
 ObjectGroups = dict[str, dict[str, KubeObject]]
@@ -99,6 +100,8 @@ class CompositeHookResponse(BaseModel):
     children: list[KubeObject] = []
     resync_after_seconds: float | None = Field(default=None, alias="resyncAfterSeconds")
     finalized: bool | None = None
+    # For the HTTP edge, not part of the answer: Kubernetes Events about the parent.
+    events: list[LifecycleEvent] = []
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {"status": self.status, "children": self.children}
@@ -141,9 +144,11 @@ class DecoratorHookResponse(BaseModel):
     attachments: list[KubeObject] = []
     resync_after_seconds: float | None = Field(default=None, alias="resyncAfterSeconds")
     finalized: bool | None = None
-    # A step for the HTTP edge, not part of the answer: force-delete the observed object
-    # (grace period 0, on the condition that its uid is still this one) before answering.
+    # Steps for the HTTP edge, not part of the answer: force-delete the observed object
+    # (grace period 0, on the condition that its uid is still this one) before answering, and
+    # Kubernetes Events about it.
     force_delete_uid: str | None = None
+    events: list[LifecycleEvent] = []
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {

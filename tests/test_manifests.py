@@ -498,9 +498,13 @@ def test_deployment_is_locked_down() -> None:
     assert context["allowPrivilegeEscalation"] is False
     assert context["capabilities"] == {"drop": ["ALL"]}
     assert context["seccompProfile"] == {"type": "RuntimeDefault"}
-    # Metacontroller writes to the API server; the hooks' token may only delete pods.
+    # Metacontroller writes to the API server; the hooks' token may only delete pods and
+    # create events.
     assert pod["automountServiceAccountToken"] is True
-    assert _granted(_one("ClusterRole", "arc-hooks")) == {("", "pods", "delete")}
+    assert _granted(_one("ClusterRole", "arc-hooks")) == {
+        ("", "pods", "delete"),
+        ("", "events", "create"),
+    }
     assert set(container["resources"]) == {"requests", "limits"}
     assert "memory" in container["resources"]["limits"]
     # A writable /tmp, since the root filesystem is read-only.

@@ -24,6 +24,7 @@ from hooks.children import (
 )
 from hooks.clock import Clock, format_time, parse_optional_time, parse_time
 from hooks.deps import HookDeps
+from hooks.events import LifecycleEvent
 from hooks.github.credentials import (
     CREDENTIALS_CONDITION,
     credentials_condition,
@@ -53,6 +54,7 @@ from hooks.resources.runner import (
     RunnerStatusRegistration,
 )
 from hooks.runner.graceful_stop import (
+    BUSY_MESSAGE,
     LeftoverCheck,
     StopSubject,
     StopTick,
@@ -90,6 +92,10 @@ class _Outcome:
     phase: str | None = None
     github_runner: GitHubRunner | None = None
     runner_id: int | None = None
+    events: list[LifecycleEvent] = field(default_factory=list)
+
+    def event(self, reason: str, message: str, *, warning: bool = False) -> None:
+        self.events.append(LifecycleEvent(reason, message, warning))
 
     def wait(self, seconds: float | None) -> None:
         if seconds is not None and seconds > 0:
@@ -246,9 +252,17 @@ class _Sync:
         self.out.condition("Stopping", not tick.done, self.stop.reason, self.stop.message)
         if not tick.done:
             self.out.wait(tick.retry_after)
+            if self.stop.waiting_for_completion or self.stop.message == BUSY_MESSAGE:
+                self.out.event(
+                    "UnregistrationWaiting",
+                    "The runner is running a job: unregistering once it ends",
+                )
             return False
         if self.pod is not None:
             self.out.pod = None  # released: Metacontroller deletes it
+            self.out.event(
+                "PodDeleted", f"Deleted pod '{self.name}' ({self.stop.reason}, {self.stop.outcome})"
+            )
             self.out.wait(RELEASE_RESYNC_SECONDS)
             return False
         return True
@@ -304,6 +318,7 @@ class _Sync:
         self.out.pod = self._desired_pod()
         self.out.phase = "Created"
         self.out.condition("Failed", False, "PodCreated")
+        self.out.event("PodCreated", f"Created pod '{self.name}'")
 
     def _failure_backoff(self) -> float:
         settings = self.deps.settings
@@ -323,6 +338,7 @@ class _Sync:
         material = RegistrationMaterial(token=token.token, expires_at=token.expires_at)
         self._write_secret(material)
         self.out.condition("RegistrationReady", True, "RegistrationTokenUpdated")
+        self.out.event("RegistrationTokenUpdated", "Successfully updated the registration token")
         return material
 
     def _ensure_jit_config(self) -> RegistrationMaterial | None:
@@ -353,6 +369,7 @@ class _Sync:
         )
         self._write_secret(material)
         self.out.condition("RegistrationReady", True, "JitConfigGenerated")
+        self.out.event("JitConfigGenerated", f"Registered runner {config.runner.id} just in time")
         return material
 
     def _runner_group_id(self) -> int:
@@ -373,6 +390,9 @@ class _Sync:
             else self.deps.settings.token_error_retry_delay
         )
         self.out.condition("RegistrationReady", False, "RegistrationFailed", str(error))
+        self.out.event(
+            "FailedUpdateRegistrationToken", f"Registration failed: {error}", warning=True
+        )
         self.out.phase = self.out.phase or "Pending"
         self.out.wait(retry)
 
@@ -497,6 +517,7 @@ class _Sync:
             children=children,
             resync_after_seconds=resync,
             finalized=finalized,
+            events=self.out.events,
         )
 
     def _status(self) -> RunnerStatus:

@@ -43,6 +43,7 @@ GRACEFUL_STOP_ANNOTATION = "arc-hooks.dev/graceful-stop"
 RunnerSet's StatefulSet, and on a pod the runner-pod decorator stops (GracefulStopStatus JSON)."""
 
 
+BUSY_MESSAGE = "runner is running a job"
 NOT_REGISTERED_YET = "not registered on GitHub (yet): waiting up to the registration timeout"
 
 
@@ -201,7 +202,7 @@ def _remove(
             )
             return StopTick(waiting, done=False, retry_after=timing.retry_delay)
         case RemoveOutcome.BUSY:
-            busy = attempted.model_copy(update={"message": "runner is running a job"})
+            busy = attempted.model_copy(update={"message": BUSY_MESSAGE})
             return StopTick(busy, done=False, retry_after=timing.retry_delay)
         case RemoveOutcome.RATE_LIMITED:
             delay = result.retry_after or timing.rate_limit_retry_delay
