@@ -15,6 +15,9 @@ from pathlib import Path
 
 Command = Callable[[argparse.Namespace], int]
 
+DEFAULT_PROGRESS_MINUTES = 10
+"""`simulate --progress-every`: one progress line per this many virtual minutes off a terminal."""
+
 
 def add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Command:
     parser = commands.add_parser(
@@ -28,7 +31,26 @@ def add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--json", action="store_true", help="end with the summary as one line of JSON"
     )
+    parser.add_argument(
+        "--progress-every",
+        type=_minutes,
+        default=DEFAULT_PROGRESS_MINUTES,
+        metavar="MINUTES",
+        help="progress on stderr: on a terminal one line updated in place, otherwise a line "
+        "every MINUTES of virtual time; timeline events get lines of their own "
+        "(default: %(default)s; 0: no progress)",
+    )
     return _simulate
+
+
+def _minutes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of minutes (0 or more)")
+    return value
 
 
 def add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Command:
@@ -41,6 +63,7 @@ def add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> C
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    from arc_sim.progress import Progress
     from arc_sim.scenario import ScenarioError, load_scenario
     from arc_sim.world import World
 
@@ -51,7 +74,17 @@ def _simulate(args: argparse.Namespace) -> int:
     except ScenarioError as error:
         print(f"arc-hooks simulate: {file}: {error}", file=sys.stderr)
         return 2
-    summary = World(scenario).run()
+    world = World(scenario)
+    # Progress goes to stderr, so that stdout holds the summary alone (`--json`).
+    every: int = args.progress_every
+    progress = Progress(sys.stderr, scenario, every_minutes=every) if every else None
+    try:
+        summary = world.run(progress)
+    finally:  # end the live line, also before a traceback
+        if progress is not None:
+            progress.close()
+    if progress is not None:
+        progress.report_end(summary)
     if args.json:
         print(json.dumps(summary.to_json(), separators=(",", ":")))
     else:

@@ -3,6 +3,8 @@ is counted by endpoint and outcome."""
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -45,8 +47,22 @@ GITHUB_RATE_LIMIT = Gauge(
     registry=REGISTRY,
 )
 
-# HorizontalRunnerAutoscaler gauges, named and labelled as ARC exports them. Each hook replica
-# sets them when it syncs an HRA; scrape every replica and take the latest sample.
+GITHUB_RATE_LIMIT_RESET = Gauge(
+    "arc_hooks_github_rate_limit_reset_timestamp_seconds",
+    "x-ratelimit-reset of the latest GitHub response (Unix time the window ends), per "
+    "rate-limit resource and credentials.",
+    ["resource", "credentials"],
+    registry=REGISTRY,
+)
+# The three rate-limit gauges are per replica: each holds what the latest response *this*
+# replica received said. Within one window (same reset time) `remaining` only falls, so the
+# lowest value among the replicas whose reset is still ahead is the budget left (README,
+# Metrics, for the recording rule).
+
+# HorizontalRunnerAutoscaler gauges, named and labelled as ARC exports them. They are per
+# replica: whichever replica Metacontroller called for an HRA's latest sync holds the current
+# values, the others keep what they computed at their last sync of it. The last-sync gauge says
+# which replica is current (README, Metrics, for the recording rules).
 _HRA = ["horizontalrunnerautoscaler", "namespace"]
 _HRA_TARGET = [*_HRA, "kind", "name", "enterprise", "organization", "repository"]
 
@@ -104,6 +120,12 @@ HRA_RESERVED_REPLICAS = _gauge(
     "Replicas of the capacity reservations the HRA counts.",
     _HRA,
 )
+HRA_LAST_SYNC = _gauge(
+    "arc_hooks_horizontalrunnerautoscaler_last_sync_timestamp_seconds",
+    "Unix time this replica last synced the HRA; the replica with the highest value holds the "
+    "HRA's current gauges.",
+    _HRA,
+)
 
 # The webhook receiver.
 WEBHOOK_DELIVERIES = Counter(
@@ -120,7 +142,31 @@ WEBHOOK_DURATION = Histogram(
 )
 
 # ARC's actions metrics (its optional actions-metrics-server), from workflow_job deliveries.
-_JOB = ["repository"]
+# Names and labels are ARC's, from actions-runner-controller `pkg/actionsmetrics/metrics.go` and
+# `event_reader.go` (Apache-2.0), so dashboards written for ARC read them unchanged. Which of
+# the common labels carry a value is the JOB_METRICS_LABELS setting; the others are exported
+# empty, which Prometheus treats as absent. Every value is capped (see hooks/telemetry.py).
+JobMetricLabel = Literal[
+    "runs_on",
+    "job_name",
+    "organization",
+    "repository",
+    "repository_full_name",
+    "owner",
+    "workflow_name",
+    "head_branch",
+]
+JOB_LABELS: tuple[JobMetricLabel, ...] = get_args(JobMetricLabel)
+"""ARC's common labels, on every job metric, in ARC's order."""
+DEFAULT_JOB_LABELS: tuple[JobMetricLabel, ...] = tuple(
+    label for label in JOB_LABELS if label != "head_branch"
+)
+"""All but `head_branch`, which takes a new value for every pull request's branch."""
+JOB_CONCLUSION = "job_conclusion"
+FAILED_STEP = "failed_step"
+EXIT_CODE = "exit_code"
+
+_JOB = list(JOB_LABELS)
 _JOB_DURATION_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 21600)
 WORKFLOW_JOBS_QUEUED = Counter(
     "github_workflow_jobs_queued", "workflow_job queued events.", _JOB, registry=REGISTRY
@@ -134,11 +180,15 @@ WORKFLOW_JOBS_COMPLETED = Counter(
 WORKFLOW_JOB_CONCLUSIONS = Counter(
     "github_workflow_job_conclusions",
     "Completed jobs by conclusion.",
-    [*_JOB, "conclusion"],
+    [*_JOB, JOB_CONCLUSION],
     registry=REGISTRY,
 )
 WORKFLOW_JOB_FAILURES = Counter(
-    "github_workflow_job_failures", "Jobs that concluded failure.", _JOB, registry=REGISTRY
+    "github_workflow_job_failures",
+    "Jobs that concluded failure, by the index of the first failed step and the exit code "
+    "(`na`, or `timed_out` when that step timed out).",
+    [*_JOB, FAILED_STEP, EXIT_CODE],
+    registry=REGISTRY,
 )
 WORKFLOW_JOB_QUEUE_DURATION = Histogram(
     "github_workflow_job_queue_duration_seconds",
@@ -150,7 +200,7 @@ WORKFLOW_JOB_QUEUE_DURATION = Histogram(
 WORKFLOW_JOB_RUN_DURATION = Histogram(
     "github_workflow_job_run_duration_seconds",
     "From started to completed, reported when a job completes.",
-    _JOB,
+    [*_JOB, JOB_CONCLUSION],
     registry=REGISTRY,
     buckets=_JOB_DURATION_BUCKETS,
 )

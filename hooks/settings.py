@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from hooks.metrics import DEFAULT_JOB_LABELS, JobMetricLabel
+
 DEFAULT_RUNNER_IMAGE = "summerwind/actions-runner:latest"
 DEFAULT_DOCKER_IMAGE = "docker:dind"
 
@@ -100,6 +102,24 @@ class Settings(BaseSettings):
             "cached API call per repository)."
         ),
     )
+    job_metrics_labels: Annotated[list[JobMetricLabel], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_JOB_LABELS),
+        alias="JOB_METRICS_LABELS",
+        description=(
+            "Comma-separated labels of ARC's job metrics that carry a value (runs_on, job_name, "
+            "organization, repository, repository_full_name, owner, workflow_name, "
+            "head_branch); the others are exported empty."
+        ),
+    )
+    job_metrics_max_label_values: int = Field(
+        default=100,
+        ge=1,
+        alias="JOB_METRICS_MAX_LABEL_VALUES",
+        description=(
+            "Distinct values each job-metric label takes per process; later new values are "
+            "reported as `other`."
+        ),
+    )
     list_runners_cache_ttl: float = Field(default=60.0, alias="GITHUB_LIST_RUNNERS_CACHE_TTL")
     workflow_cache_ttl: float = Field(default=30.0, alias="GITHUB_WORKFLOW_CACHE_TTL")
     runner_groups_cache_ttl: float = Field(default=60.0, alias="GITHUB_RUNNER_GROUPS_CACHE_TTL")
@@ -142,7 +162,9 @@ class Settings(BaseSettings):
 
     log_level: str = Field(default="INFO", alias="LOG_LEVEL")
 
-    @field_validator("runner_image_pull_secrets", "common_runner_labels", mode="before")
+    @field_validator(
+        "runner_image_pull_secrets", "common_runner_labels", "job_metrics_labels", mode="before"
+    )
     @classmethod
     def _split_csv(cls, value: object) -> object:
         if isinstance(value, str):

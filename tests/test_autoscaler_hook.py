@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from hooks.app import create_app
@@ -897,6 +898,15 @@ def test_metrics_show_the_desired_replicas_after_a_sync(
     assert f"horizontalrunnerautoscaler_status_desired_replicas{labels} 2.0" in metrics.text
     assert f"horizontalrunnerautoscaler_spec_max_replicas{labels} 10.0" in metrics.text
     assert f"arc_hooks_horizontalrunnerautoscaler_reserved_replicas{labels} 2.0" in metrics.text
+    # Which replica synced the HRA last, for the rules that combine several replicas' gauges.
+    last_sync = [
+        sample.value
+        for family in text_string_to_metric_families(metrics.text)
+        for sample in family.samples
+        if sample.name == "arc_hooks_horizontalrunnerautoscaler_last_sync_timestamp_seconds"
+        and sample.labels == {"horizontalrunnerautoscaler": "metrics-probe", "namespace": NAMESPACE}
+    ]
+    assert last_sync == [clock.now().timestamp()]
     for secret in SECRETS:
         assert secret not in metrics.text
 

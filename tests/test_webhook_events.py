@@ -59,6 +59,9 @@ def test_githubs_example_payloads_parse(example: Path) -> None:
     assert event.enterprise == (payload.get("enterprise") or {}).get("slug")
     assert event.installation_id == (payload.get("installation") or {}).get("id")
     assert (event.created_at is None) == (job.get("created_at") is None)
+    assert event.workflow_name == job.get("workflow_name")
+    assert event.head_branch == job.get("head_branch")
+    assert event.step_conclusions == tuple(step["conclusion"] for step in job["steps"])
 
 
 def test_a_queued_job_waiting_for_a_self_hosted_runner() -> None:
@@ -79,6 +82,8 @@ def test_a_queued_job_waiting_for_a_self_hosted_runner() -> None:
         status="waiting",
         created_at=datetime(2023, 4, 19, 21, 12, 12, tzinfo=UTC),
         started_at=datetime(2023, 4, 19, 21, 12, 12, tzinfo=UTC),
+        workflow_name="Env Test",
+        head_branch="main",
     )
 
 

@@ -90,6 +90,7 @@ class AutoscalerObservation:
     runners: int
     registered: int
     busy: int
+    observed_at: datetime  # when the hook computed this (the replicas' gauges are compared by it)
 
 
 def customize_horizontal_runner_autoscaler(request: dict[str, Any]) -> dict[str, Any]:
@@ -269,6 +270,7 @@ class _Sync:
                     runners=counts.runners,
                     registered=counts.registered,
                     busy=activity.counted_busy,
+                    observed_at=self.now,
                 )
             )
         return CompositeHookResponse(

@@ -70,7 +70,12 @@ from hooks.github.rest import (
     scope_path,
     to_float,
 )
-from hooks.metrics import GITHUB_API_CALLS, GITHUB_RATE_LIMIT, GITHUB_RATE_LIMIT_REMAINING
+from hooks.metrics import (
+    GITHUB_API_CALLS,
+    GITHUB_RATE_LIMIT,
+    GITHUB_RATE_LIMIT_REMAINING,
+    GITHUB_RATE_LIMIT_RESET,
+)
 from hooks.settings import Settings
 
 T = TypeVar("T")
@@ -132,10 +137,13 @@ def record_rate_limit(headers: Mapping[str, Any], credentials: str = DEFAULT_CRE
     resource = header(headers, "x-ratelimit-resource") or "core"
     remaining = to_float(header(headers, "x-ratelimit-remaining"))
     limit = to_float(header(headers, "x-ratelimit-limit"))
+    reset = to_float(header(headers, "x-ratelimit-reset"))
     if remaining is not None:
         GITHUB_RATE_LIMIT_REMAINING.labels(resource, credentials).set(remaining)
     if limit is not None:
         GITHUB_RATE_LIMIT.labels(resource, credentials).set(limit)
+    if reset is not None:
+        GITHUB_RATE_LIMIT_RESET.labels(resource, credentials).set(reset)
 
 
 class _RedactBodies(logging.Filter):

@@ -18,7 +18,7 @@ from hooks.clock import Clock
 from hooks.github.port import GitHubPort, RunnerGroupInfo
 from hooks.kube.port import KubePort
 from hooks.settings import Settings
-from hooks.telemetry import record_delivery
+from hooks.telemetry import WebhookLabels, record_delivery
 from hooks.webhook.decision import Decision
 from hooks.webhook.receiver import FAILED, Reply, WebhookReceiver
 from hooks.webhook.targets import GroupScope, RunnerGroup, RunnerGroupVisibility
@@ -41,7 +41,8 @@ def webhook_route(
     workers: CallRunner,
 ) -> Route:
     receiver = _receiver(settings, github, clock, kube, workers)
-    return Route("/webhook/github", _endpoint(receiver), methods=["GET", "POST"])
+    labels_of = WebhookLabels.from_settings(settings)
+    return Route("/webhook/github", _endpoint(receiver, labels_of), methods=["GET", "POST"])
 
 
 def _receiver(
@@ -88,7 +89,7 @@ def _runner_group(group: RunnerGroupInfo) -> RunnerGroup:
     return RunnerGroup(scope, "" if group.default else group.name)
 
 
-def _endpoint(receiver: WebhookReceiver) -> Callable[[Request], Any]:
+def _endpoint(receiver: WebhookReceiver, labels_of: WebhookLabels) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
         if request.method == "GET":
             return PlainTextResponse("webhook server is running")
@@ -107,7 +108,7 @@ def _endpoint(receiver: WebhookReceiver) -> Callable[[Request], Any]:
             log.exception("webhook failed")
             reply = Reply(500, "internal error; see the logs", outcome=FAILED)
         elapsed = time.perf_counter() - started
-        record_delivery(reply, elapsed)
+        record_delivery(reply, elapsed, labels_of)
         log.log(
             logging.INFO if reply.status < 500 else logging.WARNING,
             "webhook",

@@ -63,6 +63,11 @@ class WorkflowJobEvent:
     created_at: datetime | None = None  # when the job was queued
     started_at: datetime | None = None  # when a runner took it (GitHub: the queue time until then)
     completed_at: datetime | None = None
+    # Read for the job metrics only: taken when well-typed, left empty otherwise, so they never
+    # fail a delivery.
+    workflow_name: str | None = None
+    head_branch: str | None = None
+    step_conclusions: tuple[str | None, ...] = ()  # each step's conclusion, in the payload's order
 
     @property
     def repository_key(self) -> str:
@@ -167,6 +172,9 @@ class _WorkflowJob(_Payload):
     created_at: str | None = None
     started_at: str | None = None
     completed_at: str | None = None
+    workflow_name: object = None
+    head_branch: object = None
+    steps: object = None
 
 
 class _WorkflowJobPayload(_Payload):
@@ -226,4 +234,20 @@ def _workflow_job_event(payload: _WorkflowJobPayload) -> WorkflowJobEvent:
         created_at=observed_time(job.created_at),
         started_at=observed_time(job.started_at),
         completed_at=observed_time(job.completed_at),
+        workflow_name=_string_or_none(job.workflow_name),
+        head_branch=_string_or_none(job.head_branch),
+        step_conclusions=_step_conclusions(job.steps),
+    )
+
+
+def _string_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _step_conclusions(steps: object) -> tuple[str | None, ...]:
+    if not isinstance(steps, list):
+        return ()
+    return tuple(
+        _string_or_none(step.get("conclusion")) if isinstance(step, dict) else None
+        for step in steps
     )

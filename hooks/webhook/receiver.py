@@ -82,6 +82,9 @@ class Reply:
     autoscaler: str = ""  # namespace/name of the HRA it scaled
     job: WorkflowJobEvent | None = None
     redelivered: bool = False  # this replica already answered this delivery id
+    # The delivery passed the signature check (or unsigned ones are allowed): only then are its
+    # event and action names, which the sender chooses, used as metric labels.
+    trusted: bool = False
 
 
 async def _inline(call: Callable[[], Decision]) -> Decision:
@@ -131,9 +134,9 @@ class WebhookReceiver:
         try:
             event = parse_event(event_name, payload_from_body(header.get("content-type"), body))
         except UnsupportedEventError as error:
-            return Reply(202, f"ignored: {error}", event_name, outcome=IGNORED)
+            return Reply(202, f"ignored: {error}", event_name, outcome=IGNORED, trusted=True)
         except WebhookError as error:
-            return Reply(400, str(error), event_name, outcome=REJECTED)
+            return Reply(400, str(error), event_name, outcome=REJECTED, trusted=True)
         redelivered = self._seen(header.get("x-github-delivery", ""))
         reply = await self._act(event)
         return Reply(
@@ -145,6 +148,7 @@ class WebhookReceiver:
             autoscaler=reply.autoscaler,
             job=event if isinstance(event, WorkflowJobEvent) else None,
             redelivered=redelivered,
+            trusted=True,
         )
 
     async def _act(self, event: WebhookEvent) -> Reply:
