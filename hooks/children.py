@@ -39,7 +39,9 @@ def as_kept(obj: KubeObject) -> KubeObject:
             "annotations": annotations,
         },
     }
-    for key in ("spec", "data", "type"):
+    # An object's content besides metadata: `spec`, a Secret's `data` and `type`, a Role's
+    # `rules`, a RoleBinding's `roleRef` and `subjects`.
+    for key in ("spec", "data", "type", "rules", "roleRef", "subjects"):
         if key in obj:
             kept[key] = obj[key]
     return kept

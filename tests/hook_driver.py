@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from hooks.resources.runner import API_VERSION
 
+INPLACE = {"method": "InPlace"}
 RUNNER_CONTROLLER = {
     "apiVersion": "metacontroller.k8s.io/v1alpha1",
     "kind": "CompositeController",
@@ -23,6 +24,14 @@ RUNNER_CONTROLLER = {
         "childResources": [
             {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "OnDelete"}},
             {"apiVersion": "v1", "resource": "secrets", "updateStrategy": {"method": "InPlace"}},
+            *(
+                {"apiVersion": api_version, "resource": resource, "updateStrategy": INPLACE}
+                for api_version, resource in (
+                    ("v1", "serviceaccounts"),
+                    ("rbac.authorization.k8s.io/v1", "roles"),
+                    ("rbac.authorization.k8s.io/v1", "rolebindings"),
+                )
+            ),
         ],
         "generateSelector": True,
     },
@@ -89,7 +98,7 @@ class HookDriver:
         groups: dict[str, dict[str, Any]] = {"Pod.v1": {}, "Secret.v1": {}}
         for (kind, name), obj in sorted(self.children.items()):
             key = f"{obj['metadata']['namespace']}/{name}" if self.version == "v2" else name
-            groups[f"{kind}.v1"][key] = copy.deepcopy(obj)
+            groups.setdefault(f"{kind}.{obj['apiVersion']}", {})[key] = copy.deepcopy(obj)
         return {
             "controller": RUNNER_CONTROLLER,
             "parent": copy.deepcopy(self.parent),
@@ -133,6 +142,10 @@ class HookDriver:
                 self.children[key] = created
             elif key[0] == "Secret":  # InPlace
                 self.children[key]["data"] = copy.deepcopy(obj.get("data", {}))
+            elif key[0] in ("ServiceAccount", "Role", "RoleBinding"):  # InPlace
+                for field_name in ("rules", "roleRef", "subjects"):
+                    if field_name in obj:
+                        self.children[key][field_name] = copy.deepcopy(obj[field_name])
 
     # --- what the tests look at and do to the world
 

@@ -364,9 +364,13 @@ def test_runner_controller() -> None:
     spec = controller["spec"]
     assert spec["parentResource"] == {"apiVersion": ARC_API_VERSION, "resource": "runners"}
     # Pods are replaced by the hook itself, after a graceful stop; never by Metacontroller.
+    # Kubernetes container mode: the Runner's own ServiceAccount, Role and RoleBinding.
     assert _strategies(controller) == {
         ("v1", "pods"): "OnDelete",
         ("v1", "secrets"): "InPlace",
+        ("v1", "serviceaccounts"): "InPlace",
+        ("rbac.authorization.k8s.io/v1", "roles"): "InPlace",
+        ("rbac.authorization.k8s.io/v1", "rolebindings"): "InPlace",
     }
     assert spec["generateSelector"] is True
     assert spec["resyncPeriodSeconds"] == 60

@@ -407,7 +407,10 @@ CASES = [
             ],
         },
         compose(
-            kubernetes_mode({**CLAIM_SPEC, "accessModes": ["ReadWriteMany"]}),
+            kubernetes_mode(
+                {**CLAIM_SPEC, "accessModes": ["ReadWriteMany"]},
+                {"name": "ACTIONS_RUNNER_REQUIRE_SAME_NODE", "value": "false"},
+            ),
             set_in(
                 RUNNER_CONTAINER, "volumeMounts", [{**MOUNT_WORK, "subPath": "jobs"}, MOUNT_RUNNER]
             ),

@@ -43,7 +43,8 @@ KubeObject = dict[str, Any]
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 RBAC_GROUP = "rbac.authorization.k8s.io"
-CHILD_KINDS = ("ServiceAccount", "Role", "RoleBinding")
+SERVICE_ACCOUNT_KINDS = ("ServiceAccount", "Role", "RoleBinding")
+"""The children of a Runner this module decides about."""
 
 
 @dataclass(frozen=True)

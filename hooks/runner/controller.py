@@ -2,7 +2,9 @@
 
 Pure logic over the hook request, the GitHub port, the settings and a clock. Children: the
 runner Pod (OnDelete: we decide ourselves when it is replaced) and the registration Secret
-(InPlace). A pod is only ever removed from the children after the graceful stop says so.
+(InPlace), and in kubernetes container mode the Runner's own ServiceAccount, Role and
+RoleBinding (InPlace, `hooks.runner.container_mode`). A pod is only ever removed from the
+children after the graceful stop says so.
 """
 
 from __future__ import annotations
@@ -52,6 +54,13 @@ from hooks.resources.runner import (
     Runner,
     RunnerStatus,
     RunnerStatusRegistration,
+)
+from hooks.runner.container_mode import (
+    SERVICE_ACCOUNT_KINDS,
+    observe_account,
+    pod_service_account,
+    service_account_children,
+    service_account_ready,
 )
 from hooks.runner.graceful_stop import (
     BUSY_MESSAGE,
@@ -129,7 +138,11 @@ class _Parsed:
             assert self.runner is not None
             secret_name = registration_secret_name(self.runner.metadata.name)
             pod = build_runner_pod(
-                self.runner, self.defaults, secret_name=secret_name, jit=self.jit
+                self.runner,
+                self.defaults,
+                secret_name=secret_name,
+                jit=self.jit,
+                service_account=pod_service_account(self.runner),
             )
             self._pod = pod
         return pod
@@ -152,6 +165,9 @@ class _Sync:
         self.secret_name = registration_secret_name(self.name)
         self.observed_pod = request.object_named("Pod", self.name)
         self.pod = observe_pod(self.observed_pod) if self.observed_pod else None
+        self.account = observe_account(
+            request.object_named("ServiceAccount", self.name), self.observed_pod
+        )
         self.observed_secret = request.object_named("Secret", self.secret_name)
         self.material = read_material(self.observed_secret)
         self.jit = parsed.jit
@@ -312,6 +328,12 @@ class _Sync:
                 self.out.phase = "Pending"
                 self.out.wait(remaining)
                 return
+        if not service_account_ready(self.runner, self.account):
+            # Kubernetes mode: the API server refuses a pod whose service account is not there
+            # yet; it is in this answer, and its creation calls the hook again.
+            self.out.phase = "Pending"
+            self.out.wait(RELEASE_RESYNC_SECONDS)
+            return
         material = self._ensure_jit_config() if self.jit else self._ensure_token()
         if material is None:
             return
@@ -511,6 +533,7 @@ class _Sync:
 
     def _respond(self, finalized: bool | None = None) -> CompositeHookResponse:
         children = [c for c in (self.out.pod, self.out.secret) if c is not None]
+        children += service_account_children(self.runner, self.account)
         resync = min(self.out.resync) if self.out.resync else None
         return CompositeHookResponse(
             status=self._status().to_wire(),
@@ -650,7 +673,8 @@ def _invalid(
     request: CompositeHookRequest, runner: Runner | None, problems: list[str], clock: Clock
 ) -> CompositeHookResponse:
     """An invalid Runner keeps what it has: its children are returned unchanged, no new pod."""
-    kept = [as_kept(obj) for kind in ("Pod", "Secret") for obj in request.objects(kind)]
+    kinds = ("Pod", "Secret", *SERVICE_ACCOUNT_KINDS)
+    kept = [as_kept(obj) for kind in kinds for obj in request.objects(kind)]
     return CompositeHookResponse(status=_invalid_status(request, problems, clock), children=kept)
 
 
@@ -663,7 +687,10 @@ def _invalid_status(
 
 
 def _kept_secrets(request: CompositeHookRequest) -> list[KubeObject]:
-    return [as_kept(secret) for secret in request.objects("Secret")]
+    """The Secret, and the service account of kubernetes mode (a pod that is still stopping
+    runs as it); all of them go with the Runner."""
+    kinds = ("Secret", *SERVICE_ACCOUNT_KINDS)
+    return [as_kept(obj) for kind in kinds for obj in request.objects(kind)]
 
 
 def _credentials_secret(runner: Runner) -> str | None:

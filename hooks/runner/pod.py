@@ -144,9 +144,16 @@ class _Layout:
 
 
 def build_runner_pod(
-    runner: Runner, settings: Settings | PodDefaults, *, secret_name: str, jit: bool
+    runner: Runner,
+    settings: Settings | PodDefaults,
+    *,
+    secret_name: str,
+    jit: bool,
+    service_account: str | None = None,
 ) -> dict[str, Any]:
     """The complete runner Pod for `runner`; its registration material comes from `secret_name`.
+    `service_account` is what the pod runs as when the spec names none (a kubernetes-mode
+    Runner's own, see `hooks.runner.container_mode`).
 
     The spec is expected to be valid (see `hooks.runner.validation`). Where an invalid spec
     reaches here anyway the pod stays well-formed: kubernetes mode without a claim template gets
@@ -162,6 +169,8 @@ def build_runner_pod(
         "metadata": _metadata(runner),
         "spec": _pod_spec(runner, defaults, layout, secret_name=secret_name, jit=jit),
     }
+    if service_account and not runner.spec.service_account_name:
+        pod["spec"]["serviceAccountName"] = service_account
     pod["metadata"]["labels"][POD_TEMPLATE_HASH_LABEL] = pod_template_hash(pod)
     return pod
 
@@ -303,7 +312,7 @@ def _runner_container(
     _fill_list(container, "envFrom", spec.env_from)
     _fill_resources(container, spec.resources)
     env = container.get("env") or _copy_json(spec.env)
-    env += _runner_env(spec, defaults, layout)
+    env += _runner_env(spec, defaults, layout, user_env=env)
     env += _registration_env(env, runner.metadata.name, secret_name=secret_name, jit=jit)
     container["env"] = env
     _set_list(
@@ -327,7 +336,9 @@ def _runner_image(spec: RunnerSpec, defaults: PodDefaults) -> str:
     return spec.image or defaults.runner_image
 
 
-def _runner_env(spec: RunnerSpec, defaults: PodDefaults, layout: _Layout) -> list[Manifest]:
+def _runner_env(
+    spec: RunnerSpec, defaults: PodDefaults, layout: _Layout, *, user_env: list[Manifest]
+) -> list[Manifest]:
     """ARC's injected runner environment, in ARC's order."""
     ephemeral = spec.ephemeral is not False
     env = [
@@ -346,7 +357,12 @@ def _runner_env(spec: RunnerSpec, defaults: PodDefaults, layout: _Layout) -> lis
         _env("GITHUB_ACTIONS_RUNNER_EXTRA_USER_AGENT", EXTRA_USER_AGENT),
     ]
     if layout.kubernetes_mode:
-        env += _kubernetes_mode_env(spec.work_volume_claim_template)
+        present = {item.get("name") for item in user_env}
+        env += [
+            item
+            for item in _kubernetes_mode_env(spec.work_volume_claim_template)
+            if item["name"] not in present
+        ]
     if layout.dockerd_in_runner:
         if spec.docker_mtu is not None:
             env.append(_env("MTU", str(spec.docker_mtu)))
@@ -358,15 +374,24 @@ def _runner_env(spec: RunnerSpec, defaults: PodDefaults, layout: _Layout) -> lis
 
 
 def _kubernetes_mode_env(template: WorkVolumeClaimTemplate | None) -> list[Manifest]:
+    """ARC's `runnerHookEnvs` (runner_controller.go). The container hooks find their pod, its
+    namespace and its work claim (`<pod>-work`) from these; a hook template is the user's
+    `ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE` in `env`, with the file mounted from a volume.
+
+    Unlike ARC, a variable the user sets is not set a second time: ARC appended its own after
+    the user's, and the last of two wins, so a runner image keeping the hooks elsewhere
+    (`/home/runner/k8s/index.js`) could not say so."""
     env = [
         _env("ACTIONS_RUNNER_CONTAINER_HOOKS", CONTAINER_HOOKS_PATH),
         _env("ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER", "true"),
         _field_env("ACTIONS_RUNNER_POD_NAME", "metadata.name"),
         _field_env("ACTIONS_RUNNER_JOB_NAMESPACE", "metadata.namespace"),
     ]
-    # A ReadWriteOnce work volume can only be shared by job pods on the runner's node.
-    if template is not None and "ReadWriteOnce" in template.access_modes:
-        env.append(_env("ACTIONS_RUNNER_REQUIRE_SAME_NODE", "true"))
+    # A ReadWriteOnce work volume can only be shared by job pods on the runner's node. Without a
+    # template (an invalid spec) there is no claim to share: left out.
+    if template is not None:
+        same_node = "ReadWriteOnce" in template.access_modes
+        env.append(_env("ACTIONS_RUNNER_REQUIRE_SAME_NODE", _bool(same_node)))
     return env
 
 

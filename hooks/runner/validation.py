@@ -17,6 +17,7 @@ from hooks.resources.common import ObjectMeta
 from hooks.resources.pod_rules import fragment_problems, pod_problems
 from hooks.resources.replicaset import RunnerTemplate
 from hooks.resources.runner import REPOSITORY_PATTERN, SCOPE_PATTERN, Runner, RunnerSpec
+from hooks.runner.container_mode import pod_service_account
 from hooks.runner.pod import PodDefaults, build_runner_pod
 from hooks.runner.registration import IMPLICIT_JIT_LABELS, jit_labels
 
@@ -132,7 +133,13 @@ def _pod_problems(
     """What the API server would refuse in the pod this spec builds."""
     runner = Runner(metadata=metadata, spec=spec)
     try:
-        pod = build_runner_pod(runner, VALIDATION_DEFAULTS, secret_name="registration", jit=jit)
+        pod = build_runner_pod(
+            runner,
+            VALIDATION_DEFAULTS,
+            secret_name="registration",
+            jit=jit,
+            service_account=pod_service_account(runner),
+        )
     except (TypeError, ValueError, KeyError, AttributeError) as error:
         # Free-form parts (containers, volumes, ...) of a shape no pod can have.
         return [f"the runner pod cannot be built from this spec ({type(error).__name__})"]
