@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pydantic import SecretStr
+
 from hooks.metacontroller import KubeObject, object_or_empty
 
 CREDENTIALS_CONDITION = "GitHubAPICredentials"
@@ -55,8 +57,6 @@ class ApiCredentials:
         """The settings these credentials replace. The four credential fields are always
         replaced (a Secret with a token must not inherit the server's App, nor the reverse);
         a URL the Secret leaves out stays the server's, as ARC falls back to its own."""
-        from pydantic import SecretStr
-
         return {
             "github_token": SecretStr(self.token) if self.token else None,
             "github_app_id": self.app_id,
