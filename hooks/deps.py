@@ -6,14 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from hooks.clock import Clock
 from hooks.github.clients import GitHubClients, PortBuilder
 from hooks.github.credentials import Credentials
 from hooks.github.port import GitHubPort
+from hooks.lifecycle.graceful_stop import StopTiming
 from hooks.memo import Memo
-from hooks.runner.graceful_stop import StopTiming
 from hooks.settings import Settings
 
 if TYPE_CHECKING:
@@ -22,6 +23,10 @@ if TYPE_CHECKING:
 PARSED_PARENTS_MEMO_ENTRIES = 1024
 """Parsed Runners (and their pods) kept per process, about 25 KB each for a small spec: a
 steady-state sync parses nothing and builds no pod."""
+
+
+PARSED_STATUSES_MEMO_ENTRIES = 4096
+"""Parsed Runner statuses kept per process, a few KB each."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,10 @@ class HookDeps:
     parsed_parents: Memo[Hashable, Any] = field(
         default_factory=lambda: Memo(PARSED_PARENTS_MEMO_ENTRIES), compare=False, repr=False
     )
+    # Statuses parsed before, by their JSON text: most syncs find the status they last wrote.
+    parsed_statuses: Memo[Hashable, Any] = field(
+        default_factory=lambda: Memo(PARSED_STATUSES_MEMO_ENTRIES), compare=False, repr=False
+    )
     # Builds the port for a resource's own credentials Secret (None: the server has no way to).
     build_credentials_port: PortBuilder | None = field(default=None, compare=False, repr=False)
     github_clients: GitHubClients = field(init=False, compare=False, repr=False)
@@ -47,7 +56,7 @@ class HookDeps:
         """The port for a resource: its own credentials Secret's, or (None) the server's."""
         return self.github_clients.port(credentials)
 
-    @property
+    @cached_property
     def timing(self) -> StopTiming:
         return StopTiming.from_settings(self.settings)
 

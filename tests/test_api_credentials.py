@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from arc_sim.fake_github import FakeGitHub
 from arc_sim.github_port import InProcessGitHub
-from arc_sim.scenario import load_scenario
-from arc_sim.world import World
 from hooks.app import create_app
 from hooks.autoscaler.controller import customize_horizontal_runner_autoscaler
 from hooks.clock import ManualClock, format_time
@@ -40,10 +37,10 @@ from hooks.runnerpod.controller import customize_runner_pod
 from hooks.runnerset.controller import customize_runner_set
 from hooks.settings import Settings
 from hooks.unconfigured import UnconfiguredGitHub
-from tests.hook_app import hook_client, hook_settings
+from tests import sim_scenarios
+from tests.hook_app import hook_settings
 from tests.hook_driver import HookDriver, new_runner, running_status
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 SERVER_PAT = "ghp_" + "s" * 36
 ACME_PAT = "ghp_" + "a" * 36
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----\n"
@@ -238,21 +235,16 @@ def test_every_customize_hook_asks_for_the_named_secret() -> None:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
+def fake(fake_github: FakeGitHub) -> FakeGitHub:
+    fake_github.add_personal_access_token(SERVER_PAT, organizations=["other-org"])
+    fake_github.add_personal_access_token(ACME_PAT, organizations=["acme"])
+    return fake_github
 
 
 @pytest.fixture
-def fake(clock: ManualClock) -> FakeGitHub:
-    github = FakeGitHub(clock)
-    github.add_personal_access_token(SERVER_PAT, organizations=["other-org"])
-    github.add_personal_access_token(ACME_PAT, organizations=["acme"])
-    return github
-
-
-@pytest.fixture
-def client(fake: FakeGitHub, clock: ManualClock) -> Iterator[TestClient]:
-    settings: Settings = hook_settings()
+def app(settings: Settings, fake: FakeGitHub, clock: ManualClock) -> Starlette:
+    """The server's own PAT reaches other-org only; acme's Secret brings its own (conftest's
+    `client` calls this app)."""
 
     def build(credentials: ApiCredentials) -> GitHubPort:
         assert credentials.token is not None
@@ -260,9 +252,7 @@ def client(fake: FakeGitHub, clock: ManualClock) -> Iterator[TestClient]:
         return CachedGitHub(port, settings, clock)
 
     server = CachedGitHub(InProcessGitHub(fake, SERVER_PAT, clock), settings, clock)
-    app = create_app(settings, github=server, clock=clock, build_credentials_port=build)
-    with hook_client(app) as test_client:
-        yield test_client
+    return create_app(settings, github=server, clock=clock, build_credentials_port=build)
 
 
 def acme_runner(client: TestClient) -> HookDriver:
@@ -354,7 +344,7 @@ def test_a_missing_secret_is_a_condition_and_nothing_is_deleted(
 def test_scenario_two_organizations_with_their_own_credentials() -> None:
     """scenarios/credentials-per-organization.yaml: every job runs, nothing leaks, and each
     organization's calls (beta's pull metric included) go to its own token's budget."""
-    world = World(load_scenario(SCENARIOS / "credentials-per-organization.yaml"))
+    world = sim_scenarios.world("credentials-per-organization")
     summary = world.run()
 
     assert summary.invariants.hold(), summary.table()

@@ -11,7 +11,6 @@ surface (a condition, never a 500).
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,11 +21,10 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import WorkflowJob, WorkflowRun
 from hooks.settings import Settings
-from tests.hook_app import hook_client, hook_settings
+from tests.hook_app import hook_settings
 from tests.in_memory_github import InMemoryGitHub, rate_limited
 
 API = "actions.summerwind.dev/v1alpha1"
@@ -41,7 +39,7 @@ NAMESPACE = "default"
 HRA_NAME = "example-runner-deployment-autoscaler"
 TARGET = "example-runner-deployment"
 HRA_UID = "hra-uid-1"
-T0 = datetime(2026, 1, 1, tzinfo=UTC)  # the clock's start
+T0 = datetime(2026, 1, 1, tzinfo=UTC)  # the start of the `clock` fixture (tests/conftest.py)
 LIFETIME = timedelta(minutes=30)  # the trigger's `duration: 30m`
 
 GITHUB_TOKEN = "ghp_" + "T0kenNeverShown" * 2 + "abcdef"
@@ -244,25 +242,11 @@ def ago(clock: ManualClock, seconds: float) -> datetime:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(T0)
-
-
-@pytest.fixture
-def github(clock: ManualClock) -> InMemoryGitHub:
-    return InMemoryGitHub(clock)
-
-
 def settings() -> Settings:
+    """This file's own GitHub token and a webhook secret, which no answer may show."""
     return hook_settings(
         {"GITHUB_TOKEN": GITHUB_TOKEN, "GITHUB_WEBHOOK_SECRET_TOKEN": WEBHOOK_SECRET}
     )
-
-
-@pytest.fixture
-def client(github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
-    with hook_client(create_app(settings(), github=github, clock=clock)) as test_client:
-        yield test_client
 
 
 @pytest.fixture

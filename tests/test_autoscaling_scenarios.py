@@ -8,16 +8,14 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from arc_sim.scenario import load_scenario
 from arc_sim.summary import Summary
 from arc_sim.world import START, World
+from tests.sim_scenarios import assert_clean, world
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 SYNC_PERIOD = 60.0  # the HRA controller's resyncPeriodSeconds (ARC's --sync-period)
 SCALE_DOWN_DELAY = 600.0  # ARC's default scaleDownDelaySecondsAfterScaleOut
 QUEUED_RUNS = "TotalNumberOfQueuedAndInProgressWorkflowRuns"
@@ -27,19 +25,6 @@ _SUGGESTED_BY = re.compile(r"(\d+) suggested by (\w+)")
 MINUTE = 60.0
 HOUR = 60 * MINUTE
 DAY = 24 * HOUR
-
-
-def world(name: str) -> World:
-    return World(load_scenario(SCENARIOS / f"{name}.yaml"))
-
-
-def assert_clean(summary: Summary) -> None:
-    assert summary.invariants.hold(), summary.table()
-    assert summary.jobs.interrupted == 0
-    assert summary.runners.leaked_registrations == 0
-    assert summary.runners.registered_at_end == 0
-    assert summary.jobs.waiting == 0
-    assert summary.jobs.completed == summary.jobs.submitted
 
 
 @dataclass(frozen=True)
@@ -152,7 +137,7 @@ def burst() -> Run:
 def test_webhook_burst_lossy_completes_every_job_within_max_replicas(burst: Run) -> None:
     summary = burst.summary
 
-    assert_clean(summary)
+    assert_clean(summary, none_waiting=True, all_completed=True)
     assert summary.jobs.submitted == 200
     assert 1 < summary.runners.peak <= 40  # maxReplicas
     assert max(s.desired or 0 for s in burst.samples) == 40
@@ -194,7 +179,7 @@ def test_pull_queued_runs_alone_scales_from_zero_and_back() -> None:
     run = run_sampled("pull-queued-runs-from-zero", step=15.0)
     first_burst, second_burst = 5 * MINUTE, 35 * MINUTE
 
-    assert_clean(run.summary)
+    assert_clean(run.summary, none_waiting=True, all_completed=True)
     assert run.summary.jobs.completed == 20
     assert run.first_queued == first_burst
     # Nothing before the first job: no webhook arrives, and the metric counts no run.
@@ -226,7 +211,7 @@ def test_pull_queued_runs_alone_scales_from_zero_and_back() -> None:
 def test_pull_busy_runners_scales_from_zero_through_the_queued_runs_fallback() -> None:
     run = run_sampled("pull-busy-with-queued-fallback", step=15.0)
 
-    assert_clean(run.summary)
+    assert_clean(run.summary, none_waiting=True, all_completed=True)
     assert run.summary.jobs.completed == 22
     assert all(s.desired == 0 and s.pods == 0 for s in run.between(0, run.first_queued))
     # PercentageRunnersBusy has nothing to go on at zero (no runner, none busy): the first
@@ -265,7 +250,7 @@ def test_scheduled_override_scales_to_zero_for_the_weekend() -> None:
     boundaries = [t + d for t in (saturday, monday) for d in (-30.0, 30.0, MINUTE, 10 * MINUTE)]
     run = run_sampled("scheduled-override-weekend", step=10 * MINUTE, times=boundaries)
 
-    assert_clean(run.summary)
+    assert_clean(run.summary, none_waiting=True, all_completed=True)
     assert run.summary.jobs.completed == 8
     assert run.summary.runners.peak == 2
     fridays = run.between(friday + 10 * MINUTE, saturday)
@@ -297,7 +282,7 @@ def test_busy_metric_with_webhook_reservations_gives_a_steady_answer_to_steady_l
     two hours; counting reservations twice climbed to 21 of 30 here."""
     run = run_sampled("busy-metric-with-webhook-reservations", step=MINUTE)
 
-    assert_clean(run.summary)
+    assert_clean(run.summary, none_waiting=True, all_completed=True)
     steady = run.between(20 * MINUTE, 125 * MINUTE)
     desired = [s.desired for s in steady if s.desired is not None]
     assert len(desired) == len(steady)

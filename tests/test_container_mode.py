@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import re
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import Scope
 from hooks.resources.pod_rules import pod_problems
@@ -36,7 +34,6 @@ from hooks.runner.pod import PodDefaults, build_runner_pod
 from hooks.runner.validation import validate_runner_spec
 from hooks.runnerset.statefulset import statefulset
 from hooks.settings import Settings
-from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import HookDriver, new_runner, running_status
 from tests.in_memory_github import InMemoryGitHub
 
@@ -319,22 +316,6 @@ def test_a_read_write_many_claim_lets_job_pods_run_on_any_node() -> None:
 
 
 # ---------------------------------------------------------------- the Runner hook over HTTP
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def github(clock: ManualClock) -> InMemoryGitHub:
-    return InMemoryGitHub(clock)
-
-
-@pytest.fixture
-def client(github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
-    with hook_client(create_app(hook_settings(), github=github, clock=clock)) as test_client:
-        yield test_client
 
 
 def started(client: TestClient, spec: dict[str, Any]) -> HookDriver:

@@ -26,9 +26,9 @@ from arc_sim.webhooks import signature_256
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import RemoveOutcome
 from hooks.kube.port import KubeError, KubeObject, Resource
+from hooks.lifecycle.graceful_stop import GRACEFUL_STOP_ANNOTATION, NOT_REGISTERED_YET
 from hooks.metrics import REGISTRY
 from hooks.resources.runner import StopOutcome
-from hooks.runner.graceful_stop import GRACEFUL_STOP_ANNOTATION, NOT_REGISTERED_YET
 from hooks.settings import Settings
 from hooks.webhook import receiver as webhook_receiver
 from hooks.webhook.receiver import WebhookReceiver
@@ -254,7 +254,7 @@ def test_the_graceful_stop_record_is_documented_field_by_field() -> None:
     assert set(rows) == set(fields)
     outcomes = {s for s in spans(rows["outcome"]) if s[0].isupper()}
     assert outcomes == set(get_args(StopOutcome))
-    runner_code = source("runner", "controller.py") + source("runner", "graceful_stop.py")
+    runner_code = source("runner", "decide.py") + source("lifecycle", "graceful_stop.py")
     for reason in spans(rows["reason"]):
         assert f'"{reason}"' in runner_code, reason
     messages = [s for s in spans(rows["message"]) if " " in s]

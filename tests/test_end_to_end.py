@@ -54,17 +54,15 @@ class World:
 
 
 @pytest.fixture
-def world() -> Iterator[World]:
-    clock = ManualClock()
-    github = FakeGitHub(clock)
-    github.add_personal_access_token(PAT)
-    with serve_loopback(github.app) as github_url:
+def world(clock: ManualClock, fake_github: FakeGitHub) -> Iterator[World]:
+    fake_github.add_personal_access_token(PAT)
+    with serve_loopback(fake_github.app) as github_url:
         settings = hook_settings({"GITHUB_URL": github_url, "GITHUB_TOKEN": PAT})
         with (
             serve_loopback(create_app(settings, clock=clock)) as hooks_url,
             httpx.Client(base_url=hooks_url, timeout=10, headers=HOOK_AUTH) as hooks,
         ):
-            yield World(clock, github, hooks, settings)
+            yield World(clock, fake_github, hooks, settings)
 
 
 def test_new_organization_runner_gets_a_pod_and_a_secret(world: World) -> None:

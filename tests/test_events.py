@@ -4,12 +4,12 @@ objects are Events the API server accepts."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import kubernetes_validate
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from arc_sim.kube_port import StoreKube
@@ -24,7 +24,7 @@ from hooks.events import (
     event_object,
 )
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
-from tests.hook_app import hook_client, hook_settings
+from tests.hook_app import hook_settings
 from tests.hook_driver import HookDriver, new_runner, running_status
 from tests.in_memory_github import InMemoryGitHub
 
@@ -90,25 +90,9 @@ def test_an_event_object_is_a_valid_core_v1_event() -> None:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def github(clock: ManualClock) -> InMemoryGitHub:
-    return InMemoryGitHub(clock)
-
-
-@pytest.fixture
-def store(clock: ManualClock) -> ObjectStore:
-    return ObjectStore(clock)
-
-
-@pytest.fixture
-def client(github: InMemoryGitHub, clock: ManualClock, store: ObjectStore) -> Iterator[TestClient]:
-    app = create_app(hook_settings(), github=github, clock=clock, kube=StoreKube(store))
-    with hook_client(app) as test_client:
-        yield test_client
+def app(github: InMemoryGitHub, clock: ManualClock, store: ObjectStore) -> Starlette:
+    """The hook server, writing its Events to `store`."""
+    return create_app(hook_settings(), github=github, clock=clock, kube=StoreKube(store))
 
 
 def events(store: ObjectStore) -> list[tuple[str, str, str]]:

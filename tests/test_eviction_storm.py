@@ -11,16 +11,16 @@ import functools
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from arc_sim.github_jobs import SimJob
-from arc_sim.scenario import Scenario, load_scenario
+from arc_sim.scenario import Scenario
 from arc_sim.summary import Summary
 from arc_sim.world import World
+from tests import sim_scenarios
 
-SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "eviction-storm.yaml"
+SCENARIO = "eviction-storm"
 SEEDS = (3, 8, 21)  # 3 is the file's own seed
 
 # The job streams, by their one label besides `self-hosted`. Jobs of these streams are shorter
@@ -47,7 +47,7 @@ class Storm:
 
 @functools.cache
 def storm(seed: int) -> Storm:
-    scenario = load_scenario(SCENARIO).model_copy(update={"seed": seed})
+    scenario = sim_scenarios.scenario(SCENARIO).model_copy(update={"seed": seed})
     loss = next(entry for entry in scenario.timeline if entry.lose_node is not None)
     assert loss.lose_node is not None
     started = time.perf_counter()

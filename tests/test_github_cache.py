@@ -124,11 +124,6 @@ def runner(runner_id: int, busy: bool = False) -> GitHubRunner:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
 def port(clock: ManualClock) -> ScriptedPort:
     scripted = ScriptedPort(clock)
     scripted.runners[ORG] = [runner(1), runner(2)]

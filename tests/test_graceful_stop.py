@@ -9,8 +9,9 @@ import pytest
 
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
+from hooks.lifecycle.graceful_stop import StopSubject, StopTick, StopTiming, tick_graceful_stop
+from hooks.lifecycle.steps import resolve
 from hooks.resources.runner import GracefulStopStatus
-from hooks.runner.graceful_stop import StopSubject, StopTiming, tick_graceful_stop
 from hooks.runner.observed_pod import ObservedPod
 from tests.in_memory_github import InMemoryGitHub, rate_limited
 
@@ -37,6 +38,15 @@ PENDING = replace(RUNNING, phase="Pending", ready=False, runner_started=False)
 SUCCEEDED = replace(RUNNING, phase="Succeeded", runner_exit_code=0)
 RUNNER_EXITED = replace(RUNNING, runner_exit_code=1)
 TERMINATING_NO_STATUS = replace(RUNNING, terminating=True, has_container_statuses=False)
+
+
+def tick(
+    subject: StopSubject, state: GracefulStopStatus, github: InMemoryGitHub, clock: ManualClock
+) -> StopTick:
+    """One tick of the pure decision, its GitHub steps carried out on `github`."""
+    return resolve(
+        lambda answers: tick_graceful_stop(subject, state, answers, clock.now(), TIMING), github
+    )
 
 
 @dataclass
@@ -207,9 +217,7 @@ ROWS = [
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
-def test_decision_table(row: Row) -> None:
-    clock = ManualClock()
-    github = InMemoryGitHub(clock)
+def test_decision_table(row: Row, clock: ManualClock, github: InMemoryGitHub) -> None:
     runner_id = github.register(SCOPE, NAME, busy=row.busy) if row.registered else None
     if row.remove_answer is not None:
         github.remove_answers.append(row.remove_answer)
@@ -234,31 +242,31 @@ def test_decision_table(row: Row) -> None:
         ephemeral=row.ephemeral,
     )
 
-    tick = tick_graceful_stop(subject, state, github, clock, TIMING)
+    result = tick(subject, state, github, clock)
 
-    assert tick.done is row.done
-    assert tick.state.outcome == row.outcome
-    assert tick.retry_after == (pytest.approx(row.retry_after) if row.retry_after else None)
+    assert result.done is row.done
+    assert result.state.outcome == row.outcome
+    assert result.retry_after == (pytest.approx(row.retry_after) if row.retry_after else None)
     assert github.count("remove_runner") == row.deletes
-    assert tick.state.waiting_for_completion is row.waiting
+    assert result.state.waiting_for_completion is row.waiting
     if row.runner_id_known:
         assert github.count("list_runners") == 0
     if row.done and "outcome" not in row.state:
-        assert tick.state.completed_at == format_time(clock.now())
+        assert result.state.completed_at == format_time(clock.now())
 
 
-def test_delete_attempt_is_recorded_and_throttles_the_next_tick() -> None:
-    clock = ManualClock()
-    github = InMemoryGitHub(clock)
+def test_delete_attempt_is_recorded_and_throttles_the_next_tick(
+    clock: ManualClock, github: InMemoryGitHub
+) -> None:
     github.register(SCOPE, NAME, busy=True)
     subject = StopSubject(SCOPE, NAME, None, RUNNING, ephemeral=False)
     state = GracefulStopStatus(reason="RunnerDeleted", started_at=format_time(clock.now()))
 
-    first = tick_graceful_stop(subject, state, github, clock, TIMING)
+    first = tick(subject, state, github, clock)
     clock.advance(1)
-    second = tick_graceful_stop(subject, first.state, github, clock, TIMING)
+    second = tick(subject, first.state, github, clock)
     clock.advance(59)
-    third = tick_graceful_stop(subject, second.state, github, clock, TIMING)
+    third = tick(subject, second.state, github, clock)
 
     assert first.state.last_attempt_at == "2026-01-01T00:00:00Z"
     assert first.state.runner_id is not None
@@ -267,20 +275,18 @@ def test_delete_attempt_is_recorded_and_throttles_the_next_tick() -> None:
     assert not third.done
 
 
-def test_busy_ephemeral_runner_finishes_and_its_pod_stops() -> None:
-    clock = ManualClock()
-    github = InMemoryGitHub(clock)
+def test_busy_ephemeral_runner_finishes_and_its_pod_stops(
+    clock: ManualClock, github: InMemoryGitHub
+) -> None:
     github.register(SCOPE, NAME, busy=True)
     subject = StopSubject(SCOPE, NAME, None, RUNNING, ephemeral=True)
     state = GracefulStopStatus(reason="RunnerDeleted", started_at=format_time(clock.now()))
 
-    waiting = tick_graceful_stop(subject, state, github, clock, TIMING)
+    waiting = tick(subject, state, github, clock)
     for _ in range(10):
         clock.advance(60)
-        waiting = tick_graceful_stop(subject, waiting.state, github, clock, TIMING)
-    finished = tick_graceful_stop(
-        replace(subject, pod=SUCCEEDED), waiting.state, github, clock, TIMING
-    )
+        waiting = tick(subject, waiting.state, github, clock)
+    finished = tick(replace(subject, pod=SUCCEEDED), waiting.state, github, clock)
 
     assert github.count("remove_runner") == 1
     assert finished.done and finished.state.outcome == "PodStopped"

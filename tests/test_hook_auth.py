@@ -143,8 +143,8 @@ def test_a_refused_call_gets_401_and_causes_no_github_call(
     headers: dict[str, str],
     reason: str,
     caplog: pytest.LogCaptureFixture,
+    github: InMemoryGitHub,
 ) -> None:
-    github = InMemoryGitHub(ManualClock())
     with app_client({"HOOK_BEARER_TOKEN": HOOK_TOKEN}, github) as client:
         caplog.set_level(logging.WARNING, "arc_hooks.hooks")
         response = client.post(path, json=request_body, headers=headers)
@@ -166,8 +166,9 @@ def test_the_right_token_reaches_every_hook(path: str, request_body: dict[str, A
     assert response.status_code not in (401, 403, 503), response.text
 
 
-def test_a_forged_sync_gets_no_registration_token_and_metacontroller_does() -> None:
-    github = InMemoryGitHub(ManualClock())
+def test_a_forged_sync_gets_no_registration_token_and_metacontroller_does(
+    github: InMemoryGitHub,
+) -> None:
     with app_client({"HOOK_BEARER_TOKEN": HOOK_TOKEN}, github) as client:
         forged = client.post("/sync/runner", json=COMPOSITE, headers={"Authorization": "Bearer x"})
         assert forged.status_code == 401 and "data" not in forged.text
@@ -210,8 +211,9 @@ def _refusals(metrics: str) -> float:
 # ----------------------------------------------------------------- the safe default
 
 
-def test_without_a_configured_credential_hooks_answer_503_saying_how_to_set_one() -> None:
-    github = InMemoryGitHub(ManualClock())
+def test_without_a_configured_credential_hooks_answer_503_saying_how_to_set_one(
+    github: InMemoryGitHub,
+) -> None:
     with app_client({}, github) as client:
         for path, body in HOOK_CALLS:
             response = client.post(path, json=body, headers=HOOK_AUTH)

@@ -9,7 +9,6 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -131,10 +130,9 @@ def _request(parent: dict[str, Any]) -> CompositeHookRequest:
 
 
 @pytest.fixture
-def deps() -> Iterator[HookDeps]:
-    clock = ManualClock()
+def deps(github: InMemoryGitHub, clock: ManualClock) -> HookDeps:
     settings = Settings.model_validate({"GITHUB_TOKEN": "ghp_" + "x" * 36})
-    yield HookDeps(InMemoryGitHub(clock), clock, settings)
+    return HookDeps(github, clock, settings)
 
 
 def _pod_of(answer: dict[str, Any]) -> dict[str, Any]:

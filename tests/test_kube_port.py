@@ -99,11 +99,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeCluster]:
         )
 
 
-@pytest.fixture
-def store() -> ObjectStore:
-    return ObjectStore(ManualClock())
-
-
 @pytest.fixture(params=["store", "kr8s"])
 def connect(request: pytest.FixtureRequest, store: ObjectStore, cluster: FakeCluster) -> Connect:
     if request.param == "store":

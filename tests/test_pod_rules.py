@@ -13,13 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import Scope
 from hooks.resources.pod_rules import pod_problems, quantity_problem, quantity_value
 from hooks.resources.runner import RunnerSpec
 from hooks.runner.validation import validate_runner_spec
-from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import HookDriver, new_runner, running_status
 from tests.in_memory_github import InMemoryGitHub
 
@@ -241,22 +239,6 @@ def test_the_documented_runner_specs_stay_valid() -> None:
 
 
 # --------------------------------------------------- over HTTP: no runner is stopped for it
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def github(clock: ManualClock) -> InMemoryGitHub:
-    return InMemoryGitHub(clock)
-
-
-@pytest.fixture
-def client(github: InMemoryGitHub, clock: ManualClock) -> Any:
-    with hook_client(create_app(hook_settings(), github=github, clock=clock)) as test_client:
-        yield test_client
 
 
 @pytest.mark.parametrize(

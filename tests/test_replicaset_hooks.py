@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,20 +16,10 @@ API = "actions.summerwind.dev/v1alpha1"
 SPEC = {"organization": "acme", "labels": ["linux"]}
 
 
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
 def make_client(clock: ManualClock, **settings: str) -> TestClient:
+    """Like conftest's `client`, with settings of a test's own."""
     configured = hook_settings(settings)
     return hook_client(create_app(configured, github=InMemoryGitHub(clock), clock=clock))
-
-
-@pytest.fixture
-def client(clock: ManualClock) -> Iterator[TestClient]:
-    with make_client(clock) as test_client:
-        yield test_client
 
 
 def replica_set(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Iterator
 
 import kubernetes_validate
 import pytest
@@ -16,34 +15,13 @@ from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import Scope
 from hooks.settings import Settings
-from tests.hook_app import hook_client, hook_settings
+from tests.hook_app import hook_client
 from tests.hook_driver import HookDriver, new_runner, running_status
 from tests.in_memory_github import InMemoryGitHub
 
 ORG = Scope(organization="acme")
 ORG_SPEC = {"organization": "acme", "labels": ["linux", "gpu"]}
 K8S_VERSION = "1.33.0"
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def github(clock: ManualClock) -> InMemoryGitHub:
-    return InMemoryGitHub(clock)
-
-
-@pytest.fixture
-def settings() -> Settings:
-    return hook_settings()
-
-
-@pytest.fixture
-def client(settings: Settings, github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
-    with hook_client(create_app(settings, github=github, clock=clock)) as test_client:
-        yield test_client
 
 
 def driver_for(

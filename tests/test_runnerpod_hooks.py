@@ -8,13 +8,13 @@ import asyncio
 import copy
 import json
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from arc_sim.kube_port import StoreKube
@@ -24,8 +24,8 @@ from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
 from hooks.kube.port import PODS
+from hooks.lifecycle.graceful_stop import GRACEFUL_STOP_ANNOTATION
 from hooks.resources.runner import API_VERSION
-from hooks.runner.graceful_stop import GRACEFUL_STOP_ANNOTATION
 from hooks.settings import Settings
 from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import running_status
@@ -48,25 +48,17 @@ STATEFULSET_GROUP = "StatefulSet.apps/v1"
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def github(clock: ManualClock) -> InMemoryGitHub:
-    return InMemoryGitHub(clock)
-
-
-@pytest.fixture
 def settings() -> Settings:
+    """This file's own GitHub token, which no log line or answer may show."""
     return hook_settings({"GITHUB_TOKEN": GITHUB_TOKEN})
 
 
 @pytest.fixture
-def client(settings: Settings, github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
-    app = create_app(settings, github=github, clock=clock, github_blocks=False, kube=cluster(clock))
-    with hook_client(app) as test_client:
-        yield test_client
+def app(settings: Settings, github: InMemoryGitHub, clock: ManualClock) -> Starlette:
+    """As the simulated world runs it: GitHub calls inline, forced deletes to an API server."""
+    return create_app(
+        settings, github=github, clock=clock, github_blocks=False, kube=cluster(clock)
+    )
 
 
 def cluster(clock: ManualClock, *objects: dict[str, Any]) -> StoreKube:

@@ -16,7 +16,7 @@ import base64
 import copy
 import itertools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,10 +26,8 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
-from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
-from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub, rate_limited
 
 KubeObject = dict[str, Any]
@@ -474,23 +472,6 @@ class RunnerSetWorld:
         for _ in range(calls):
             self.sync()
         return self.last
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def github(clock: ManualClock) -> InMemoryGitHub:
-    return InMemoryGitHub(clock)
-
-
-@pytest.fixture
-def client(github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
-    settings = hook_settings()
-    with hook_client(create_app(settings, github=github, clock=clock)) as test_client:
-        yield test_client
 
 
 @pytest.fixture

@@ -5,18 +5,12 @@ other runners. Over HTTP with the RunnerSet driver, and in the simulated world."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from starlette.testclient import TestClient
 
-from arc_sim.scenario import load_scenario
-from arc_sim.world import World
-from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.runner.registration import jit_labels
-from tests.hook_app import hook_client, hook_settings
+from tests import sim_scenarios
 from tests.in_memory_github import InMemoryGitHub
 from tests.test_runnerset_hooks import (
     ORG,
@@ -29,24 +23,7 @@ from tests.test_runnerset_hooks import (
     validate,
 )
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 JIT = {"arc-hooks.dev/registration": "jit"}
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def github(clock: ManualClock) -> InMemoryGitHub:
-    return InMemoryGitHub(clock)
-
-
-@pytest.fixture
-def client(github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
-    with hook_client(create_app(hook_settings(), github=github, clock=clock)) as test_client:
-        yield test_client
 
 
 def jit_world(client: TestClient, github: InMemoryGitHub, clock: ManualClock) -> RunnerSetWorld:
@@ -156,7 +133,7 @@ def test_scenario_no_object_ever_holds_a_registration_token() -> None:
     """scenarios/runnerset-jit-registration.yaml, checked every virtual minute: no Secret of
     the runners' namespace has a token (the hook server's own bearer token lives elsewhere), no
     pod or StatefulSet names one, GitHub issued none; every job runs."""
-    world = World(load_scenario(SCENARIOS / "runnerset-jit-registration.yaml"))
+    world = sim_scenarios.world("runnerset-jit-registration")
     world.begin()
     seen_configs = 0
     for minute in range(1, 61):

@@ -4,29 +4,13 @@ reuse, autoscaling from zero, and a node drain that evicts runners of both kinds
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
-from arc_sim.scenario import load_scenario
-from arc_sim.summary import Summary
 from arc_sim.world import World
+from tests.sim_scenarios import assert_clean, scenario, world
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 MINUTE = 60.0
 DECORATOR_FINALIZER = "metacontroller.io/decoratorcontroller-arc-hooks-runner-pod"
-
-
-def world(name: str) -> World:
-    return World(load_scenario(SCENARIOS / f"{name}.yaml"))
-
-
-def assert_clean(summary: Summary) -> None:
-    assert summary.invariants.hold(), summary.table()
-    assert summary.jobs.interrupted == 0
-    assert summary.runners.leaked_registrations == 0
-    assert summary.runners.registered_at_end == 0
-    assert summary.jobs.waiting == 0
-    assert summary.jobs.completed == summary.jobs.submitted
 
 
 def runner_pods(w: World) -> list[dict[str, Any]]:
@@ -74,7 +58,7 @@ def test_runnerset_scaled_down_while_busy_cuts_off_no_job_and_reuses_volumes() -
     assert len(w.store.list_objects("PersistentVolumeClaim")) == 6
 
     summary = w.finish()
-    assert_clean(summary)
+    assert_clean(summary, none_waiting=True, all_completed=True)
     assert summary.jobs.completed == 10
 
 
@@ -96,7 +80,7 @@ def test_runnerset_autoscaled_from_zero_by_webhooks() -> None:
     assert 0 < len(claims) <= 11  # ephemeral runners came and went on a bounded pool
 
     summary = w.finish()
-    assert_clean(summary)
+    assert_clean(summary, none_waiting=True, all_completed=True)
     assert summary.jobs.completed == 40
     assert summary.runners.created > 40  # every job ran on a fresh runner
 
@@ -130,20 +114,21 @@ def test_node_drain_evicts_ten_runners_and_leaks_no_registration() -> None:
     assert held == {True}
 
     summary = w.finish()
-    assert_clean(summary)  # the grace period covers the 4-minute jobs
+    # the grace period covers the 4-minute jobs
+    assert_clean(summary, none_waiting=True, all_completed=True)
     assert summary.jobs.completed == 20
 
 
 def test_node_drain_with_the_default_grace_period_reports_cut_off_jobs() -> None:
-    scenario = load_scenario(SCENARIOS / "node-drain-evicts-runners.yaml")
-    for obj in scenario.objects:  # ARC's defaults: 15 s to finish, killed at 30 s
+    drain = scenario("node-drain-evicts-runners")
+    for obj in drain.objects:  # ARC's defaults: 15 s to finish, killed at 30 s
         spec = obj["spec"]
         template = spec["template"]["spec"]
         template.pop("terminationGracePeriodSeconds")
         template.pop("env", None)
         for container in template.get("containers") or []:
             container.pop("env", None)
-    summary = World(scenario).run()
+    summary = World(drain).run()
 
     assert summary.jobs.interrupted == 10  # the evicted runners' jobs, reported as cut off
     assert summary.jobs.completed == 10

@@ -10,22 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from arc_sim.scenario import load_scenario
-from arc_sim.summary import Summary
-from arc_sim.world import World
-
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
-
-
-def run(name: str) -> Summary:
-    return World(load_scenario(SCENARIOS / f"{name}.yaml")).run()
-
-
-def assert_clean(summary: Summary) -> None:
-    assert summary.invariants.hold(), summary.table()
-    assert summary.jobs.interrupted == 0
-    assert summary.runners.leaked_registrations == 0
-    assert summary.runners.registered_at_end == 0
+from tests.sim_scenarios import assert_clean, run, scenario_path
 
 
 def test_static_and_ephemeral_runners_deleted_while_busy_finish_their_jobs() -> None:
@@ -101,7 +86,7 @@ def test_same_scenario_and_seed_give_the_same_summary() -> None:
 )
 def test_simulate_command_prints_json_and_exits_on_invariants(name: str, status: int) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "hooks", "simulate", str(SCENARIOS / f"{name}.yaml"), "--json"],
+        [sys.executable, "-m", "hooks", "simulate", str(scenario_path(name)), "--json"],
         capture_output=True,
         text=True,
         timeout=300,

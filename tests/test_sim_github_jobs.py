@@ -13,7 +13,7 @@ from arc_sim.github_port import InProcessGitHub
 from hooks.clock import ManualClock
 from hooks.github.port import Scope
 
-START = datetime(2026, 1, 1, tzinfo=UTC)
+START = datetime(2026, 1, 1, tzinfo=UTC)  # the start of the `clock` fixture (tests/conftest.py)
 PAT = "ghp_jobs"
 REPO = Scope(repository="octo-org/hello-world")
 ORG = Scope(organization="octo-org")
@@ -36,15 +36,10 @@ class Agent:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(START)
-
-
-@pytest.fixture
-def github(clock: ManualClock) -> FakeGitHub:
-    github = FakeGitHub(clock)
-    github.add_personal_access_token(PAT)
-    return github
+def github(fake_github: FakeGitHub) -> FakeGitHub:
+    """Here `github` is the simulated GitHub, with a PAT for the REST calls."""
+    fake_github.add_personal_access_token(PAT)
+    return fake_github
 
 
 def runner(

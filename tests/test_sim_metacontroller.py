@@ -1421,11 +1421,10 @@ def test_loopback_transport_calls_real_servers() -> None:
 RUNNER_FINALIZER = "metacontroller.io/compositecontroller-arc-hooks-runner"
 
 
-def test_the_runner_controller_drives_the_real_runner_hooks() -> None:
-    clock = ManualClock()
+def test_the_runner_controller_drives_the_real_runner_hooks(
+    clock: ManualClock, github: InMemoryGitHub, store: ObjectStore
+) -> None:
     loop = EventLoop(clock, seed=11)
-    store = ObjectStore(clock)
-    github = InMemoryGitHub(clock)
     settings = hook_settings()
     replicas = [create_app(settings, github=github, clock=clock) for _ in range(2)]
     transport = AsgiTransport(replicas, random.Random(5), clock=clock)

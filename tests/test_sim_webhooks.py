@@ -33,7 +33,7 @@ Json = dict[str, Any]
 WEBHOOKS = Path(__file__).parent / "reference" / "github" / "webhooks"
 DESCRIPTION = json.loads((WEBHOOKS / "openapi-webhooks-workflow-job.json").read_text())
 EXAMPLES = sorted((WEBHOOKS / "examples").glob("workflow_job.*.json"))
-START = datetime(2026, 1, 1, tzinfo=UTC)
+START = datetime(2026, 1, 1, tzinfo=UTC)  # the start of the `clock` fixture (tests/conftest.py)
 SECRET = "It's a Secret to Everybody"
 ORG = Scope(organization="octo-org")
 HELLO = "octo-org/hello-world"
@@ -108,18 +108,14 @@ class Receiver:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(START)
-
-
-@pytest.fixture
 def loop(clock: ManualClock) -> EventLoop:
     return EventLoop(clock, seed=7)
 
 
 @pytest.fixture
-def github(clock: ManualClock) -> FakeGitHub:
-    return FakeGitHub(clock)
+def github(fake_github: FakeGitHub) -> FakeGitHub:
+    """Here `github` is the simulated GitHub, whose jobs send the webhooks."""
+    return fake_github
 
 
 def online_runner(github: FakeGitHub, scope: Scope = ORG, name: str = "runner-a") -> int:

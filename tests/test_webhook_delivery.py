@@ -29,7 +29,7 @@ from hooks.webhook import (
     verify_signature,
 )
 
-START = datetime(2026, 1, 1, tzinfo=UTC)
+START = datetime(2026, 1, 1, tzinfo=UTC)  # the start of the `clock` fixture (tests/conftest.py)
 SECRET = "webhook secret"
 ORG = Scope(organization="octo-org")
 REPOSITORY = "octo-org/hello-world"
@@ -83,18 +83,14 @@ def target(name: str, **runner_config: object) -> ScaleTarget:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(START)
-
-
-@pytest.fixture
 def loop(clock: ManualClock) -> EventLoop:
     return EventLoop(clock, seed=11)
 
 
 @pytest.fixture
-def github(clock: ManualClock) -> FakeGitHub:
-    return FakeGitHub(clock)
+def github(fake_github: FakeGitHub) -> FakeGitHub:
+    """Here `github` is the simulated GitHub, whose jobs send the webhooks."""
+    return fake_github
 
 
 def run_job(github: FakeGitHub, loop: EventLoop, labels: list[str]) -> int:

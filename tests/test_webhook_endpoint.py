@@ -36,7 +36,7 @@ from hooks.webhook.endpoint import MAX_WEBHOOK_BYTES
 from tests.in_memory_github import InMemoryGitHub
 
 EXAMPLES = Path(__file__).parent / "reference" / "github" / "webhooks" / "examples"
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)  # the start of the `clock` fixture (tests/conftest.py)
 API = "actions.summerwind.dev/v1alpha1"
 NAMESPACE = "default"
 NAME = "example-runners"
@@ -146,18 +146,9 @@ class Recording:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(T0)
-
-
-@pytest.fixture
-def client(clock: ManualClock) -> Iterator[TestClient]:
-    app = create_app(
-        settings(),
-        github=InMemoryGitHub(clock),
-        clock=clock,
-        kube=StoreKube(cluster_store(clock)),
-    )
+def client(github: InMemoryGitHub, clock: ManualClock) -> Iterator[TestClient]:
+    """The webhook endpoint needs no hook token: a client without one."""
+    app = create_app(settings(), github=github, clock=clock, kube=StoreKube(cluster_store(clock)))
     with TestClient(app) as test_client:
         yield test_client
 

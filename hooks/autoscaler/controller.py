@@ -43,7 +43,6 @@ from hooks.children import (
     merge_conditions,
 )
 from hooks.clock import format_time, parse_time
-from hooks.deployment.controller import DEPLOYMENT_NAME_LABEL
 from hooks.deps import HookDeps
 from hooks.github.credentials import credentials_rules, requested_credentials, spec_secret_name
 from hooks.github.port import (
@@ -61,6 +60,7 @@ from hooks.metacontroller import (
     KubeObject,
     object_or_empty,
 )
+from hooks.naming import DEPLOYMENT_NAME_LABEL
 from hooks.resources.autoscaler import (
     HorizontalRunnerAutoscaler,
     HorizontalRunnerAutoscalerStatus,

@@ -34,9 +34,9 @@ from hooks.metacontroller import (
     HookRoute,
     KubeObject,
     object_or_empty,
-    observed_time,
 )
-from hooks.replicaset.controller import TEMPLATE_HASH_LABEL, readable_time, template_hash
+from hooks.naming import DEPLOYMENT_NAME_LABEL, TEMPLATE_HASH_LABEL
+from hooks.replicaset.controller import readable_time, template_hash
 from hooks.resources.replicaset import (
     RunnerDeployment,
     RunnerDeploymentStatus,
@@ -44,8 +44,7 @@ from hooks.resources.replicaset import (
 )
 from hooks.resources.runner import API_VERSION
 from hooks.runner.validation import validate_runner_template
-
-DEPLOYMENT_NAME_LABEL = "runner-deployment-name"
+from hooks.scale_target import autoscaler_targeting, later_effective_time, scaled_replicas
 
 
 def customize_runner_deployment(request: dict[str, Any]) -> dict[str, Any]:
@@ -111,34 +110,6 @@ def _is_count(value: object) -> TypeGuard[int]:
 
 def autoscaler_of(deployment: RunnerDeployment, related: list[KubeObject]) -> KubeObject | None:
     return autoscaler_targeting("RunnerDeployment", deployment.metadata.name, related)
-
-
-def autoscaler_targeting(kind: str, name: str, related: list[KubeObject]) -> KubeObject | None:
-    """The HRA that sizes the `kind` named `name`: the first (by name) whose scaleTargetRef
-    names it and that has given an answer."""
-    for hra in sorted(related, key=lambda obj: str(obj["metadata"]["name"])):
-        target = object_or_empty(object_or_empty(hra.get("spec")).get("scaleTargetRef"))
-        if (target.get("kind") or "RunnerDeployment") != kind or target.get("name") != name:
-            continue
-        if _is_count(object_or_empty(hra.get("status")).get("desiredReplicas")):
-            return hra
-    return None
-
-
-def scaled_replicas(hra: KubeObject | None, spec_replicas: int | None) -> int:
-    """The HRA's answer when there is one, else `spec.replicas`, else 1."""
-    if hra is not None:
-        return int(hra["status"]["desiredReplicas"])
-    return spec_replicas if spec_replicas is not None else 1
-
-
-def later_effective_time(hra: KubeObject | None, own: str | None) -> str | None:
-    """ARC's HRA writes the newest reservation's effectiveTime into the target's spec; here the
-    HRA reports it in its status and the target passes the later of the two on."""
-    reported = object_or_empty(hra.get("status")).get("newestReservationTime") if hra else None
-    times = {text: observed_time(text) for text in (own, reported) if isinstance(text, str)}
-    readable = {text: time for text, time in times.items() if time is not None}
-    return max(readable, key=lambda text: readable[text]) if readable else None
 
 
 def effective_replicas(deployment: RunnerDeployment, related: list[KubeObject]) -> int:

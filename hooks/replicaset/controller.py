@@ -12,9 +12,8 @@ yields the same names, and a name is never reused while GitHub may still know it
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -38,6 +37,13 @@ from hooks.metacontroller import (
     object_or_empty,
     observed_time,
 )
+from hooks.naming import (
+    BASE36_NAME,
+    SYNC_TIME_ANNOTATION,
+    TEMPLATE_HASH_LABEL,
+    base36,
+    uid_tag,
+)
 from hooks.resources.replicaset import (
     RunnerReplicaSet,
     RunnerReplicaSetStatus,
@@ -45,16 +51,7 @@ from hooks.resources.replicaset import (
 )
 from hooks.resources.runner import API_VERSION
 from hooks.runner.validation import validate_runner_template
-
-TEMPLATE_HASH_LABEL = "runner-template-hash"
-SYNC_TIME_ANNOTATION = "actions-runner/sync-time"
-"""When the set created the Runner: the last of these is ARC's `lastSyncTime` (#1180)."""
-
-RECREATION_DELAY = timedelta(minutes=10)
-"""ARC's DefaultRunnerPodRecreationDelayAfterWebhookScale (#1180)."""
-
-BASE36_NAME = re.compile(r"[0-9a-z]{1,13}")
-"""A name's counter: base 36, at most 13 digits (36**13 > 2**64, more than any counter)."""
+from hooks.scale_target import RECREATION_DELAY
 
 MAX_NEW_RUNNERS_PER_SYNC = 500
 """At most this many Runners are created by one answer (Kubernetes' ReplicaSet controller
@@ -280,27 +277,9 @@ class _ReplicaSetSync:
         return status.to_wire()
 
 
-def uid_tag(uid: str) -> str:
-    """Four characters from the set's uid: a set recreated with the same name never reuses
-    the names of its predecessor's runners, which GitHub may still know."""
-    return base36(int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16))[-4:].rjust(4, "0")
-
-
 def readable_time(text: str | None) -> bool:
     """An optional time field of a spec is absent or a time."""
     return text is None or observed_time(text) is not None
-
-
-def base36(number: int) -> str:
-    if number < 0:
-        raise ValueError(f"base36 of a negative number: {number}")
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    text = ""
-    while True:
-        number, remainder = divmod(number, 36)
-        text = digits[remainder] + text
-        if number == 0:
-            return text
 
 
 def routes(deps: HookDeps) -> list[HookRoute]:

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from hooks.naming import CONTROLLER_UID_LABEL  # on a Runner it names the Runner's parent
 from hooks.resources.runner import Runner, RunnerSpec, WorkVolumeClaimTemplate
 from hooks.runner.secret import JIT_CONFIG_KEY, TOKEN_KEY
 from hooks.settings import Settings
@@ -61,10 +62,6 @@ DOCKER_PRESTOP_SCRIPT = (
     "echo 'Prestop hook stopped'"
     '" >/proc/1/fd/1 2>&1'
 )
-
-# Metacontroller's selector label: on a Runner it names the Runner's own parent, and Metacontroller
-# sets it on the pod itself for the Runner.
-CONTROLLER_UID_LABEL = "controller-uid"
 
 # Annotations that record how the Runner itself was applied; copied onto the pod they would
 # describe the wrong object and confuse the next apply.

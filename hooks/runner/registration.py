@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hooks.clock import format_time
-from hooks.github.port import DEFAULT_RUNNER_GROUP_ID, GitHubPort, Scope
 from hooks.metacontroller import object_or_empty, observed_int, observed_time
 from hooks.runner.secret import EXPIRES_AT_KEY, JIT_CONFIG_KEY, RUNNER_ID_KEY, TOKEN_KEY
 
@@ -86,14 +85,6 @@ def jit_labels(labels: Sequence[str], node_selector: Mapping[str, str]) -> list[
             seen.add(label.casefold())
             result.append(label)
     return result
-
-
-def runner_group_id(github: GitHubPort, scope: Scope, group: str | None) -> int:
-    """The id of the runner group a JIT config names (repositories have no groups; the default
-    group is id 1, known without a call)."""
-    if scope.repository or group in (None, "", DEFAULT_RUNNER_GROUP):
-        return DEFAULT_RUNNER_GROUP_ID
-    return github.runner_group_id(scope, group)
 
 
 def read_material(secret: dict[str, Any] | None) -> RegistrationMaterial:

@@ -10,24 +10,22 @@ until this hook says the registration is gone.
   lists it, from the cached per-scope runner list. Scale-down is decided by the owners' hooks.
 - finalize: a pod whose owner (a Runner, or a RunnerSet's StatefulSet that finished this pod's
   stop) takes care of its registration goes at once. Any other pod is stopped with the shared
-  graceful stop, its state kept in the pod's own annotation, and whatever registration a
-  stopped runner left behind is removed before the pod may go.
+  graceful stop (`hooks.runnerpod.stop`, pure), its state kept in the pod's own annotation, and
+  whatever registration a stopped runner left behind is removed before the pod may go.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from typing import Any
 
-from pydantic import ValidationError
-
 from hooks.clock import format_time
 from hooks.deps import HookDeps
 from hooks.github.credentials import credentials_rules, requested_credentials
-from hooks.github.port import GitHubError, GitHubPort, RateLimitedError, RemoveOutcome, Scope
+from hooks.github.port import GitHubPort
+from hooks.lifecycle.graceful_stop import GRACEFUL_STOP_ANNOTATION, read_stop, stop_annotation
+from hooks.lifecycle.steps import resolve
 from hooks.metacontroller import (
     DecoratorHookRequest,
     DecoratorHookResponse,
@@ -35,36 +33,27 @@ from hooks.metacontroller import (
     HookRoute,
     KubeObject,
     object_or_empty,
-    observed_time,
 )
+from hooks.naming import RUNNER_ID_ANNOTATION
 from hooks.resources.runner import API_VERSION as RUNNER_API_VERSION
-from hooks.resources.runner import GracefulStopStatus
-from hooks.runner.graceful_stop import (
-    GRACEFUL_STOP_ANNOTATION,
-    StopSubject,
-    begin_stop,
-    find_runner,
-    tick_graceful_stop,
-)
 from hooks.runner.pod import API_CREDS_SECRET_ANNOTATION
+from hooks.runnerpod.decide import (
+    CLEAN_OUTCOMES,
+    PodStop,
+    decide_pod_stop,
+    decide_runner_id,
+)
 from hooks.runnerpod.facts import (
-    RUNNER_ID_ANNOTATION,
     ControllerRef,
     RunnerPod,
     controller_ref,
     force_deletion_at,
-    node_unreachable,
     read_runner_pod,
 )
 
 UNREGISTRATION_START_ANNOTATION = "actions-runner/unregistration-start-timestamp"
 UNREGISTRATION_COMPLETE_ANNOTATION = "actions-runner/unregistration-complete-timestamp"
 STATEFULSET_API_VERSION = "apps/v1"
-
-# Outcomes after which nothing is left on GitHub for this pod.
-_CLEAN_OUTCOMES = ("Unregistered", "NotRegistered")
-# A 403 ends a stop as in ARC: asking again for a DELETE GitHub just refused would not help.
-_FINAL_OUTCOMES = (*_CLEAN_OUTCOMES, "Forbidden")
 
 
 # ------------------------------------------------------------------------- sync
@@ -74,24 +63,12 @@ def sync_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorH
     """Record the runner id once GitHub lists the runner; poll until then, for a while."""
     pod = read_runner_pod(request.object)
     if pod.scope is None or pod.runner_id is not None:
-        return DecoratorHookResponse()
-    if pod.observed.stopped or not pod.runner_running:
-        return DecoratorHookResponse()  # a pod status change calls again when it starts
-    settings = deps.settings
-    running_since = pod.observed.ready_since or pod.runner_running_since
-    if running_since is not None:
-        running_for = (deps.clock.now() - running_since).total_seconds()
-        if running_for >= settings.registration_timeout:
-            return DecoratorHookResponse()  # it never registered; its owner replaces it
-    try:
-        found = find_runner(_github(request, pod, deps), pod.scope, pod.runner_name)
-    except RateLimitedError as error:
-        return DecoratorHookResponse(resync_after_seconds=error.retry_after)
-    except GitHubError:
-        return DecoratorHookResponse(resync_after_seconds=settings.registration_check_interval)
-    if found is None:
-        return DecoratorHookResponse(resync_after_seconds=settings.registration_check_interval)
-    return DecoratorHookResponse(annotations={RUNNER_ID_ANNOTATION: str(found.id)})
+        return DecoratorHookResponse()  # nothing to look up: no GitHub port needed
+    decide = partial(decide_runner_id, pod, deps.clock.now(), deps.settings)
+    lookup = resolve(decide, _github(request, pod, deps))
+    if lookup.runner_id is None:
+        return DecoratorHookResponse(resync_after_seconds=lookup.retry_after)
+    return DecoratorHookResponse(annotations={RUNNER_ID_ANNOTATION: str(lookup.runner_id)})
 
 
 # --------------------------------------------------------------------- finalize
@@ -131,7 +108,9 @@ def _finalize(
         return DecoratorHookResponse(finalized=True)
     if UNREGISTRATION_COMPLETE_ANNOTATION in pod.annotations:
         return DecoratorHookResponse(finalized=True)  # ARC's own record: already done
-    return _PodStop(pod, pod.scope, deps, _github(request, pod, deps)).advance()
+    now = deps.clock.now()
+    decide = partial(decide_pod_stop, pod, now, deps.timing)
+    return _recorded(pod, resolve(decide, _github(request, pod, deps)), now)
 
 
 def _github(request: DecoratorHookRequest, pod: RunnerPod, deps: HookDeps) -> GitHubPort:
@@ -141,144 +120,16 @@ def _github(request: DecoratorHookRequest, pod: RunnerPod, deps: HookDeps) -> Gi
     return deps.github_for(requested_credentials(request, pod.namespace, secret_name))
 
 
-class _PodStop:
-    """One finalize call's step of a pod's stop: the graceful stop, then leftovers."""
-
-    def __init__(self, pod: RunnerPod, scope: Scope, deps: HookDeps, github: GitHubPort) -> None:
-        self.pod = pod
-        self.scope = scope
-        self.deps = deps
-        self.github = github
-        self.timing = deps.timing
-        self.now = deps.clock.now()
-        self.unreachable = node_unreachable(pod, self.now)
-
-    def advance(self) -> DecoratorHookResponse:
-        subject = self._subject()
-        state = self._recorded_state()
-        if state is None:
-            state = begin_stop(self._reason(), subject, self.deps.clock)
-        if self.unreachable and state.waiting_for_completion:
-            # Its exit would never be reported: ask GitHub again instead of waiting for it.
-            state = state.model_copy(update={"waiting_for_completion": False})
-        tick = tick_graceful_stop(subject, state, self.github, self.deps.clock, self.timing)
-        state = tick.state
-        if not tick.done:
-            return self._answer(state, finalized=False, retry_after=tick.retry_after)
-        if state.outcome not in _FINAL_OUTCOMES:
-            state, retry_after = self._remove_leftover(state)
-            if retry_after is not None:
-                return self._answer(state, finalized=False, retry_after=retry_after)
-        return self._answer(state, finalized=True)
-
-    def _subject(self) -> StopSubject:
-        pod = self.pod
-        observed = pod.observed
-        if self.unreachable and observed.ready_since is None:
-            # Not Ready any more, so the registration grace period counts from the runner's
-            # start (or the deletion): a runner that never registered does not hold the pod.
-            since = pod.runner_running_since or pod.deletion_timestamp or self.now
-            observed = replace(observed, ready_since=since)
-        return StopSubject(
-            scope=self.scope,
-            runner_name=pod.runner_name,
-            runner_id=pod.runner_id,
-            pod=observed,
-            # Waiting for an ephemeral runner's completion needs a node that reports it.
-            ephemeral=observed.ephemeral and not self.unreachable,
-        )
-
-    def _reason(self) -> str:
-        return "PodDeleted" if self.pod.observed.terminating else "PodUnselected"
-
-    def _recorded_state(self) -> GracefulStopStatus | None:
-        """This pod's stop as recorded; an unreadable record, or another pod's, starts anew."""
-        text = self.pod.annotations.get(GRACEFUL_STOP_ANNOTATION)
-        if not text:
-            return None
-        try:
-            state = GracefulStopStatus.model_validate_json(text)
-        except ValidationError:
-            return None
-        if state.pod_uid != self.pod.uid or not _times_readable(state):
-            return None
-        return state
-
-    def _remove_leftover(
-        self, state: GracefulStopStatus
-    ) -> tuple[GracefulStopStatus, float | None]:
-        """The runner stopped without unregistering (killed mid-job, out of grace time, or a
-        static runner): remove its registration. (new state, retry after; None when done)."""
-        wait = self._leftover_pause(state)
-        if wait > 0:
-            return state, wait
-        github, timing = self.github, self.timing
-        # Answers remembered from before the runner stopped (a "busy" while its job ran) say
-        # nothing about it now.
-        stopped_at = observed_time(state.completed_at)
-        runner_id = state.runner_id
-        if runner_id is None:
-            try:
-                found = find_runner(github, self.scope, self.pod.runner_name, not_before=stopped_at)
-            except RateLimitedError as error:
-                return state.model_copy(update={"message": str(error)}), error.retry_after
-            except GitHubError as error:
-                return state.model_copy(update={"message": str(error)}), timing.retry_delay
-            if found is None:
-                return state.model_copy(update={"message": "no registration left"}), None
-            runner_id = found.id
-            state = state.model_copy(update={"runner_id": runner_id})
-        result = github.remove_runner(self.scope, runner_id, not_before=stopped_at)
-        match result.outcome:
-            case RemoveOutcome.REMOVED | RemoveOutcome.NOT_FOUND | RemoveOutcome.FORBIDDEN:
-                message = "leftover registration removed"
-                if result.outcome is RemoveOutcome.FORBIDDEN:
-                    message = result.message or "forbidden"
-                return state.model_copy(update={"message": message}), None
-            case RemoveOutcome.RATE_LIMITED:
-                delay = result.retry_after or timing.rate_limit_retry_delay
-                message = result.message or "GitHub rate limit"
-                return state.model_copy(update={"message": message}), delay
-            case RemoveOutcome.BUSY:
-                # GitHub still holds the job the runner was killed in; it lets the runner go
-                # once it gives the job up.
-                attempted = self._attempted(state, "runner still assigned a job on GitHub")
-                return attempted, timing.retry_delay
-            case _:
-                return self._attempted(state, result.message or "GitHub error"), timing.retry_delay
-
-    def _leftover_pause(self, state: GracefulStopStatus) -> float:
-        """Seconds to wait before the next leftover DELETE: one per retry delay."""
-        last = observed_time(state.last_attempt_at)
-        completed = observed_time(state.completed_at)
-        if last is None or completed is None:
-            return 0.0
-        if last < completed:
-            return 0.0  # that attempt was the graceful stop's, before the runner stopped
-        return self.timing.retry_delay - (self.now - last).total_seconds()
-
-    def _attempted(self, state: GracefulStopStatus, message: str) -> GracefulStopStatus:
-        return state.model_copy(
-            update={"last_attempt_at": format_time(self.now), "message": message}
-        )
-
-    def _answer(
-        self, state: GracefulStopStatus, *, finalized: bool, retry_after: float | None = None
-    ) -> DecoratorHookResponse:
-        annotations: dict[str, str | None] = {
-            GRACEFUL_STOP_ANNOTATION: json.dumps(
-                state.to_wire(), sort_keys=True, separators=(",", ":")
-            )
-        }
-        if UNREGISTRATION_START_ANNOTATION not in self.pod.annotations:
-            annotations[UNREGISTRATION_START_ANNOTATION] = state.started_at
-        if finalized:
-            annotations[UNREGISTRATION_COMPLETE_ANNOTATION] = format_time(self.now)
-        return DecoratorHookResponse(
-            annotations=annotations,
-            finalized=finalized,
-            resync_after_seconds=retry_after,
-        )
+def _recorded(pod: RunnerPod, stop: PodStop, now: datetime) -> DecoratorHookResponse:
+    """The stop's step, recorded on the pod (ARC's timestamps too)."""
+    annotations: dict[str, str | None] = {GRACEFUL_STOP_ANNOTATION: stop_annotation(stop.state)}
+    if UNREGISTRATION_START_ANNOTATION not in pod.annotations:
+        annotations[UNREGISTRATION_START_ANNOTATION] = stop.state.started_at
+    if stop.finalized:
+        annotations[UNREGISTRATION_COMPLETE_ANNOTATION] = format_time(now)
+    return DecoratorHookResponse(
+        annotations=annotations, finalized=stop.finalized, resync_after_seconds=stop.retry_after
+    )
 
 
 def _owner_takes_care(request: DecoratorHookRequest, pod: RunnerPod) -> bool:
@@ -310,23 +161,11 @@ def _related(
     return None
 
 
-def _times_readable(state: GracefulStopStatus) -> bool:
-    """Every time the record holds reads as a time (the annotation may have been edited)."""
-    recorded = (state.started_at, state.last_attempt_at, state.completed_at)
-    return all(text is None or observed_time(text) is not None for text in recorded)
-
-
 def _stopped_this_pod(statefulset: KubeObject, pod_uid: str) -> bool:
     """The RunnerSet hook recorded a finished stop of this very pod, nothing left on GitHub."""
     annotations = object_or_empty(object_or_empty(statefulset.get("metadata")).get("annotations"))
-    text = annotations.get(GRACEFUL_STOP_ANNOTATION)
-    if not isinstance(text, str) or not text:
-        return False
-    try:
-        stop = GracefulStopStatus.model_validate_json(text)
-    except ValidationError:
-        return False
-    return stop.pod_uid == pod_uid and stop.outcome in _CLEAN_OUTCOMES
+    stop = read_stop(annotations.get(GRACEFUL_STOP_ANNOTATION))
+    return stop is not None and stop.pod_uid == pod_uid and stop.outcome in CLEAN_OUTCOMES
 
 
 # -------------------------------------------------------------------- customize

@@ -11,10 +11,8 @@ from typing import Any
 
 from hooks.github.port import Scope
 from hooks.metacontroller import KubeObject, list_or_empty, object_or_empty, observed_time
+from hooks.naming import RUNNER_ID_ANNOTATION
 from hooks.runner.observed_pod import RUNNER_CONTAINER, ObservedPod, observe_pod
-
-RUNNER_ID_ANNOTATION = "actions-runner/id"
-"""ARC's record of the runner's GitHub id, written once GitHub lists the runner."""
 
 UNREACHABLE_AFTER_SECONDS = 60.0
 """How long past its grace period a terminating pod may still report a running runner before

@@ -23,6 +23,7 @@ import orjson
 
 from hooks.children import label_value
 from hooks.metacontroller import list_or_empty, object_or_empty
+from hooks.naming import SYNC_TIME_ANNOTATION, TEMPLATE_HASH_LABEL
 from hooks.resources.common import ObjectMeta
 from hooks.resources.runner import Runner, RunnerConfig, RunnerSpec
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec
@@ -34,9 +35,7 @@ KubeObject = dict[str, Any]
 
 RUNNERSET_NAME_LABEL = "runnerset-name"
 STATEFULSET_NAME_LABEL = "runner-statefulset-name"
-TEMPLATE_HASH_LABEL = "runner-template-hash"
 VOLUME_SLOT_LABEL = "arc-hooks.dev/volume-slot"
-SYNC_TIME_ANNOTATION = "actions-runner/sync-time"
 
 # Pod template fields the runner builder takes over (as RunnerSpec fields); the template's
 # other fields are copied as they are.

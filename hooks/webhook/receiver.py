@@ -40,6 +40,7 @@ from hooks.kube.port import (
     KubePort,
     NotFound,
 )
+from hooks.naming import CONTROLLER_UID_LABEL
 from hooks.resources.reservation import API_VERSION as RESERVATION_API_VERSION
 from hooks.resources.reservation import AUTOSCALER_LABEL
 from hooks.resources.reservation import KIND as RESERVATION_KIND
@@ -59,7 +60,6 @@ from hooks.webhook.targets import RUNNER_DEPLOYMENT, RunnerGroupVisibility, Scal
 
 log = logging.getLogger("arc_hooks.webhook")
 
-CONTROLLER_UID_LABEL = "controller-uid"  # Metacontroller's generated selector on HRA children
 RECENT_DELIVERIES = 10_000
 
 # Outcomes (the `outcome` label of the deliveries metric).

@@ -1,9 +1,10 @@
 """Graceful stop: unregister a runner from GitHub without interrupting its job.
 
-One state machine, reused wherever a runner pod must go (Runner finalize and replacement, and
-later RunnerSet scale-down and the runner-pod decorator). It is a *tick*: each call takes at
-most one step, returns the new durable state to record (in status or annotations) and how long
-to wait before the next call. The decision table follows ARC's `runner_graceful_stop.go`:
+One state machine, used wherever a runner pod must go (a Runner's finalize and replacement, a
+RunnerSet's scale-down, the runner-pod decorator). It is a *tick*: each call takes at most one
+step, returns the new durable state to record (in status or annotations) and how long to wait
+before the next call. Pure: GitHub is read through `Answers` (see `hooks.lifecycle.steps`).
+The decision table follows ARC's `runner_graceful_stop.go`:
 
 1. already complete                                  -> done
 2. pod stopped (succeeded, failed, runner exited)    -> done (PodStopped)
@@ -22,18 +23,15 @@ There is no overall unregistration timeout: a busy runner is waited for as long 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from hooks.clock import Clock, format_time, parse_time
-from hooks.github.port import (
-    GitHubError,
-    GitHubPort,
-    GitHubRunner,
-    RateLimitedError,
-    RemoveOutcome,
-    Scope,
-)
+from pydantic import ValidationError
+
+from hooks.clock import format_time, parse_time
+from hooks.github.port import GitHubError, RateLimitedError, RemoveOutcome, Scope
+from hooks.lifecycle.steps import Answers
 from hooks.resources.runner import GracefulStopStatus
 from hooks.runner.observed_pod import ObservedPod
 from hooks.settings import Settings
@@ -78,23 +76,37 @@ class StopTick:
     retry_after: float | None = None
 
 
-def begin_stop(reason: str, subject: StopSubject, clock: Clock) -> GracefulStopStatus:
+def begin_stop(reason: str, subject: StopSubject, now: datetime) -> GracefulStopStatus:
     return GracefulStopStatus(
         reason=reason,
-        started_at=format_time(clock.now()),
+        started_at=format_time(now),
         pod_uid=subject.pod.uid if subject.pod else None,
         runner_id=subject.runner_id,
     )
 
 
+def stop_annotation(state: GracefulStopStatus) -> str:
+    """A stop as recorded in an annotation: compact JSON, in a stable order."""
+    return json.dumps(state.to_wire(), sort_keys=True, separators=(",", ":"))
+
+
+def read_stop(text: object) -> GracefulStopStatus | None:
+    """A stop recorded in an annotation; None when absent or unreadable."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return GracefulStopStatus.model_validate_json(text)
+    except ValidationError:
+        return None
+
+
 def tick_graceful_stop(
     subject: StopSubject,
     state: GracefulStopStatus,
-    github: GitHubPort,
-    clock: Clock,
+    github: Answers,
+    now: datetime,
     timing: StopTiming,
 ) -> StopTick:
-    now = clock.now()
     if state.outcome is not None:
         return StopTick(state, done=True)
     pod = subject.pod
@@ -104,9 +116,10 @@ def tick_graceful_stop(
         return StopTick(state, done=False, retry_after=timing.retry_delay)
 
     runner_id = subject.runner_id or state.runner_id
+    learned: dict[str, object] = {}  # recorded with the step's outcome: one copy per tick
     if runner_id is None:
         try:
-            found = find_runner(github, subject.scope, subject.runner_name)
+            found = github.find_runner(subject.scope, subject.runner_name)
         except RateLimitedError as error:
             return _retry(state, error.retry_after, str(error))
         except GitHubError as error:
@@ -114,101 +127,53 @@ def tick_graceful_stop(
         if found is None:
             return _not_registered(state, pod, now, timing)
         runner_id = found.id
-        state = state.model_copy(update={"runner_id": runner_id})
+        learned["runner_id"] = runner_id
 
     if state.last_attempt_at is not None:
         wait = timing.retry_delay - _seconds_since(state.last_attempt_at, now)
         if wait > 0:
-            return StopTick(state, done=False, retry_after=wait)
+            return StopTick(_updated(state, learned), done=False, retry_after=wait)
 
-    return _remove(subject, state, runner_id, github, now, timing)
-
-
-def find_runner(
-    github: GitHubPort, scope: Scope, name: str, *, not_before: datetime | None = None
-) -> GitHubRunner | None:
-    listed = github.list_runners(scope, not_before=not_before)
-    return next((r for r in listed if r.name == name), None)
-
-
-@dataclass(frozen=True)
-class LeftoverCheck:
-    done: bool
-    retry_after: float | None = None
-    message: str = ""
-
-
-def remove_leftover_registration(
-    github: GitHubPort,
-    scope: Scope,
-    name: str,
-    runner_id: int | None,
-    timing: StopTiming,
-    *,
-    stopped_at: datetime | None = None,
-) -> LeftoverCheck:
-    """Remove whatever registration a stopped runner left behind.
-
-    The (cached) runner list is consulted first, so a runner that unregistered itself, as
-    ephemeral runners do after their job, costs no DELETE. Answers obtained before the runner
-    was seen stopped (`stopped_at`) are not used: a "busy" from while it worked says nothing
-    about it now."""
-    try:
-        listed = github.list_runners(scope, not_before=stopped_at)
-    except RateLimitedError as error:
-        return LeftoverCheck(False, error.retry_after, str(error))
-    except GitHubError as error:
-        return LeftoverCheck(False, timing.retry_delay, str(error))
-    for leftover in [r for r in listed if r.name == name or r.id == runner_id]:
-        result = github.remove_runner(scope, leftover.id, not_before=stopped_at)
-        match result.outcome:
-            case RemoveOutcome.REMOVED | RemoveOutcome.NOT_FOUND | RemoveOutcome.FORBIDDEN:
-                continue
-            case RemoveOutcome.RATE_LIMITED:
-                delay = result.retry_after or timing.rate_limit_retry_delay
-                return LeftoverCheck(False, delay, result.message or "GitHub rate limit")
-            case RemoveOutcome.BUSY:
-                message = "GitHub still assigns a job to the stopped runner's registration"
-                return LeftoverCheck(False, timing.retry_delay, message)
-            case _:
-                return LeftoverCheck(False, timing.retry_delay, result.message or "GitHub error")
-    return LeftoverCheck(True)
+    return _remove(subject, state, runner_id, learned, github, now, timing)
 
 
 def _remove(
     subject: StopSubject,
     state: GracefulStopStatus,
     runner_id: int,
-    github: GitHubPort,
+    learned: dict[str, object],
+    github: Answers,
     now: datetime,
     timing: StopTiming,
 ) -> StopTick:
     result = github.remove_runner(subject.scope, runner_id)
-    attempted = state.model_copy(
-        update={"last_attempt_at": format_time(now), "message": result.message}
-    )
+    attempted = {**learned, "last_attempt_at": format_time(now), "message": result.message}
     match result.outcome:
         case RemoveOutcome.REMOVED:
-            return _complete(attempted, "Unregistered", now, "unregistered from GitHub")
+            return _complete(state, "Unregistered", now, "unregistered from GitHub", attempted)
         case RemoveOutcome.NOT_FOUND:
-            return _complete(attempted, "NotRegistered", now, "no longer registered on GitHub")
+            message = "no longer registered on GitHub"
+            return _complete(state, "NotRegistered", now, message, attempted)
         case RemoveOutcome.FORBIDDEN:
             # ARC treats 403 as final rather than blocking the pod forever on a permission issue.
-            return _complete(attempted, "Forbidden", now, result.message or "forbidden")
+            message = result.message or "forbidden"
+            return _complete(state, "Forbidden", now, message, attempted)
         case RemoveOutcome.BUSY if subject.ephemeral:
             # An ephemeral runner unregisters itself after its job: just wait for it.
-            waiting = attempted.model_copy(
-                update={"waiting_for_completion": True, "message": "waiting for the job to end"}
-            )
-            return StopTick(waiting, done=False, retry_after=timing.retry_delay)
+            waiting = {"waiting_for_completion": True, "message": "waiting for the job to end"}
+            updated = _updated(state, {**attempted, **waiting})
+            return StopTick(updated, done=False, retry_after=timing.retry_delay)
         case RemoveOutcome.BUSY:
-            busy = attempted.model_copy(update={"message": BUSY_MESSAGE})
+            busy = _updated(state, {**attempted, "message": BUSY_MESSAGE})
             return StopTick(busy, done=False, retry_after=timing.retry_delay)
         case RemoveOutcome.RATE_LIMITED:
             delay = result.retry_after or timing.rate_limit_retry_delay
-            return _retry(state, delay, result.message or "GitHub rate limit")
+            message = result.message or "GitHub rate limit"
+            return StopTick(
+                _updated(state, {**learned, "message": message}), done=False, retry_after=delay
+            )
         case _:
-            return StopTick(attempted, done=False, retry_after=timing.retry_delay)
+            return StopTick(_updated(state, attempted), done=False, retry_after=timing.retry_delay)
 
 
 def _not_registered(
@@ -227,11 +192,19 @@ def _not_registered(
     return _retry(state, timing.retry_delay, NOT_REGISTERED_YET)
 
 
-def _complete(state: GracefulStopStatus, outcome: str, now: datetime, message: str) -> StopTick:
-    completed = state.model_copy(
-        update={"outcome": outcome, "completed_at": format_time(now), "message": message}
-    )
-    return StopTick(completed, done=True)
+def _complete(
+    state: GracefulStopStatus,
+    outcome: str,
+    now: datetime,
+    message: str,
+    changes: dict[str, object] | None = None,
+) -> StopTick:
+    completion = {"outcome": outcome, "completed_at": format_time(now), "message": message}
+    return StopTick(_updated(state, {**(changes or {}), **completion}), done=True)
+
+
+def _updated(state: GracefulStopStatus, changes: dict[str, object]) -> GracefulStopStatus:
+    return state.model_copy(update=changes) if changes else state
 
 
 def _retry(state: GracefulStopStatus, delay: float, message: str) -> StopTick:

@@ -1,0 +1,95 @@
+"""One incarnation of a runner: a pod, its registration, and whether it is still worth keeping.
+
+Pure rules shared by the Runner and RunnerSet controllers: when a running pod has failed to
+register, when to look at GitHub again, how long to wait after a failure, and the GitHub steps
+that give a new pod its registration material (a token, or a just-in-time config).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from hooks.github.port import (
+    DEFAULT_RUNNER_GROUP_ID,
+    GitHubError,
+    GitHubRunner,
+    RateLimitedError,
+    Scope,
+)
+from hooks.lifecycle.steps import Answers
+from hooks.runner.observed_pod import ObservedPod
+from hooks.runner.registration import DEFAULT_RUNNER_GROUP, RegistrationMaterial, jit_labels
+from hooks.settings import Settings
+
+
+def registration_timed_out(
+    pod: ObservedPod | None, found: GitHubRunner | None, now: datetime, timeout: float
+) -> bool:
+    """Ready for the whole registration timeout and still not online on GitHub."""
+    if pod is None or pod.ready_since is None:
+        return False
+    if (now - pod.ready_since).total_seconds() < timeout:
+        return False
+    return found is None or not found.online
+
+
+def registration_checks(
+    pod: ObservedPod | None, found: GitHubRunner | None, now: datetime, settings: Settings
+) -> tuple[float, ...]:
+    """When to look again at a pod whose runner is not online yet: every check interval, and
+    just past the registration timeout."""
+    if pod is None or (found is not None and found.online):
+        return ()
+    waits = [settings.registration_check_interval]
+    if pod.ready_since is not None:
+        elapsed = (now - pod.ready_since).total_seconds()
+        waits.append(settings.registration_timeout - elapsed + 1)
+    return tuple(waits)
+
+
+def retry_delay(error: GitHubError, default: float) -> float:
+    """After a failed GitHub call: its rate limit's reset, else the configured delay."""
+    return error.retry_after if isinstance(error, RateLimitedError) else default
+
+
+def failure_backoff(failures: int, settings: Settings) -> float:
+    """How long after its last failure a runner's next pod waits: doubling, capped."""
+    backoff = settings.pod_failure_backoff * 2 ** max(failures - 1, 0)
+    return float(min(backoff, settings.pod_failure_backoff_max))
+
+
+def new_token(github: Answers, scope: Scope) -> RegistrationMaterial:
+    """A registration token for new pods (raises GitHubError)."""
+    token = github.registration_token(scope)
+    return RegistrationMaterial(token=token.token, expires_at=token.expires_at)
+
+
+def new_jit_config(
+    github: Answers,
+    scope: Scope,
+    runner_name: str,
+    *,
+    labels: Sequence[str],
+    node_selector: Mapping[str, str],
+    group: str | None,
+    work_dir: str | None,
+) -> RegistrationMaterial:
+    """A just-in-time config for one runner, its own registration (raises ConflictError when
+    the name is registered already, GitHubError otherwise)."""
+    config = github.generate_jit_config(
+        scope,
+        runner_name,
+        jit_labels(labels, node_selector),
+        runner_group_id(github, scope, group),
+        work_dir or "_work",
+    )
+    return RegistrationMaterial(jit_config=config.encoded_jit_config, runner_id=config.runner.id)
+
+
+def runner_group_id(github: Answers, scope: Scope, group: str | None) -> int:
+    """The id of the runner group a JIT config names (repositories have no groups; the default
+    group is id 1, known without a call)."""
+    if scope.repository or group in (None, "", DEFAULT_RUNNER_GROUP):
+        return DEFAULT_RUNNER_GROUP_ID
+    return github.runner_group_id(scope, group)

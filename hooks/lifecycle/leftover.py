@@ -1,0 +1,136 @@
+"""Leftover registrations: what a runner that stopped without unregistering left on GitHub.
+
+Two ways to remove it, both pure (GitHub read through `Answers`):
+
+- `remove_leftover_registration`, for the owners (Runner, RunnerSet): every registration with
+  the runner's name or id, from the (cached) runner list, so that an ephemeral runner that
+  removed itself after its job costs no DELETE; retried on a later sync, nothing recorded.
+- `remove_stopped_runner`, for the runner-pod decorator, whose only record is the pod's stop
+  annotation: the recorded runner id (or the name's), one DELETE per retry delay, each attempt
+  recorded in the stop.
+
+Answers obtained before the runner was seen stopped (`stopped_at`) are never used: a "busy"
+from while it worked says nothing about it now.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from hooks.clock import format_time
+from hooks.github.port import GitHubError, RateLimitedError, RemoveOutcome, Scope
+from hooks.lifecycle.graceful_stop import StopTiming
+from hooks.lifecycle.steps import Answers
+from hooks.metacontroller import observed_time
+from hooks.resources.runner import GracefulStopStatus
+
+
+@dataclass(frozen=True)
+class LeftoverCheck:
+    done: bool
+    retry_after: float | None = None
+    message: str = ""
+
+
+def remove_leftover_registration(
+    github: Answers,
+    scope: Scope,
+    name: str,
+    runner_id: int | None,
+    timing: StopTiming,
+    *,
+    stopped_at: datetime | None = None,
+) -> LeftoverCheck:
+    """Remove every registration the stopped runner `name` (or `runner_id`) left behind."""
+    try:
+        listed = github.list_runners(scope, not_before=stopped_at)
+    except RateLimitedError as error:
+        return LeftoverCheck(False, error.retry_after, str(error))
+    except GitHubError as error:
+        return LeftoverCheck(False, timing.retry_delay, str(error))
+    for leftover in [r for r in listed if r.name == name or r.id == runner_id]:
+        result = github.remove_runner(scope, leftover.id, not_before=stopped_at)
+        match result.outcome:
+            case RemoveOutcome.REMOVED | RemoveOutcome.NOT_FOUND | RemoveOutcome.FORBIDDEN:
+                continue
+            case RemoveOutcome.RATE_LIMITED:
+                delay = result.retry_after or timing.rate_limit_retry_delay
+                return LeftoverCheck(False, delay, result.message or "GitHub rate limit")
+            case RemoveOutcome.BUSY:
+                message = "GitHub still assigns a job to the stopped runner's registration"
+                return LeftoverCheck(False, timing.retry_delay, message)
+            case _:
+                return LeftoverCheck(False, timing.retry_delay, result.message or "GitHub error")
+    return LeftoverCheck(True)
+
+
+@dataclass(frozen=True)
+class LeftoverStep:
+    state: GracefulStopStatus  # to record
+    retry_after: float | None  # None: nothing is left
+
+
+def remove_stopped_runner(
+    github: Answers,
+    scope: Scope,
+    runner_name: str,
+    state: GracefulStopStatus,
+    now: datetime,
+    timing: StopTiming,
+) -> LeftoverStep:
+    """The runner stopped without unregistering (killed mid-job, out of grace time, or a
+    static runner): remove its registration, one DELETE per retry delay."""
+    wait = _pause_before_next_delete(state, now, timing)
+    if wait > 0:
+        return LeftoverStep(state, wait)
+    stopped_at = observed_time(state.completed_at)
+    runner_id = state.runner_id
+    if runner_id is None:
+        try:
+            found = github.find_runner(scope, runner_name, not_before=stopped_at)
+        except RateLimitedError as error:
+            return LeftoverStep(_noted(state, str(error)), error.retry_after)
+        except GitHubError as error:
+            return LeftoverStep(_noted(state, str(error)), timing.retry_delay)
+        if found is None:
+            return LeftoverStep(_noted(state, "no registration left"), None)
+        runner_id = found.id
+        state = state.model_copy(update={"runner_id": runner_id})
+    result = github.remove_runner(scope, runner_id, not_before=stopped_at)
+    match result.outcome:
+        case RemoveOutcome.REMOVED | RemoveOutcome.NOT_FOUND:
+            return LeftoverStep(_noted(state, "leftover registration removed"), None)
+        case RemoveOutcome.FORBIDDEN:
+            return LeftoverStep(_noted(state, result.message or "forbidden"), None)
+        case RemoveOutcome.RATE_LIMITED:
+            delay = result.retry_after or timing.rate_limit_retry_delay
+            return LeftoverStep(_noted(state, result.message or "GitHub rate limit"), delay)
+        case RemoveOutcome.BUSY:
+            # GitHub still holds the job the runner was killed in; it lets the runner go once
+            # it gives the job up.
+            message = "runner still assigned a job on GitHub"
+            return LeftoverStep(_attempted(state, now, message), timing.retry_delay)
+        case _:
+            message = result.message or "GitHub error"
+            return LeftoverStep(_attempted(state, now, message), timing.retry_delay)
+
+
+def _pause_before_next_delete(
+    state: GracefulStopStatus, now: datetime, timing: StopTiming
+) -> float:
+    last = observed_time(state.last_attempt_at)
+    completed = observed_time(state.completed_at)
+    if last is None or completed is None:
+        return 0.0
+    if last < completed:
+        return 0.0  # that attempt was the graceful stop's, before the runner stopped
+    return timing.retry_delay - (now - last).total_seconds()
+
+
+def _noted(state: GracefulStopStatus, message: str) -> GracefulStopStatus:
+    return state.model_copy(update={"message": message})
+
+
+def _attempted(state: GracefulStopStatus, now: datetime, message: str) -> GracefulStopStatus:
+    return state.model_copy(update={"last_attempt_at": format_time(now), "message": message})

@@ -1,0 +1,424 @@
+"""What a Runner's sync and finalize decide: pure, from `RunnerFacts` and GitHub's answers.
+
+The pod is an OnDelete child: kept while it serves, left out of the children only once the
+graceful stop let it go (Metacontroller deletes it then), and a fresh one is returned once the
+old one is gone and any registration it left is removed. The registration Secret is written
+with the pod that reads it. The result, a `RunnerPlan`, is what the controller answers with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from hooks.children import ConditionValue, as_kept
+from hooks.clock import format_time, parse_optional_time, parse_time
+from hooks.events import LifecycleEvent
+from hooks.github.port import ConflictError, GitHubError, GitHubRunner, RateLimitedError, Scope
+from hooks.lifecycle.graceful_stop import (
+    BUSY_MESSAGE,
+    StopSubject,
+    StopTiming,
+    begin_stop,
+    tick_graceful_stop,
+)
+from hooks.lifecycle.incarnation import (
+    failure_backoff,
+    new_jit_config,
+    new_token,
+    registration_checks,
+    registration_timed_out,
+    retry_delay,
+)
+from hooks.lifecycle.leftover import LeftoverCheck, remove_leftover_registration
+from hooks.lifecycle.steps import Answers, ListRunners, RemoveRunner, Step
+from hooks.metacontroller import KubeObject
+from hooks.resources.runner import GracefulStopStatus, Runner, RunnerStatus
+from hooks.runner.container_mode import ObservedAccount, service_account_ready
+from hooks.runner.observed_pod import ObservedPod
+from hooks.runner.parse import ParsedRunner, registered_scope
+from hooks.runner.pod import POD_TEMPLATE_HASH_LABEL
+from hooks.runner.registration import RegistrationMaterial
+from hooks.settings import Settings
+
+RELEASE_RESYNC_SECONDS = 5.0
+"""After releasing a pod, look again soon: its deletion event usually comes first."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerFacts:
+    """Everything a Runner's decision reads, gathered from the hook request."""
+
+    parsed: ParsedRunner  # its runner is set
+    scope: Scope  # where the spec registers its runner
+    status: RunnerStatus  # as last written
+    pod_object: KubeObject | None
+    pod: ObservedPod | None
+    account: ObservedAccount
+    secret_observed: bool
+    material: RegistrationMaterial  # what the observed Secret holds
+    now: datetime
+    settings: Settings
+    timing: StopTiming
+    conditions: dict[str, ConditionValue] = field(default_factory=dict)  # known up front
+
+    @property
+    def runner(self) -> Runner:
+        assert self.parsed.runner is not None
+        return self.parsed.runner
+
+
+@dataclass(slots=True)
+class RunnerPlan:
+    """The decision: which pod and Secret the Runner has, what its status says, when to look
+    again. Built by one decision call, read by the controller."""
+
+    scope: Scope
+    stop: GracefulStopStatus | None
+    failures: int
+    last_failure_time: str | None
+    runner_id: int | None
+    pod: KubeObject | None = None
+    secret: RegistrationMaterial | None = None  # write the Secret with this
+    resync: list[float] = field(default_factory=list)
+    conditions: dict[str, ConditionValue] = field(default_factory=dict)
+    phase: str | None = None
+    github_runner: GitHubRunner | None = None
+    events: list[LifecycleEvent] = field(default_factory=list)
+    finalized: bool | None = None
+
+    def event(self, reason: str, message: str, *, warning: bool = False) -> None:
+        self.events.append(LifecycleEvent(reason, message, warning))
+
+    def wait(self, seconds: float | None) -> None:
+        if seconds is not None and seconds > 0:
+            self.resync.append(seconds)
+
+    def condition(self, kind: str, status: bool, reason: str, message: str = "") -> None:
+        self.conditions[kind] = ("True" if status else "False", reason, message)
+
+
+def next_certain_question(facts: RunnerFacts, github: Answers, *, finalizing: bool) -> Step | None:
+    """The question the decision is sure to ask next, known without running it: the runner
+    list of its scope when a running pod is watched (sync) or its stop begins without a known
+    runner id (finalize), and then, in finalize, the DELETE of the runner that list names.
+    Exact, never a guess: a question asked for nothing could cost a GitHub call."""
+    pod, stop = facts.pod, facts.status.graceful_stop
+    if pod is None or (stop is not None and stop.pod_uid == pod.uid):
+        return None
+    if not finalizing:
+        return ListRunners(facts.scope)
+    scope = registered_scope(facts.status) or (None if facts.parsed.problems else facts.scope)
+    known_id = facts.parsed.jit and facts.material.runner_id is not None
+    if scope is None or pod.stopped or known_id:
+        return None
+    listing = github.answer_to(ListRunners(scope))
+    if listing is None:
+        return ListRunners(scope)
+    name = facts.runner.metadata.name
+    found = (
+        next((r for r in listing if r.name == name), None) if isinstance(listing, tuple) else None
+    )
+    return RemoveRunner(scope, found.id) if found is not None else None
+
+
+def decide_sync(facts: RunnerFacts, github: Answers) -> RunnerPlan:
+    return _Decision(facts, github).sync()
+
+
+def decide_finalize(facts: RunnerFacts, github: Answers) -> RunnerPlan:
+    return _Decision(facts, github).finalize()
+
+
+class _Decision:
+    """One decision; its state lives only as long as the call."""
+
+    def __init__(self, facts: RunnerFacts, github: Answers) -> None:
+        self.facts = facts
+        self.github = github
+        self.runner = facts.runner
+        self.name = facts.runner.metadata.name
+        self.pod = facts.pod
+        self.github_unavailable = False
+        status = facts.status
+        self.out = RunnerPlan(
+            scope=facts.scope,
+            stop=status.graceful_stop,
+            failures=status.failures or 0,
+            last_failure_time=status.last_failure_time,
+            runner_id=status.runner_id,
+            conditions=dict(facts.conditions),
+        )
+        if facts.secret_observed:
+            self.out.secret = facts.material
+
+    # ----------------------------------------------------------------- sync
+
+    def sync(self) -> RunnerPlan:
+        out, pod = self.out, self.pod
+        out.condition("Valid", True, "Valid")
+        if out.stop is not None and pod is not None and out.stop.pod_uid != pod.uid:
+            # A new pod runs: the previous incarnation's stop and registration are history.
+            out.stop = None
+            out.runner_id = self.facts.material.runner_id if self.facts.parsed.jit else None
+        if pod is not None and out.stop is None:
+            self._watch_running_pod()
+        if out.stop is not None and (not self._advance_stop() or self._incarnation_ends()):
+            return out  # stopping, or nothing new to start now
+        if self.pod is None:
+            self._start_pod()
+        return out
+
+    def _watch_running_pod(self) -> None:
+        """Keep the pod, or start a graceful stop when it must be replaced."""
+        self.out.pod = self._desired_pod()
+        found = self._look_up_runner()
+        reason = self._replacement_reason(found)
+        if reason is None:
+            for wait in registration_checks(self.pod, found, self.facts.now, self.facts.settings):
+                self.out.wait(wait)
+            return
+        if reason == "PodFailed":
+            self.out.failures += 1
+            self.out.last_failure_time = format_time(self.facts.now)
+        self.out.stop = begin_stop(reason, self._stop_subject(), self.facts.now)
+
+    def _replacement_reason(self, found: GitHubRunner | None) -> str | None:
+        pod = self.pod
+        assert pod is not None
+        if pod.completed:
+            return "RunnerCompleted"
+        if pod.failed:
+            return "PodFailed"
+        if pod.terminating:
+            return "PodDeleted"
+        if self.github_unavailable:
+            return None  # busy or registered is unknown: decide on a later sync
+        desired = (self.out.pod or {}).get("metadata", {}).get("labels", {})
+        outdated = pod.labels.get(POD_TEMPLATE_HASH_LABEL) != desired.get(POD_TEMPLATE_HASH_LABEL)
+        if outdated and not (found is not None and found.busy):
+            return "TemplateChanged"
+        timeout = self.facts.settings.registration_timeout
+        if registration_timed_out(pod, found, self.facts.now, timeout):
+            return "RegistrationTimeout"
+        return None
+
+    def _advance_stop(self) -> bool:
+        """Tick the graceful stop. True once the pod may go (and is gone from children)."""
+        out = self.out
+        assert out.stop is not None
+        if self.pod is not None and out.pod is None:
+            out.pod = self._desired_pod()
+        tick = tick_graceful_stop(
+            self._stop_subject(), out.stop, self.github, self.facts.now, self.facts.timing
+        )
+        out.stop = stop = tick.state
+        out.condition("Stopping", not tick.done, stop.reason, stop.message)
+        if not tick.done:
+            out.wait(tick.retry_after)
+            if stop.waiting_for_completion or stop.message == BUSY_MESSAGE:
+                out.event(
+                    "UnregistrationWaiting",
+                    "The runner is running a job: unregistering once it ends",
+                )
+            return False
+        if self.pod is not None:
+            out.pod = None  # released: Metacontroller deletes it
+            out.event("PodDeleted", f"Deleted pod '{self.name}' ({stop.reason}, {stop.outcome})")
+            out.wait(RELEASE_RESYNC_SECONDS)
+            return False
+        return True
+
+    def _incarnation_ends(self) -> bool:
+        """The stopped pod is gone. True when no new pod should be started now."""
+        out = self.out
+        assert out.stop is not None
+        owned_by_replica_set = self.runner.metadata.controller_owner_kind() == "RunnerReplicaSet"
+        if out.stop.reason == "RunnerCompleted" and owned_by_replica_set:
+            # The RunnerReplicaSet removes and replaces a completed ephemeral runner.
+            out.phase = "Completed"
+            return True
+        if out.failures >= self.facts.settings.pod_max_failures:
+            out.phase = "Failed"
+            message = f"the runner pod failed {out.failures} times in a row"
+            out.condition("Failed", True, "TooManyPodFailures", message)
+            return True
+        # A replacement pod registers under the same name: nothing may be left with it.
+        return out.stop.outcome != "Unregistered" and not self._removed_after_stop(out.stop)
+
+    def _removed_after_stop(self, stop: GracefulStopStatus) -> bool:
+        """Whatever registration the stopped runner left is gone (or a retry is scheduled and
+        the Stopping condition says why)."""
+        stopped_at = parse_optional_time(stop.completed_at)
+        check = self._remove_registration(stop.runner_id, stopped_at)
+        if not check.done:
+            self.out.wait(check.retry_after)
+            message = f"removing the registration the runner left: {check.message}"
+            self.out.condition("Stopping", True, "RemovingRegistration", message)
+        return check.done
+
+    def _start_pod(self) -> None:
+        out, facts = self.out, self.facts
+        if out.failures and out.last_failure_time:
+            elapsed = (facts.now - parse_time(out.last_failure_time)).total_seconds()
+            remaining = failure_backoff(out.failures, facts.settings) - elapsed
+            if remaining > 0:
+                out.phase = "Pending"
+                out.wait(remaining)
+                return
+        if not service_account_ready(self.runner, facts.account):
+            # Kubernetes mode: the API server refuses a pod whose service account is not there
+            # yet; it is in this answer, and its creation calls the hook again.
+            out.phase = "Pending"
+            out.wait(RELEASE_RESYNC_SECONDS)
+            return
+        material = self._ensure_jit_config() if facts.parsed.jit else self._ensure_token()
+        if material is None:
+            return
+        out.pod = self._desired_pod()
+        out.phase = "Created"
+        out.condition("Failed", False, "PodCreated")
+        out.event("PodCreated", f"Created pod '{self.name}'")
+
+    def _ensure_token(self) -> RegistrationMaterial | None:
+        """The Secret's token when a new pod can use it; otherwise a fresh one, written to the
+        Secret in the same answer (the kubelet waits for a Secret a pod references)."""
+        if self.facts.material.token_usable(self.facts.now):
+            return self.facts.material
+        try:
+            material = new_token(self.github, self.out.scope)
+        except GitHubError as error:
+            self._registration_failed(error)
+            return None
+        self.out.secret = material
+        self.out.condition("RegistrationReady", True, "RegistrationTokenUpdated")
+        self.out.event("RegistrationTokenUpdated", "Successfully updated the registration token")
+        return material
+
+    def _ensure_jit_config(self) -> RegistrationMaterial | None:
+        out, material = self.out, self.facts.material
+        consumed_id = out.stop.runner_id if out.stop is not None else None
+        if material.jit_config and material.runner_id and material.runner_id != consumed_id:
+            out.runner_id = material.runner_id
+            return material
+        spec = self.runner.spec
+        try:
+            material = new_jit_config(
+                self.github,
+                out.scope,
+                self.name,
+                labels=spec.labels,
+                node_selector=spec.node_selector,
+                group=spec.group,
+                work_dir=spec.work_dir,
+            )
+        except ConflictError:
+            # The name is registered already: a config generated by a sync whose answer was
+            # lost, or a leftover. Remove it when it is idle, and generate again next sync.
+            check = self._remove_registration(None)
+            message = "a runner with this name is registered on GitHub; removing it first"
+            out.condition("RegistrationReady", False, "NameConflict", message)
+            out.wait(check.retry_after if not check.done else RELEASE_RESYNC_SECONDS)
+            return None
+        except GitHubError as error:
+            self._registration_failed(error)
+            return None
+        out.runner_id = material.runner_id
+        out.secret = material
+        out.condition("RegistrationReady", True, "JitConfigGenerated")
+        out.event("JitConfigGenerated", f"Registered runner {material.runner_id} just in time")
+        return material
+
+    def _registration_failed(self, error: GitHubError) -> None:
+        out = self.out
+        out.condition("RegistrationReady", False, "RegistrationFailed", str(error))
+        out.event("FailedUpdateRegistrationToken", f"Registration failed: {error}", warning=True)
+        out.phase = out.phase or "Pending"
+        out.wait(retry_delay(error, self.facts.settings.token_error_retry_delay))
+
+    # ------------------------------------------------------------- finalize
+
+    def finalize(self) -> RunnerPlan:
+        out, pod = self.out, self.pod
+        problems = self.facts.parsed.problems
+        if problems:
+            out.condition("Valid", False, "InvalidSpec", "; ".join(problems))
+        scope = registered_scope(self.facts.status) or (None if problems else out.scope)
+        if scope is None:
+            # Nothing was ever registered for this Runner: only the pod has to go.
+            out.finalized = pod is None
+            if pod is not None:
+                out.wait(RELEASE_RESYNC_SECONDS)
+            return out
+        out.scope = scope
+        if out.stop is None or (pod is not None and out.stop.pod_uid != pod.uid):
+            out.stop = None  # an earlier pod's stop says nothing about this one
+            out.stop = begin_stop("RunnerDeleted", self._stop_subject(), self.facts.now)
+        if pod is not None:
+            self._advance_stop()
+            out.finalized = False
+        else:
+            out.finalized = out.stop.outcome == "Unregistered" or self._removed_after_stop(out.stop)
+        return out
+
+    # --------------------------------------------------------------- GitHub
+
+    def _stop_subject(self) -> StopSubject:
+        pod = self.pod
+        ephemeral = self.runner.spec.ephemeral is not False
+        return StopSubject(
+            scope=self.out.scope,
+            runner_name=self.name,
+            runner_id=self._known_runner_id(),
+            pod=pod,
+            ephemeral=pod.ephemeral if pod is not None else ephemeral,
+        )
+
+    def _known_runner_id(self) -> int | None:
+        """The registration of the current pod, when known for sure. A runner id recorded in
+        status may belong to an earlier pod with the same name (token mode), so it is not used:
+        deleting a stale id would answer 404 and let a live runner's pod go."""
+        out = self.out
+        if out.stop is not None and out.stop.runner_id is not None:
+            return out.stop.runner_id
+        if self.facts.parsed.jit and self.facts.material.runner_id is not None:
+            return self.facts.material.runner_id
+        if out.github_runner is not None:
+            return out.github_runner.id
+        return None
+
+    def _look_up_runner(self) -> GitHubRunner | None:
+        out = self.out
+        try:
+            found = self.github.find_runner(out.scope, self.name)
+        except GitHubError as error:
+            self.github_unavailable = True
+            out.condition("Registered", False, "GitHubUnavailable", str(error))
+            if isinstance(error, RateLimitedError):
+                out.wait(error.retry_after)
+            return None
+        out.github_runner = found
+        if found is None:
+            out.condition("Registered", False, "NotRegistered", "not registered on GitHub")
+        else:
+            out.runner_id = found.id
+            online = "online" if found.online else "offline"
+            out.condition("Registered", found.online, f"Runner{online.title()}", online)
+        return found
+
+    def _remove_registration(
+        self, runner_id: int | None, stopped_at: datetime | None = None
+    ) -> LeftoverCheck:
+        return remove_leftover_registration(
+            self.github,
+            self.out.scope,
+            self.name,
+            runner_id,
+            self.facts.timing,
+            stopped_at=stopped_at,
+        )
+
+    def _desired_pod(self) -> KubeObject:
+        if self.facts.parsed.problems and self.facts.pod_object is not None:
+            return as_kept(self.facts.pod_object)  # an invalid spec builds nothing new
+        return self.facts.parsed.pod()

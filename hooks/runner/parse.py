@@ -1,0 +1,168 @@
+"""A Runner as a hook request carries it: its parsed spec (memoized), its last status, scopes.
+
+Parsing costs more than a steady-state sync, so a parsed Runner, with its desired pod built on
+first use, is kept by the exact parent text and the settings it depends on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from hooks.children import describe_validation_error
+from hooks.deps import HookDeps
+from hooks.github.port import Scope
+from hooks.metacontroller import CompositeHookRequest, KubeObject
+from hooks.resources.runner import Runner, RunnerStatus
+from hooks.runner.container_mode import pod_service_account
+from hooks.runner.pod import PodDefaults, build_runner_pod
+from hooks.runner.registration import registration_mode
+from hooks.runner.secret import registration_secret_name
+from hooks.runner.validation import validate_runner_spec
+
+
+class ParsedRunner:
+    """What the parent object and the settings alone determine: the Runner, the problems of
+    its spec, its registration mode and, built on first use, its desired pod.
+
+    Shared by concurrent calls through the memo: nothing here is ever changed once built (the
+    pod included: callers only read it and serialize it)."""
+
+    __slots__ = ("_pod", "defaults", "jit", "problems", "runner")
+
+    def __init__(
+        self, runner: Runner | None, problems: tuple[str, ...], jit: bool, defaults: PodDefaults
+    ) -> None:
+        self.runner = runner
+        self.problems = problems
+        self.jit = jit
+        self.defaults = defaults
+        self._pod: KubeObject | None = None
+
+    def pod(self) -> KubeObject:
+        pod = self._pod
+        if pod is None:
+            assert self.runner is not None
+            pod = build_runner_pod(
+                self.runner,
+                self.defaults,
+                secret_name=registration_secret_name(self.runner.metadata.name),
+                jit=self.jit,
+                service_account=pod_service_account(self.runner),
+            )
+            self._pod = pod
+        return pod
+
+
+# orjson would write datetimes, dataclasses and subclasses of str, dict, ... as if they were
+# plain JSON; refused here, a parent holding one (not decoded from JSON) is parsed without memo.
+_KEY_OPTIONS = (
+    orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def parse_runner(request: CompositeHookRequest, deps: HookDeps) -> ParsedRunner:
+    """The parsed parent, from the memo when an identical parent was parsed with these settings.
+
+    The key is the parent's JSON text without what changes on every write and does not shape
+    the result (status, which each call reads afresh, and the resourceVersion), plus the
+    registration mode setting and the pod defaults: everything the result depends on."""
+    settings = deps.settings
+    mode, defaults = settings.runner_registration_mode, PodDefaults.from_settings(settings)
+    parent = _without_volatile_fields(request.parent)
+    try:
+        key = (orjson.dumps(parent, option=_KEY_OPTIONS), mode, defaults)
+    except orjson.JSONEncodeError:
+        return _parse_now(parent, mode, defaults)
+    parsed = deps.parsed_parents.get(key)
+    if parsed is None:
+        parsed = _parse_now(parent, mode, defaults)
+        deps.parsed_parents.put(key, parsed)
+    assert isinstance(parsed, ParsedRunner)
+    return parsed
+
+
+def _without_volatile_fields(parent: KubeObject) -> KubeObject:
+    stable = {key: value for key, value in parent.items() if key != "status"}
+    metadata = parent.get("metadata")
+    if isinstance(metadata, dict):
+        stable["metadata"] = {
+            key: value
+            for key, value in metadata.items()
+            if key not in ("resourceVersion", "managedFields")
+        }
+    return stable
+
+
+def _parse_now(parent: KubeObject, mode: str, defaults: PodDefaults) -> ParsedRunner:
+    try:
+        runner = Runner.model_validate(parent)
+    except ValidationError as error:
+        return ParsedRunner(
+            None, (describe_validation_error(error, "Runner"),), jit=False, defaults=defaults
+        )
+    jit = registration_mode(runner.metadata.annotations, mode) == "jit"
+    problems = validate_runner_spec(runner.spec, jit=jit, metadata=runner.metadata)
+    return ParsedRunner(runner, tuple(problems), jit=jit, defaults=defaults)
+
+
+def observed_status(parent: KubeObject, deps: HookDeps) -> RunnerStatus:
+    """The status as last written. One that does not parse (edited by hand) counts as empty:
+    the hook rebuilds it from what it observes. A resync that changed nothing finds the same
+    status text as the last call: the parsed status is then taken from the memo."""
+    raw: Any = parent.get("status")
+    if not isinstance(raw, dict):
+        return RunnerStatus()
+    try:
+        key = ("RunnerStatus", orjson.dumps(raw, option=_KEY_OPTIONS))
+    except orjson.JSONEncodeError:
+        return _parse_status(raw)
+    status = deps.parsed_statuses.get(key)
+    if status is None:
+        status = _parse_status(raw)
+        deps.parsed_statuses.put(key, status)
+    assert isinstance(status, RunnerStatus)
+    return status
+
+
+def _parse_status(raw: dict[str, Any]) -> RunnerStatus:
+    try:
+        return RunnerStatus.model_validate(raw)
+    except ValidationError:
+        return RunnerStatus()
+
+
+def credentials_secret(runner: Runner) -> str | None:
+    credentials = runner.spec.github_api_credentials_from
+    ref = credentials.secret_ref if credentials is not None else None
+    return ref.name if ref is not None and ref.name else None
+
+
+def spec_scope(runner: Runner) -> Scope:
+    spec = runner.spec
+    return Scope(
+        enterprise=spec.enterprise or "",
+        organization=spec.organization or "",
+        repository=spec.repository or "",
+    )
+
+
+def registered_scope(status: RunnerStatus) -> Scope | None:
+    """Where the Runner's runners were registered, as its status records it."""
+    registration = status.registration
+    if registration is None:
+        return None
+    scope = Scope(
+        enterprise=registration.enterprise or "",
+        organization=registration.organization or "",
+        repository=registration.repository or "",
+    )
+    return scope if has_scope(scope) else None
+
+
+def has_scope(scope: Scope) -> bool:
+    return bool(scope.enterprise or scope.organization or scope.repository)

@@ -1,0 +1,482 @@
+"""What a RunnerSet's sync and finalize decide: pure, from `RunnerSetFacts` and GitHub's
+answers (see `hooks.runnerset.controller` for the shape of a set and how a runner leaves)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+
+from hooks.children import ConditionValue
+from hooks.clock import format_time, parse_optional_time
+from hooks.github.port import ConflictError, GitHubError, GitHubRunner, Scope
+from hooks.lifecycle.graceful_stop import StopSubject, StopTiming, begin_stop, tick_graceful_stop
+from hooks.lifecycle.incarnation import (
+    new_jit_config,
+    new_token,
+    registration_checks,
+    registration_timed_out,
+    retry_delay,
+)
+from hooks.lifecycle.leftover import remove_leftover_registration
+from hooks.lifecycle.steps import Answers, ListRunners, Step, questions_of
+from hooks.metacontroller import KubeObject, object_or_empty
+from hooks.naming import BASE36_NAME, SYNC_TIME_ANNOTATION, base36, newest_first, uid_tag
+from hooks.resources.runner import GracefulStopStatus
+from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
+from hooks.runner.pod import PodDefaults
+from hooks.runner.registration import RegistrationMaterial
+from hooks.runnerset.member import ObservedMember
+from hooks.runnerset.statefulset import (
+    registration_secret,
+    statefulset,
+    template_hash,
+    volume_claims,
+)
+from hooks.scale_target import RECREATION_DELAY
+from hooks.settings import Settings
+
+RELEASE_RESYNC_SECONDS = 5.0
+"""After scaling a runner's StatefulSet to 0, look again soon: the pod goes within seconds."""
+
+MAX_SET_NAME_IN_RUNNER_NAMES = 40
+"""StatefulSet names stay within 52 characters: 40, a dash, a 4-character tag, a 7-digit counter."""
+
+MAX_RUNNER_INDEX = 36**7
+"""Counters have at most 7 base-36 digits (see `_runner_prefix`)."""
+
+CLEAN_OUTCOMES = ("Unregistered", "NotRegistered")
+"""Stops whose outcome tells the runner-pod decorator that nothing is left on GitHub."""
+
+
+@dataclass(frozen=True)
+class RunnerSetFacts:
+    """Everything a RunnerSet's decision reads, gathered from the hook request."""
+
+    runner_set: RunnerSet  # its spec is set
+    status: RunnerSetStatus  # as last written
+    members: tuple[ObservedMember, ...]
+    pod_slots: frozenset[int]  # volume slots the set's observed pods hold
+    pods_observed: bool
+    claim_names: frozenset[str]  # the observed PersistentVolumeClaims
+    desired: int  # the HRA's answer, else spec.replicas
+    effective_time: str | None
+    jit: bool
+    defaults: PodDefaults
+    now: datetime
+    settings: Settings
+    timing: StopTiming
+    conditions: dict[str, ConditionValue] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> RunnerSetSpec:
+        assert self.runner_set.spec is not None
+        return self.runner_set.spec
+
+
+@dataclass
+class Member:
+    """One runner in this decision: as observed, and what is decided for it."""
+
+    observed: ObservedMember
+    stop: GracefulStopStatus | None
+    github_runner: GitHubRunner | None = None
+    keep: bool = True
+    release: bool = False  # scale the StatefulSet to 0
+    new_material: RegistrationMaterial | None = None
+
+    @property
+    def runner_id(self) -> int | None:
+        if self.github_runner is not None:
+            return self.github_runner.id
+        return self.observed.recorded_runner_id
+
+    @property
+    def removal_rank(self) -> int:
+        """0: never registered, 1: idle, 2: busy. Lower ranks go first."""
+        if self.github_runner is None or not self.github_runner.online:
+            return 2 if self.busy else 0
+        return 2 if self.github_runner.busy else 1
+
+    @property
+    def busy(self) -> bool:
+        return self.github_runner is not None and self.github_runner.busy
+
+
+@dataclass
+class RunnerSetPlan:
+    hash: str
+    members: list[Member]
+    resync: list[float] = field(default_factory=list)
+    conditions: dict[str, ConditionValue] = field(default_factory=dict)
+    new_children: list[KubeObject] = field(default_factory=list)
+    created: int = 0
+    next_index: int = 0
+    finalized: bool | None = None
+
+    def wait(self, seconds: float | None) -> None:
+        if seconds is not None and seconds > 0:
+            self.resync.append(seconds)
+
+
+def scope_of(spec: RunnerSetSpec) -> Scope:
+    return Scope(
+        enterprise=spec.enterprise or "",
+        organization=spec.organization or "",
+        repository=spec.repository or "",
+    )
+
+
+def next_certain_question(facts: RunnerSetFacts, github: Answers) -> Step | None:
+    """Every sync and finalize starts with the scope's runner list: asked before running."""
+    listing = ListRunners(scope_of(facts.spec))
+    return listing if github.answer_to(listing) is None else None
+
+
+def decide_sync(facts: RunnerSetFacts, github: Answers) -> RunnerSetPlan:
+    return _Decision(facts, github).sync()
+
+
+def decide_finalize(facts: RunnerSetFacts, github: Answers) -> RunnerSetPlan:
+    return _Decision(facts, github).finalize()
+
+
+class _Decision:
+    def __init__(self, facts: RunnerSetFacts, github: Answers) -> None:
+        self.facts = facts
+        self.github = github
+        self.spec = facts.spec
+        self.now = facts.now
+        self.settings = facts.settings
+        selector = object_or_empty(self.spec.template.spec.get("nodeSelector"))
+        self.node_selector = {k: v for k, v in selector.items() if isinstance(v, str)}
+        self.scope = scope_of(self.spec)
+        self.members = [Member(observed, observed.stop) for observed in facts.members]
+        self.out = RunnerSetPlan(
+            hash=template_hash(facts.runner_set, facts.defaults, jit=facts.jit),
+            members=self.members,
+            conditions={"Valid": ("True", "Valid", ""), **facts.conditions},
+        )
+        self.github_available = True
+
+    def sync(self) -> RunnerSetPlan:
+        self._look_up_runners()
+        for member in self.members:
+            if not member.observed.terminating and member.stop is None:
+                self._watch(member)
+        self._replace_one_outdated()
+        self._scale_down()
+        # Each stopping runner's GitHub steps are its own: asked together, not one per run.
+        stopping = [m for m in self.members if m.stop is not None and not m.observed.terminating]
+        questions_of(partial(self._advance_stop, member) for member in stopping)
+        self._scale_up()
+        self.out.next_index = self._next_index() + self.out.created
+        return self.out
+
+    def finalize(self) -> RunnerSetPlan:
+        self._look_up_runners()
+        stopping = [m for m in self.members if not m.observed.terminating]
+        for member in stopping:
+            if member.stop is None:
+                member.stop = begin_stop("RunnerSetDeleted", self._subject(member), self.now)
+        questions_of(partial(self._advance_stop, member) for member in stopping)
+        # Finished once nothing is observed any more: a StatefulSet left out of this answer is
+        # still there until Metacontroller has deleted it.
+        self.out.finalized = not self.members and not self.facts.pods_observed
+        if not self.out.finalized:
+            self.out.wait(RELEASE_RESYNC_SECONDS)
+        self.out.next_index = self._next_index()
+        return self.out
+
+    # --------------------------------------------------------------- GitHub
+
+    def _look_up_runners(self) -> None:
+        """One (cached) list of the scope's runners serves every member."""
+        try:
+            listed = {r.name: r for r in self.github.list_runners(self.scope)}
+        except GitHubError as error:
+            self.github_available = False
+            self.out.conditions["GitHubAvailable"] = ("False", "GitHubUnavailable", str(error))
+            self.out.wait(retry_delay(error, self.settings.unregistration_retry_delay))
+            return
+        self.out.conditions["GitHubAvailable"] = ("True", "Listed", "")
+        for member in self.members:
+            member.github_runner = listed.get(member.observed.runner_name)
+
+    # --------------------------------------------------------------- each runner
+
+    def _watch(self, member: Member) -> None:
+        """A running member: replace it when its runner ended or went, keep its Secret spent."""
+        pod, observed = member.observed.pod, member.observed
+        if pod is None:
+            return  # just created, or the StatefulSet controller is creating its pod again
+        if pod.terminating:
+            # Deleted by someone else (a drain, an eviction): the runner-pod decorator stops it
+            # and removes its registration before the pod leaves; this set only stops the
+            # StatefulSet from starting an unregistrable pod again and replaces the runner.
+            stop = begin_stop("PodDeleted", self._subject(member), self.now)
+            update = {"outcome": "PodStopped", "completed_at": format_time(self.now)}
+            member.stop = stop.model_copy(update=update)
+            return
+        if pod.stopped:
+            reason = "RunnerCompleted" if pod.completed else "PodFailed"
+            member.stop = begin_stop(reason, self._subject(member), self.now)
+            return
+        if pod.runner_started and observed.material.can_register:
+            member.new_material = observed.material.spent()  # see the controller's docstring
+        elif not pod.runner_started and observed.secret is not None:
+            if not observed.material.can_register:
+                # A pod started again by the StatefulSet controller after its runner had run:
+                # it cannot register (the token was spent), so the runner is replaced.
+                member.stop = begin_stop("PodRecreated", self._subject(member), self.now)
+                return
+            if not self.facts.jit:
+                self._refresh_token(member)
+        elif not pod.runner_started and self.facts.jit:
+            # Its JIT config is gone (deleted by hand) and cannot be generated again under the
+            # same name: the runner is replaced, its registration removed.
+            member.stop = begin_stop("RegistrationLost", self._subject(member), self.now)
+            return
+        elif not pod.runner_started:
+            self._refresh_token(member)
+        if not self.github_available:
+            return
+        found, timeout = member.github_runner, self.settings.registration_timeout
+        if registration_timed_out(pod, found, self.now, timeout):
+            member.stop = begin_stop("RegistrationTimeout", self._subject(member), self.now)
+            return
+        for wait in registration_checks(pod, found, self.now, self.settings):
+            self.out.wait(wait)
+
+    def _advance_stop(self, member: Member) -> None:
+        """One step of the member's way out (see the controller's docstring)."""
+        stop = member.stop
+        assert stop is not None
+        if stop.outcome is None:
+            subject, timing = self._subject(member), self.facts.timing
+            tick = tick_graceful_stop(subject, stop, self.github, self.now, timing)
+            member.stop = stop = tick.state
+            if not tick.done:
+                self.out.wait(tick.retry_after)
+                return
+        if stop.outcome not in CLEAN_OUTCOMES and stop.reason != "PodDeleted":
+            check = remove_leftover_registration(
+                self.github,
+                self.scope,
+                member.observed.runner_name,
+                stop.runner_id,
+                self.facts.timing,
+                stopped_at=parse_optional_time(stop.completed_at),
+            )
+            if not check.done:
+                self.out.wait(check.retry_after)
+                return
+            # Nothing is left on GitHub: the decorator can let the pod go without a call.
+            member.stop = stop.model_copy(update={"outcome": "Unregistered"})
+        member.release = True
+        if member.observed.pod is None and member.observed.scaled_to_zero:
+            member.keep = False  # gone: the StatefulSet and its Secret go too
+        else:
+            self.out.wait(RELEASE_RESYNC_SECONDS)
+
+    def _subject(self, member: Member) -> StopSubject:
+        pod = member.observed.pod
+        return StopSubject(
+            scope=self.scope,
+            runner_name=member.observed.runner_name,
+            runner_id=member.runner_id,
+            pod=pod,
+            ephemeral=pod.ephemeral if pod is not None else self.spec.ephemeral is not False,
+        )
+
+    # --------------------------------------------------------------- the set
+
+    def _active(self) -> list[Member]:
+        return [m for m in self.members if not m.observed.terminating and m.stop is None]
+
+    def _replace_one_outdated(self) -> None:
+        """A new template replaces runners one at a time, never a busy one (its job goes on;
+        it is replaced after)."""
+        if not self.github_available:
+            return
+        outdated = [
+            m
+            for m in self._active()
+            if m.observed.template_hash not in (None, self.out.hash) and m.removal_rank < 2
+        ]
+        replacing = any(
+            m.stop is not None and m.stop.reason == "TemplateChanged" and m.keep
+            for m in self.members
+        )
+        if outdated and not replacing:
+            member = min(outdated, key=lambda m: (m.removal_rank, m.observed.name))
+            member.stop = begin_stop("TemplateChanged", self._subject(member), self.now)
+
+    def _scale_down(self) -> None:
+        active = self._active()
+        surplus = len(active) - self.facts.desired
+        if surplus <= 0 or not self.github_available:
+            return  # (which runners are busy is unknown without GitHub: choose later)
+        # Never-registered first, then idle, busy last; the newest first within a rank.
+        ordered = sorted(
+            active,
+            key=lambda m: (m.removal_rank, newest_first(m.observed.created), m.observed.name),
+        )
+        for member in ordered[:surplus]:
+            member.stop = begin_stop("ScaleDown", self._subject(member), self.now)
+
+    def _scale_up(self) -> None:
+        out = self.out
+        missing = self.facts.desired - len(self._active())
+        if missing <= 0:
+            out.conditions["Scaling"] = ("True", "Steady", "")
+            return
+        hold = self._recreation_hold()
+        if hold is not None:
+            out.wait(hold)
+            out.conditions["Scaling"] = (
+                "False",
+                "RecreationDelayed",
+                "waiting after a webhook scale-up before creating more ephemeral runners",
+            )
+            return
+        index, free_slots = self._next_index(), self._free_slots()
+        shared_token = None if self.facts.jit else self._registration_token()
+        if not self.facts.jit and shared_token is None:
+            return
+        for offset in range(missing):
+            name = self._runner_prefix() + base36(index + offset)
+            material = self._jit_material(f"{name}-0") if self.facts.jit else shared_token
+            if material is None:
+                break  # the condition says why; the rest on a later sync
+            self._add_runner(name, material, next(free_slots))
+        if out.created:
+            created = f"created {out.created} runner(s)"
+            out.conditions.setdefault("Scaling", ("True", "Created", created))
+
+    def _add_runner(self, name: str, material: RegistrationMaterial, free_slot: int) -> None:
+        runner_set, out = self.facts.runner_set, self.out
+        slot = free_slot if self.spec.volume_claim_templates else None
+        out.new_children.append(
+            statefulset(
+                runner_set,
+                self.facts.defaults,
+                name=name,
+                hash_=out.hash,
+                slot=slot,
+                created_at=format_time(self.now),
+                jit=self.facts.jit,
+            )
+        )
+        out.new_children.append(registration_secret(runner_set, name, material))
+        if slot is not None:
+            out.new_children += [
+                claim
+                for claim in volume_claims(runner_set, slot)
+                if claim["metadata"]["name"] not in self.facts.claim_names
+            ]
+        out.created += 1
+
+    def _registration_token(self) -> RegistrationMaterial | None:
+        """One registration token for every runner created in this sync (token mode)."""
+        try:
+            return new_token(self.github, self.scope)
+        except GitHubError as error:
+            self._registration_failed(error)
+            return None
+
+    def _jit_material(self, runner_name: str) -> RegistrationMaterial | None:
+        """A just-in-time config for one new runner: a registration of its own, so no pod of
+        this set ever holds a token that could register others."""
+        spec = self.spec
+        try:
+            return new_jit_config(
+                self.github,
+                self.scope,
+                runner_name,
+                labels=spec.labels,
+                node_selector=self.node_selector,
+                group=spec.group,
+                work_dir=spec.work_dir,
+            )
+        except ConflictError:
+            # Registered already: a config generated by a sync whose answer was lost. Remove
+            # it (it never ran) and generate again on the next sync.
+            check = remove_leftover_registration(
+                self.github, self.scope, runner_name, None, self.facts.timing
+            )
+            message = f"{runner_name} is registered on GitHub already; removing it first"
+            self.out.conditions["Scaling"] = ("False", "NameConflict", message)
+            self.out.wait(check.retry_after if not check.done else RELEASE_RESYNC_SECONDS)
+            return None
+        except GitHubError as error:
+            self._registration_failed(error)
+            return None
+
+    def _registration_failed(self, error: GitHubError) -> None:
+        self.out.wait(retry_delay(error, self.settings.token_error_retry_delay))
+        self.out.conditions["Scaling"] = ("False", "RegistrationFailed", str(error))
+
+    def _refresh_token(self, member: Member) -> None:
+        """A runner not started yet needs a token that outlasts its start."""
+        material = member.observed.material
+        lost = member.observed.secret is None  # deleted by hand: the pod cannot start
+        if not lost and (not material.token or material.token_usable(self.now)):
+            return
+        try:
+            member.new_material = new_token(self.github, self.scope)
+        except GitHubError:
+            return  # tried again on the next sync; an expired token only fails that start
+
+    def _recreation_hold(self) -> float | None:
+        """ARC #1180, as for RunnerReplicaSets: with webhook scaling (effectiveTime set), an
+        ephemeral set does not create runners again within 10 minutes of its last creation
+        when that creation is newer than effectiveTime."""
+        effective = parse_optional_time(self.facts.effective_time)
+        if effective is None or self.spec.ephemeral is False:
+            return None
+        created = [
+            parse_optional_time(
+                ((m.observed.sts.get("metadata") or {}).get("annotations") or {}).get(
+                    SYNC_TIME_ANNOTATION
+                )
+            )
+            for m in self.members
+        ]
+        times = [t for t in created if t is not None]
+        last = max(times) if times else None
+        if last is None or last <= effective:
+            return None
+        remaining = (last + RECREATION_DELAY - self.now).total_seconds()
+        return remaining if remaining > 0 else None
+
+    def _next_index(self) -> int:
+        recorded = self.facts.status.next_runner_index or 0
+        # A counter outside what names hold is not one this hook wrote: count from the members.
+        index = recorded if 0 <= recorded < MAX_RUNNER_INDEX else 0
+        prefix = self._runner_prefix()
+        for member in self.members:
+            name = member.observed.name
+            suffix = name.removeprefix(prefix)
+            if suffix != name and BASE36_NAME.fullmatch(suffix):
+                index = max(index, int(suffix, 36) + 1)
+        return index
+
+    def _runner_prefix(self) -> str:
+        """`<set>-<uid tag>`, the set's name cut so that StatefulSet names stay short enough
+        for their pods (the `controller-revision-hash` label, `<name>-<10 chars>`, must fit
+        in 63 characters) with counters of up to 7 characters."""
+        metadata = self.facts.runner_set.metadata
+        name = metadata.name[:MAX_SET_NAME_IN_RUNNER_NAMES].rstrip("-.")
+        return f"{name}-{uid_tag(metadata.uid)}"
+
+    def _free_slots(self) -> Iterator[int]:
+        """Volume slots no runner holds, lowest first (a slot is held until its pod is gone)."""
+        held = {m.observed.slot for m in self.members if m.observed.slot is not None and m.keep}
+        held |= self.facts.pod_slots
+        slot = 0
+        while True:
+            if slot not in held:
+                yield slot
+            slot += 1

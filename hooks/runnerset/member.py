@@ -1,0 +1,69 @@
+"""One runner of a RunnerSet as observed: its StatefulSet, its pod, its registration Secret,
+and the stop recorded on the StatefulSet (`arc-hooks.dev/graceful-stop`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hooks.lifecycle.graceful_stop import GRACEFUL_STOP_ANNOTATION, read_stop
+from hooks.metacontroller import CompositeHookRequest, KubeObject, observed_int
+from hooks.naming import RUNNER_ID_ANNOTATION, TEMPLATE_HASH_LABEL
+from hooks.resources.runner import GracefulStopStatus
+from hooks.runner.observed_pod import ObservedPod, observe_pod
+from hooks.runner.registration import RegistrationMaterial, read_material
+from hooks.runnerset.statefulset import VOLUME_SLOT_LABEL, secret_name
+
+
+@dataclass(frozen=True)
+class ObservedMember:
+    sts: KubeObject
+    name: str  # the StatefulSet's; its one pod, and runner, is `<name>-0`
+    created: str
+    terminating: bool
+    scaled_to_zero: bool
+    template_hash: str | None
+    slot: int | None
+    stop: GracefulStopStatus | None
+    pod_object: KubeObject | None
+    pod: ObservedPod | None
+    secret: KubeObject | None
+    material: RegistrationMaterial
+
+    @property
+    def runner_name(self) -> str:
+        return f"{self.name}-0"
+
+    @property
+    def recorded_runner_id(self) -> int | None:
+        """Its JIT registration's id, else the one the runner-pod decorator recorded."""
+        if self.material.runner_id is not None:
+            return self.material.runner_id
+        annotations = ((self.pod_object or {}).get("metadata") or {}).get("annotations") or {}
+        return observed_int(annotations.get(RUNNER_ID_ANNOTATION))
+
+
+def read_members(request: CompositeHookRequest) -> tuple[ObservedMember, ...]:
+    return tuple(_read_member(sts, request) for sts in request.objects("StatefulSet"))
+
+
+def _read_member(sts: KubeObject, request: CompositeHookRequest) -> ObservedMember:
+    metadata = sts.get("metadata") or {}
+    name = str(metadata.get("name") or "")
+    labels = metadata.get("labels") or {}
+    annotations = metadata.get("annotations") or {}
+    pod_object = request.object_named("Pod", f"{name}-0", related=True)
+    secret = request.object_named("Secret", secret_name(name))
+    return ObservedMember(
+        sts=sts,
+        name=name,
+        created=str(metadata.get("creationTimestamp") or ""),
+        terminating=bool(metadata.get("deletionTimestamp")),
+        scaled_to_zero=(sts.get("spec") or {}).get("replicas") == 0,
+        template_hash=labels.get(TEMPLATE_HASH_LABEL),
+        slot=observed_int(labels.get(VOLUME_SLOT_LABEL)),
+        stop=read_stop(annotations.get(GRACEFUL_STOP_ANNOTATION)),
+        pod_object=pod_object,
+        pod=observe_pod(pod_object) if pod_object is not None else None,
+        secret=secret,
+        material=read_material(secret),
+    )

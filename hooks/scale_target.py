@@ -1,0 +1,44 @@
+"""How a runner set (RunnerDeployment, RunnerSet) learns its size from the
+HorizontalRunnerAutoscaler that targets it, and ARC's recreation delay after webhook scaling."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TypeGuard
+
+from hooks.metacontroller import KubeObject, object_or_empty, observed_time
+
+RECREATION_DELAY = timedelta(minutes=10)
+"""ARC's DefaultRunnerPodRecreationDelayAfterWebhookScale (#1180)."""
+
+
+def autoscaler_targeting(kind: str, name: str, related: list[KubeObject]) -> KubeObject | None:
+    """The HRA that sizes the `kind` named `name`: the first (by name) whose scaleTargetRef
+    names it and that has given an answer."""
+    for hra in sorted(related, key=lambda obj: str(obj["metadata"]["name"])):
+        target = object_or_empty(object_or_empty(hra.get("spec")).get("scaleTargetRef"))
+        if (target.get("kind") or "RunnerDeployment") != kind or target.get("name") != name:
+            continue
+        if _is_count(object_or_empty(hra.get("status")).get("desiredReplicas")):
+            return hra
+    return None
+
+
+def scaled_replicas(hra: KubeObject | None, spec_replicas: int | None) -> int:
+    """The HRA's answer when there is one, else `spec.replicas`, else 1."""
+    if hra is not None:
+        return int(hra["status"]["desiredReplicas"])
+    return spec_replicas if spec_replicas is not None else 1
+
+
+def later_effective_time(hra: KubeObject | None, own: str | None) -> str | None:
+    """ARC's HRA writes the newest reservation's effectiveTime into the target's spec; here the
+    HRA reports it in its status and the target passes the later of the two on."""
+    reported = object_or_empty(hra.get("status")).get("newestReservationTime") if hra else None
+    times = {text: observed_time(text) for text in (own, reported) if isinstance(text, str)}
+    readable = {text: time for text, time in times.items() if time is not None}
+    return max(readable, key=lambda text: readable[text]) if readable else None
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -1,0 +1,636 @@
+"""The lifecycle decisions as pure functions: facts and scripted GitHub answers in, the next
+question or the decision out. No port, no HTTP: what each controller decides, step by step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hooks.clock import ManualClock, format_time
+from hooks.github.port import (
+    GitHubError,
+    GitHubRunner,
+    RateLimitedError,
+    RegistrationToken,
+    RemoveOutcome,
+    RemoveResult,
+    Scope,
+)
+from hooks.lifecycle.graceful_stop import StopSubject, StopTiming, tick_graceful_stop
+from hooks.lifecycle.steps import (
+    MAX_STEPS,
+    Answer,
+    Answers,
+    GenerateJitConfig,
+    IssueToken,
+    ListRunners,
+    NeedAnswer,
+    RemoveRunner,
+    Step,
+    resolve,
+)
+from hooks.resources.runner import GracefulStopStatus, Runner, RunnerStatus
+from hooks.resources.runnerset import RunnerSet, RunnerSetStatus
+from hooks.runner.container_mode import observe_account
+from hooks.runner.decide import (
+    RunnerFacts,
+    RunnerPlan,
+    decide_finalize,
+    decide_sync,
+    next_certain_question,
+)
+from hooks.runner.observed_pod import ObservedPod, observe_pod
+from hooks.runner.parse import ParsedRunner
+from hooks.runner.pod import PodDefaults
+from hooks.runner.registration import RegistrationMaterial
+from hooks.runnerpod.decide import decide_pod_stop, decide_runner_id
+from hooks.runnerpod.facts import read_runner_pod
+from hooks.runnerset.decide import RunnerSetFacts, RunnerSetPlan
+from hooks.runnerset.decide import decide_sync as rs_decide_sync
+from hooks.runnerset.decide import next_certain_question as rs_next_certain_question
+from hooks.runnerset.member import ObservedMember
+from hooks.settings import Settings
+from tests.hook_driver import new_runner, running_status
+from tests.in_memory_github import InMemoryGitHub
+
+ORG = Scope(organization="acme")
+NAME = "example-runner"
+NOW = ManualClock().now()
+SETTINGS = Settings()
+TIMING = StopTiming.from_settings(SETTINGS)
+
+
+def decide(decision: object, answers: Mapping[Any, Answer] | None = None) -> object:
+    """Run a decision with these answers: its result, or the question it stops at."""
+    assert callable(decision)
+    try:
+        return decision(Answers(answers))
+    except NeedAnswer as need:
+        return need.step
+
+
+# ------------------------------------------------------------------ steps and resolve
+
+
+def test_an_unanswered_question_stops_the_decision_with_its_step() -> None:
+    step = decide(lambda github: github.list_runners(ORG))
+    assert step == ListRunners(ORG)
+
+
+def test_a_refusal_is_raised_where_the_decision_asked() -> None:
+    refused = GitHubError("boom", 500)
+
+    def decision(github: Answers) -> str:
+        try:
+            github.registration_token(ORG)
+        except GitHubError as error:
+            return f"refused: {error}"
+        return "issued"
+
+    assert decide(decision, {IssueToken(ORG): refused}) == "refused: boom"
+
+
+def test_no_except_clause_of_a_decision_swallows_a_question() -> None:
+    def careless(github: Answers) -> str:
+        try:
+            github.list_runners(ORG)
+        except Exception:
+            return "swallowed"
+        return "answered"
+
+    assert decide(careless) == ListRunners(ORG)
+
+
+def test_resolve_carries_out_each_step_once_in_order() -> None:
+    github = InMemoryGitHub(ManualClock())
+    github.register(ORG, NAME)
+
+    def decision(answers: Answers) -> tuple[int, str]:
+        found = answers.find_runner(ORG, NAME)
+        assert found is not None
+        again = answers.find_runner(ORG, NAME)  # asked twice: answered once
+        assert again == found
+        return found.id, answers.registration_token(ORG).token
+
+    runner_id, token = resolve(decision, github)
+
+    assert runner_id == github.runners[ORG][0].id
+    assert token
+    assert [method for method, _ in github.calls] == ["list_runners", "registration_token"]
+
+
+def test_resolve_refuses_a_decision_that_never_ends() -> None:
+    github = InMemoryGitHub(ManualClock())
+    counter = iter(range(10**6))
+
+    def endless(answers: Answers) -> None:
+        for _ in range(MAX_STEPS + 1):
+            answers.remove_runner(ORG, next(counter))
+
+    with pytest.raises(RuntimeError, match="more than"):
+        resolve(endless, github)
+
+
+# ------------------------------------------------------------------ the graceful stop
+
+RUNNING = ObservedPod(
+    name=NAME,
+    uid="pod-1",
+    phase="Running",
+    labels={},
+    terminating=False,
+    ready=True,
+    ready_since=NOW - timedelta(minutes=5),
+    reason="",
+    message="",
+    has_container_statuses=True,
+    runner_exit_code=None,
+    runner_started=True,
+    ephemeral=True,
+)
+
+
+def runner(runner_id: int = 7, *, busy: bool = False) -> GitHubRunner:
+    return GitHubRunner(id=runner_id, name=NAME, status="online", busy=busy)
+
+
+def stop_state() -> GracefulStopStatus:
+    return GracefulStopStatus(reason="ScaleDown", started_at=format_time(NOW))
+
+
+def test_stop_of_an_unknown_runner_asks_for_the_list_then_deletes_it() -> None:
+    subject = StopSubject(ORG, NAME, None, RUNNING, ephemeral=True)
+
+    def tick(github: Answers) -> object:
+        return tick_graceful_stop(subject, stop_state(), github, NOW, TIMING)
+
+    assert decide(tick) == ListRunners(ORG)
+    assert decide(tick, {ListRunners(ORG): (runner(),)}) == RemoveRunner(ORG, 7)
+    removed: dict[Step, Answer] = {
+        ListRunners(ORG): (runner(),),
+        RemoveRunner(ORG, 7): RemoveResult(RemoveOutcome.REMOVED),
+    }
+    done = decide(tick, removed)
+    assert done.done and done.state.outcome == "Unregistered"  # type: ignore[attr-defined]
+
+
+def test_stop_of_a_busy_ephemeral_runner_waits_for_its_job() -> None:
+    subject = StopSubject(ORG, NAME, 7, RUNNING, ephemeral=True)
+    answers = {RemoveRunner(ORG, 7): RemoveResult(RemoveOutcome.BUSY)}
+
+    tick = decide(lambda g: tick_graceful_stop(subject, stop_state(), g, NOW, TIMING), answers)
+
+    assert not tick.done  # type: ignore[attr-defined]
+    assert tick.state.waiting_for_completion  # type: ignore[attr-defined]
+    assert tick.retry_after == TIMING.retry_delay  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------ the Runner
+
+
+def runner_facts(
+    pod: dict[str, object] | None,
+    *,
+    status: RunnerStatus | None = None,
+    material: RegistrationMaterial | None = None,
+    spec: dict[str, object] | None = None,
+) -> RunnerFacts:
+    parent = new_runner(spec or {"organization": "acme"}, name=NAME)
+    parsed = ParsedRunner(
+        Runner.model_validate(parent), (), jit=False, defaults=PodDefaults.from_settings(SETTINGS)
+    )
+    pod_object = None
+    if pod is not None:
+        pod_object = {**parsed.pod(), "status": pod}
+        pod_object["metadata"] = {**pod_object["metadata"], "uid": "pod-1"}
+    return RunnerFacts(
+        parsed=parsed,
+        scope=ORG,
+        status=status or RunnerStatus(),
+        pod_object=pod_object,
+        pod=observe_pod(pod_object) if pod_object is not None else None,
+        account=observe_account(None, pod_object),
+        secret_observed=material is not None,
+        material=material or RegistrationMaterial(),
+        now=NOW,
+        settings=SETTINGS,
+        timing=TIMING,
+    )
+
+
+TOKEN = RegistrationToken(token="t0ken", expires_at=NOW + timedelta(hours=1))
+
+
+def test_a_new_runner_asks_for_a_token_and_then_creates_its_pod_with_the_secret() -> None:
+    facts = runner_facts(None)
+
+    assert decide(lambda g: decide_sync(facts, g)) == IssueToken(ORG)
+    plan = decide(lambda g: decide_sync(facts, g), {IssueToken(ORG): TOKEN})
+
+    assert isinstance(plan, RunnerPlan)
+    assert plan.pod is not None and plan.phase == "Created"
+    assert plan.secret is not None and plan.secret.token == "t0ken"
+    assert [event.reason for event in plan.events] == ["RegistrationTokenUpdated", "PodCreated"]
+
+
+def test_a_running_registered_pod_is_kept_after_one_look_at_github() -> None:
+    facts = runner_facts(running_status(format_time(NOW - timedelta(minutes=5))))
+
+    assert decide(lambda g: decide_sync(facts, g)) == ListRunners(ORG)
+    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): (runner(),)})
+
+    assert isinstance(plan, RunnerPlan)
+    assert plan.pod is not None and plan.stop is None
+    assert plan.runner_id == 7 and plan.resync == []
+
+
+def test_a_runner_that_never_registered_is_replaced_after_the_timeout() -> None:
+    ready_since = NOW - timedelta(seconds=SETTINGS.registration_timeout + 1)
+    facts = runner_facts(running_status(format_time(ready_since)))
+
+    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): ()})
+
+    assert isinstance(plan, RunnerPlan)
+    assert plan.stop is not None and plan.stop.reason == "RegistrationTimeout"
+    assert plan.pod is None  # released: nothing was registered to wait for
+
+
+def test_github_unavailable_keeps_the_pod_and_decides_nothing() -> None:
+    ready_since = NOW - timedelta(seconds=SETTINGS.registration_timeout + 1)
+    facts = runner_facts(running_status(format_time(ready_since)))
+
+    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): RateLimitedError("rl", 30)})
+
+    assert isinstance(plan, RunnerPlan)
+    assert plan.pod is not None and plan.stop is None
+    assert 30 in plan.resync
+
+
+def test_finalize_of_a_busy_static_runner_keeps_its_pod() -> None:
+    facts = runner_facts(
+        running_status(format_time(NOW - timedelta(minutes=5))),
+        spec={"organization": "acme", "ephemeral": False},
+        status=RunnerStatus.model_validate({"registration": {"organization": "acme"}}),
+    )
+    answers: dict[Step, Answer] = {
+        ListRunners(ORG): (runner(busy=True),),
+        RemoveRunner(ORG, 7): RemoveResult(RemoveOutcome.BUSY),
+    }
+
+    plan = decide(lambda g: decide_finalize(facts, g), answers)
+
+    assert isinstance(plan, RunnerPlan)
+    assert plan.finalized is False and plan.pod is not None
+    assert [event.reason for event in plan.events] == ["UnregistrationWaiting"]
+
+
+# The invariant of the lifecycle: a pod whose runner may be working is never let go before
+# GitHub let the runner go. Any answers GitHub may give, for any running pod with or without
+# a stop in progress.
+
+RUNNER_LISTS = st.one_of(
+    st.just(()),
+    st.builds(
+        lambda busy, online: (
+            replace(runner(busy=busy), status="online" if online else "offline"),
+        ),
+        st.booleans(),
+        st.booleans(),
+    ),
+    st.just(GitHubError("unavailable", 502)),
+    st.just(RateLimitedError("limited", 60)),
+)
+REMOVALS = st.sampled_from(list(RemoveOutcome)).map(lambda outcome: RemoveResult(outcome, 30))
+CLEAN = {"Unregistered", "NotRegistered", "Forbidden"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    listing=RUNNER_LISTS,
+    removal=REMOVALS,
+    ready_for=st.floats(min_value=0, max_value=3600),
+    finalize=st.booleans(),
+    stopping=st.sampled_from([None, "ScaleDown", "TemplateChanged"]),
+)
+def test_no_running_pod_is_released_before_github_let_its_runner_go(
+    listing: object, removal: RemoveResult, ready_for: float, finalize: bool, stopping: str | None
+) -> None:
+    status = RunnerStatus.model_validate(
+        {
+            "registration": {"organization": "acme"},
+            **(
+                {
+                    "gracefulStop": {
+                        "reason": stopping,
+                        "startedAt": format_time(NOW),
+                        "podUid": "pod-1",
+                    }
+                }
+                if stopping
+                else {}
+            ),
+        }
+    )
+    facts = runner_facts(
+        running_status(format_time(NOW - timedelta(seconds=ready_for))), status=status
+    )
+    answers: dict[Step, Answer] = {ListRunners(ORG): listing, RemoveRunner(ORG, 7): removal}  # type: ignore[dict-item]
+    decision = decide_finalize if finalize else decide_sync
+
+    plan = decide(lambda g: decision(facts, g), answers)
+
+    assert isinstance(plan, RunnerPlan)
+    if plan.pod is None:
+        assert plan.stop is not None
+        registered = isinstance(listing, tuple) and bool(listing)
+        if registered:
+            assert plan.stop.outcome in CLEAN
+        else:
+            # Nothing on GitHub: let go only past the registration timeout.
+            assert plan.stop.outcome in CLEAN
+            assert ready_for >= SETTINGS.registration_timeout
+
+
+# ------------------------------------------------------------------ the runner-pod decorator
+
+
+def decorated_pod(
+    *, deleting: bool = False, annotations: dict[str, str] | None = None
+) -> dict[str, object]:
+    metadata: dict[str, object] = {
+        "name": NAME,
+        "namespace": "default",
+        "uid": "pod-1",
+        "labels": {"actions-runner": ""},
+        "annotations": annotations or {},
+    }
+    if deleting:
+        metadata["deletionTimestamp"] = format_time(NOW)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {
+            "containers": [
+                {
+                    "name": "runner",
+                    "env": [
+                        {"name": "RUNNER_NAME", "value": NAME},
+                        {"name": "RUNNER_ORG", "value": "acme"},
+                        {"name": "RUNNER_EPHEMERAL", "value": "true"},
+                    ],
+                }
+            ]
+        },
+        "status": running_status(format_time(NOW - timedelta(minutes=5))),
+    }
+
+
+def test_decorator_sync_records_the_runner_id_once_github_lists_it() -> None:
+    pod = read_runner_pod(decorated_pod())
+
+    assert decide(lambda g: decide_runner_id(pod, NOW, SETTINGS, g)) == ListRunners(ORG)
+    absent = decide(lambda g: decide_runner_id(pod, NOW, SETTINGS, g), {ListRunners(ORG): ()})
+    found = decide(
+        lambda g: decide_runner_id(pod, NOW, SETTINGS, g), {ListRunners(ORG): (runner(),)}
+    )
+
+    assert absent.runner_id is None and absent.retry_after == SETTINGS.registration_check_interval  # type: ignore[attr-defined]
+    assert found.runner_id == 7  # type: ignore[attr-defined]
+
+
+def test_decorator_finalize_holds_a_busy_runners_pod_and_releases_it_once_removed() -> None:
+    pod = read_runner_pod(decorated_pod(deleting=True))
+    listed: dict[Step, Answer] = {ListRunners(ORG): (runner(busy=True),)}
+
+    busy = decide(
+        lambda g: decide_pod_stop(pod, NOW, TIMING, g),
+        {**listed, RemoveRunner(ORG, 7): RemoveResult(RemoveOutcome.BUSY)},
+    )
+    removed = decide(
+        lambda g: decide_pod_stop(pod, NOW, TIMING, g),
+        {**listed, RemoveRunner(ORG, 7): RemoveResult(RemoveOutcome.REMOVED)},
+    )
+
+    assert not busy.finalized and busy.state.waiting_for_completion  # type: ignore[attr-defined]
+    assert removed.finalized and removed.state.outcome == "Unregistered"  # type: ignore[attr-defined]
+
+
+def test_a_decision_replayed_with_the_same_answers_decides_the_same() -> None:
+    """`resolve` runs a decision again with each new answer: it must not depend on anything
+    else (a clock read, a counter), or the replay would decide differently."""
+    facts = runner_facts(running_status(format_time(NOW - timedelta(minutes=5))))
+    answers: dict[Step, Answer] = {ListRunners(ORG): (runner(),)}
+    first = decide(lambda g: decide_sync(facts, g), answers)
+    second = decide(lambda g: decide_sync(facts, g), answers)
+    assert first == second
+
+
+# ------------------------------------------------------------------ the RunnerSet
+
+
+def runner_set_facts(
+    desired: int, members: tuple[ObservedMember, ...] = (), *, jit: bool = False
+) -> RunnerSetFacts:
+    runner_set = RunnerSet.model_validate(
+        {
+            "apiVersion": "actions.summerwind.dev/v1alpha1",
+            "kind": "RunnerSet",
+            "metadata": {"name": "set", "namespace": "default", "uid": "set-uid"},
+            "spec": {
+                "organization": "acme",
+                "selector": {"matchLabels": {"app": "set"}},
+                "serviceName": "set",
+                "template": {"metadata": {"labels": {"app": "set"}}},
+            },
+        }
+    )
+    return RunnerSetFacts(
+        runner_set=runner_set,
+        status=RunnerSetStatus(),
+        members=members,
+        pod_slots=frozenset(),
+        pods_observed=False,
+        claim_names=frozenset(),
+        desired=desired,
+        effective_time=None,
+        jit=jit,
+        defaults=PodDefaults.from_settings(SETTINGS),
+        now=NOW,
+        settings=SETTINGS,
+        timing=TIMING,
+    )
+
+
+def member(name: str, created: str) -> ObservedMember:
+    pod = observe_pod(
+        {
+            "metadata": {"name": f"{name}-0", "uid": f"{name}-uid", "labels": {}},
+            "spec": {"containers": [{"name": "runner"}]},
+            "status": running_status(format_time(NOW - timedelta(minutes=5))),
+        }
+    )
+    return ObservedMember(
+        sts={"metadata": {"name": name, "annotations": {}}, "spec": {"replicas": 1}},
+        name=name,
+        created=created,
+        terminating=False,
+        scaled_to_zero=False,
+        template_hash=None,
+        slot=None,
+        stop=None,
+        pod_object=None,
+        pod=pod,
+        secret=None,
+        material=RegistrationMaterial(),
+    )
+
+
+def listed(name: str, runner_id: int, *, busy: bool) -> GitHubRunner:
+    return GitHubRunner(id=runner_id, name=f"{name}-0", status="online", busy=busy)
+
+
+def test_scale_up_lists_then_asks_one_token_for_every_new_runner() -> None:
+    facts = runner_set_facts(3)
+    answers: dict[Step, Answer] = {ListRunners(ORG): ()}
+
+    assert decide(lambda g: rs_decide_sync(facts, g), answers) == IssueToken(ORG)
+    plan = decide(lambda g: rs_decide_sync(facts, g), {**answers, IssueToken(ORG): TOKEN})
+
+    assert isinstance(plan, RunnerSetPlan)
+    assert plan.created == 3 and plan.next_index == 3
+    kinds = [child["kind"] for child in plan.new_children]
+    assert kinds == ["StatefulSet", "Secret"] * 3
+
+
+def test_scale_up_in_jit_mode_asks_one_config_per_runner() -> None:
+    facts = runner_set_facts(2, jit=True)
+
+    step = decide(lambda g: rs_decide_sync(facts, g), {ListRunners(ORG): ()})
+
+    assert isinstance(step, GenerateJitConfig) and step.name.endswith("-0")
+
+
+def test_scale_down_stops_the_idle_runner_and_never_the_busy_one() -> None:
+    busy, idle = member("set-a", "2026-01-01T00:00:00Z"), member("set-b", "2025-12-01T00:00:00Z")
+    facts = runner_set_facts(1, (busy, idle))
+    answers: dict[Step, Answer] = {
+        ListRunners(ORG): (listed("set-a", 1, busy=True), listed("set-b", 2, busy=False)),
+        RemoveRunner(ORG, 2): RemoveResult(RemoveOutcome.REMOVED),
+    }
+
+    plan = decide(lambda g: rs_decide_sync(facts, g), answers)
+
+    assert isinstance(plan, RunnerSetPlan)
+    stops = {m.observed.name: m.stop for m in plan.members}
+    assert stops["set-a"] is None
+    assert stops["set-b"] is not None and stops["set-b"].outcome == "Unregistered"
+    assert [m.release for m in plan.members] == [False, True]
+
+
+def test_scale_down_waits_while_github_cannot_say_who_is_busy() -> None:
+    facts = runner_set_facts(0, (member("set-a", "2026-01-01T00:00:00Z"),))
+
+    plan = decide(lambda g: rs_decide_sync(facts, g), {ListRunners(ORG): GitHubError("x", 502)})
+
+    assert isinstance(plan, RunnerSetPlan)
+    assert all(m.stop is None and m.keep for m in plan.members)
+    assert plan.conditions["GitHubAvailable"][0] == "False"
+
+
+# The questions a controller carries out before deciding must be the ones the decision asks
+# next, whatever GitHub answered: a question asked for nothing could cost a GitHub call.
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pod=st.sampled_from(["none", "running", "exited", "deleting"]),
+    stop=st.sampled_from(["none", "this pod", "this pod, id known", "an earlier pod"]),
+    jit=st.booleans(),
+    material_id=st.sampled_from([None, 42]),
+    registered=st.booleans(),
+    finalizing=st.booleans(),
+    listing=RUNNER_LISTS,
+    removal=REMOVALS,
+)
+def test_the_questions_carried_out_ahead_are_the_ones_the_decision_asks_next(
+    pod: str,
+    stop: str,
+    jit: bool,
+    material_id: int | None,
+    registered: bool,
+    finalizing: bool,
+    listing: Answer,
+    removal: RemoveResult,
+) -> None:
+    pod_status = {
+        "none": None,
+        "running": running_status(format_time(NOW - timedelta(minutes=5))),
+        "exited": running_status(format_time(NOW - timedelta(minutes=5)), exit_code=0),
+        "deleting": running_status(format_time(NOW - timedelta(minutes=5))),
+    }[pod]
+    recorded: dict[str, object] = {}
+    if stop != "none":
+        recorded = {
+            "reason": "ScaleDown",
+            "startedAt": format_time(NOW),
+            "podUid": "pod-0" if stop == "an earlier pod" else "pod-1",
+            **({"runnerId": 9} if stop == "this pod, id known" else {}),
+        }
+    status = RunnerStatus.model_validate(
+        {
+            **({"registration": {"organization": "acme"}} if registered else {}),
+            **({"gracefulStop": recorded} if recorded else {}),
+        }
+    )
+    facts = runner_facts(
+        pod_status, status=status, material=RegistrationMaterial(runner_id=material_id)
+    )
+    facts = replace(facts, parsed=ParsedRunner(facts.runner, (), jit, facts.parsed.defaults))
+    if pod == "deleting" and facts.pod is not None:
+        facts = replace(facts, pod=replace(facts.pod, terminating=True))
+    decision = decide_finalize if finalizing else decide_sync
+
+    answers = Answers()
+    while (ahead := next_certain_question(facts, answers, finalizing=finalizing)) is not None:
+        if answers.answer_to(ahead) is not None:
+            break
+        asked = _asked_with(decision, facts, answers)
+        assert asked == ahead
+        answers = answers.with_answer(ahead, listing if isinstance(ahead, ListRunners) else removal)
+
+
+def _asked_with(decision: object, facts: RunnerFacts, answers: Answers) -> object:
+    assert callable(decision)
+    try:
+        decision(facts, answers)
+    except NeedAnswer as need:
+        return need.step
+    return None
+
+
+def test_the_stops_of_several_runners_are_asked_together_not_one_run_each() -> None:
+    members = tuple(member(f"set-{i}", f"2026-01-01T00:00:0{i}Z") for i in range(4))
+    facts = runner_set_facts(1, members)
+    github = InMemoryGitHub(ManualClock())
+    for observed in members:
+        github.register(ORG, observed.runner_name)
+    runs = 0
+
+    def counted(answers: Answers) -> RunnerSetPlan:
+        nonlocal runs
+        runs += 1
+        return rs_decide_sync(facts, answers)
+
+    plan = resolve(counted, github, ahead=partial(rs_next_certain_question, facts))
+
+    assert sum(1 for m in plan.members if m.stop is not None) == 3
+    assert github.count("remove_runner") == 3
+    assert runs == 2  # (the list asked ahead) the three DELETEs at once, then the decision
