@@ -9,6 +9,9 @@ Server); `serve_loopback(github.app)` puts it on real HTTP for clients such as P
 `arc_sim.github_port.InProcessGitHub` calls the same pipeline (`api.handle`) with no HTTP at
 all. The state methods (`GitHubState`) play the other side: what runners do when they register,
 connect, take jobs and remove themselves, and workflows queueing jobs.
+
+It is the one fake GitHub of the tests too: the controller tests' port (tests/in_memory_github.py)
+keeps its runners and tokens here and only scripts answers on top.
 """
 
 from __future__ import annotations

@@ -455,8 +455,10 @@ class GitHubState:
     # Tokens
 
     @_synchronized
-    def create_registration_token(self, scope: Scope) -> IssuedToken:
-        return self._issue("registration", scope=scope)
+    def create_registration_token(self, scope: Scope, *, value: str | None = None) -> IssuedToken:
+        """A registration token for `scope`: random text as GitHub's, or `value` (tests that
+        look for the tokens they were given in what the controller writes)."""
+        return self._issue("registration", scope=scope, value=value)
 
     @_synchronized
     def create_remove_token(self, scope: Scope) -> IssuedToken:
@@ -638,6 +640,26 @@ class GitHubState:
         return record.to_port()
 
     @_synchronized
+    def set_runner_status(
+        self, scope: Scope, runner_id: int, *, status: str | None = None, busy: bool | None = None
+    ) -> GitHubRunner:
+        """Set what GitHub reports of a runner by hand, whatever led there (tests): busy while
+        offline, say, as a runner that lost its connection in the middle of a job shows for a
+        while. Jobs are not touched; an online idle runner may be handed a queued one."""
+        if status not in (None, "online", "offline"):
+            raise ValueError(f"a runner is online or offline, not {status!r}")
+        record = self.runner_record(scope, runner_id)
+        record = replace(
+            record,
+            status=record.status if status is None else status,
+            busy=record.busy if busy is None else busy,
+        )
+        self._store(record)
+        if record.status == "online" and not record.busy:
+            self._dispatch()
+        return record.to_port()
+
+    @_synchronized
     def delete_runner(self, scope: Scope, runner_id: int) -> None:
         """The REST DELETE: refused while the runner runs a job. The runner process attached to
         the registration learns it lost it (`JobTaker.removed`)."""
@@ -670,6 +692,23 @@ class GitHubState:
         else:
             records = list(self._runners_of(scope).values())
         return sorted(records, key=lambda r: r.id)
+
+    @property
+    def next_runner_id(self) -> int:
+        """The id the next runner registered anywhere gets."""
+        with self.lock:
+            return self._next_runner_id
+
+    @_synchronized
+    def skip_runner_ids(self, next_runner_id: int) -> None:
+        """Give the next runner `next_runner_id` (tests that want ids of their own). Runner ids
+        are unique across GitHub and never given out again, so they only move forward."""
+        if next_runner_id < self._next_runner_id:
+            raise ValueError(
+                f"runner ids up to {self._next_runner_id - 1} are given out already; "
+                f"the next cannot be {next_runner_id}"
+            )
+        self._next_runner_id = next_runner_id
 
     def runner(self, scope: Scope, runner_id: int) -> GitHubRunner:
         return self.runner_record(scope, runner_id).to_port()
@@ -1091,9 +1130,17 @@ class GitHubState:
         raise NotFoundError(f"runner group {group_id} in {scope}")
 
     def _issue(
-        self, kind: TokenKind, *, scope: Scope | None = None, installation_id: int | None = None
+        self,
+        kind: TokenKind,
+        *,
+        scope: Scope | None = None,
+        installation_id: int | None = None,
+        value: str | None = None,
     ) -> IssuedToken:
-        if kind == "installation":
+        if value is not None:
+            if not value or value in self._tokens or value in self._personal_tokens:
+                raise ValueError("a token's value must be new and not empty")
+        elif kind == "installation":
             value = "ghs_" + self._random_text(string.ascii_letters + string.digits, 36)
         else:
             value = self._random_text(string.ascii_uppercase + string.digits, 29)

@@ -2,8 +2,9 @@
 
 The parity test runs one script against the PyGithub adapter over loopback and against the
 in-process port, each on a fresh fake with the same seed, and requires the same results, errors,
-messages and request log. The other tests pin the classification the port shares with the
-adapter (see tests/test_github_adapter.py for the same cases over HTTP).
+messages and request log. The port's contract, case by case, is checked for both implementations
+in tests/test_github_port_contract.py; here only what is the in-process port's own: the parity,
+its use under `CachedGitHub`, and its speed.
 """
 
 from __future__ import annotations
@@ -23,17 +24,14 @@ from arc_sim.loopback import serve_loopback
 from hooks.clock import ManualClock
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import (
-    ConflictError,
     GitHubError,
     GitHubPort,
     RateLimitedError,
     RemoveOutcome,
     RemoveResult,
-    RunnerGroupInfo,
     Scope,
 )
 from hooks.github.pygithub_adapter import PyGithubAdapter
-from hooks.metrics import REGISTRY
 from hooks.settings import Settings
 
 PAT = "ghp_" + "InPr0cess" * 4
@@ -41,12 +39,6 @@ REPO = Scope(repository="acme/app")
 ORG = Scope(organization="acme")
 ENTERPRISE = Scope(enterprise="acme-corp")
 SCOPES = [REPO, ORG, ENTERPRISE]
-SCOPE_IDS = ["repository", "organization", "enterprise"]
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
 
 
 def new_fake(clock: ManualClock, **kwargs: Any) -> FakeGitHub:
@@ -58,11 +50,6 @@ def new_fake(clock: ManualClock, **kwargs: Any) -> FakeGitHub:
 @pytest.fixture
 def fake(clock: ManualClock) -> FakeGitHub:
     return new_fake(clock)
-
-
-@pytest.fixture
-def port(fake: FakeGitHub, clock: ManualClock) -> InProcessGitHub:
-    return InProcessGitHub(fake, PAT, clock)
 
 
 def register(fake: FakeGitHub, scope: Scope, count: int) -> list[int]:
@@ -165,166 +152,7 @@ def test_same_answers_as_the_pygithub_adapter_over_http() -> None:
     assert kinds == {"ok", "ConflictError", "GitHubError", "RateLimitedError"}
 
 
-# The classification, case by case
-
-
-@pytest.mark.parametrize("scope", SCOPES, ids=SCOPE_IDS)
-def test_list_follows_every_page(port: InProcessGitHub, fake: FakeGitHub, scope: Scope) -> None:
-    ids = register(fake, scope, 150)
-    runners = port.list_runners(scope)
-    assert [r.id for r in runners] == ids
-    assert set(runners[0].labels) == {"self-hosted", "Linux", "X64", "k8s"}
-    assert runners[0].ephemeral is False
-    assert [r.method for r in fake.requests] == ["GET", "GET"]  # two pages of 100
-
-
-def test_token_jit_and_conflict(
-    port: InProcessGitHub, fake: FakeGitHub, clock: ManualClock
-) -> None:
-    token = port.registration_token(REPO)
-    assert token.expires_at.timestamp() == clock.now().timestamp() + 3600
-    fake.register_runner(REPO, "with-token", [], token.token)
-
-    jit = port.generate_jit_config(ORG, "jit-1", ["k8s", "gpu"], 1, "_work")
-    assert fake.register_jit(jit.encoded_jit_config).id == jit.runner.id
-    with pytest.raises(ConflictError) as conflict:
-        port.generate_jit_config(ORG, "jit-1", ["k8s"], 1, "_work")
-    assert conflict.value.status == 409
-    assert "jit-1" in str(conflict.value)
-    with pytest.raises(GitHubError) as invalid:
-        port.generate_jit_config(ORG, "jit-2", [], 1, "_work")
-    assert invalid.value.status == 422
-    assert not isinstance(invalid.value, ConflictError)
-
-
-def test_remove_outcomes(port: InProcessGitHub, fake: FakeGitHub) -> None:
-    busy, idle, failing = register(fake, ORG, 3)
-    fake.set_online(ORG, busy)
-    fake.set_busy(ORG, busy, True)
-    assert port.remove_runner(ORG, idle).outcome is RemoveOutcome.REMOVED
-    gone = port.remove_runner(ORG, idle)
-    assert gone.outcome is RemoveOutcome.NOT_FOUND
-    assert gone.message == f"remove runner {idle} in /orgs/acme: HTTP 404: Not Found"
-    refused = port.remove_runner(ORG, busy)
-    assert refused.outcome is RemoveOutcome.BUSY
-    assert "is still running a job" in refused.message
-    fake.fail_next(status=500, method="DELETE")
-    assert port.remove_runner(ORG, failing).outcome is RemoveOutcome.ERROR
-    fake.fail_next(status=403, method="DELETE")
-    assert port.remove_runner(ORG, failing).outcome is RemoveOutcome.FORBIDDEN
-    assert port.remove_runner(ORG, failing).outcome is RemoveOutcome.REMOVED
-
-
-def test_primary_rate_limit_waits_for_the_reset(clock: ManualClock) -> None:
-    fake = new_fake(clock, rate_limit_per_hour=2)
-    (runner_id,) = register(fake, ORG, 1)
-    port = InProcessGitHub(fake, PAT, clock)
-    port.list_runners(ORG)  # the budget's hour starts now
-    clock.advance(600)
-    port.list_runners(ORG)
-    clock.advance(900.5)
-    result = port.remove_runner(ORG, runner_id)
-    assert result.outcome is RemoveOutcome.RATE_LIMITED
-    assert result.retry_after == pytest.approx(3600 - 1500.5)
-    with pytest.raises(RateLimitedError) as raised:
-        port.list_runners(ORG)
-    assert raised.value.retry_after == pytest.approx(3600 - 1500.5)
-    assert raised.value.status == 403
-
-
-@pytest.mark.parametrize("status", [403, 429])
-def test_secondary_rate_limit_uses_retry_after(
-    port: InProcessGitHub, fake: FakeGitHub, status: int
-) -> None:
-    fake.impose_secondary_rate_limit(120, status=status)
-    result = port.remove_runner(ORG, 1)
-    assert (result.outcome, result.retry_after) == (RemoveOutcome.RATE_LIMITED, 120)
-    with pytest.raises(RateLimitedError) as raised:
-        port.registration_token(ORG)
-    assert raised.value.retry_after == 120
-
-
-def test_bad_credentials_and_no_token_in_messages(fake: FakeGitHub, clock: ManualClock) -> None:
-    wrong = InProcessGitHub(fake, "ghp_wrong", clock)
-    with pytest.raises(GitHubError) as raised:
-        wrong.list_runners(ORG)
-    assert raised.value.status == 401
-    result = wrong.remove_runner(ORG, 1)
-    assert result.outcome is RemoveOutcome.ERROR
-    assert "ghp_wrong" not in str(raised.value) + result.message
-
-
-def test_runner_groups(port: InProcessGitHub, fake: FakeGitHub) -> None:
-    for i in range(120):
-        fake.add_runner_group(ENTERPRISE, f"group-{i}")
-    gpu = fake.add_runner_group(ENTERPRISE, "GPU")
-    assert port.runner_group_id(ENTERPRISE, "gpu") == gpu.id
-    assert port.runner_group_id(ENTERPRISE, "") == 1
-    with pytest.raises(GitHubError) as missing:
-        port.runner_group_id(ENTERPRISE, "missing")
-    assert missing.value.status == 404
-    requests = len(fake.requests)
-    assert port.runner_group_id(REPO, "") == 1
-    assert len(fake.requests) == requests  # known without asking
-
-
-def test_workflow_runs_and_jobs(port: InProcessGitHub, fake: FakeGitHub) -> None:
-    run_id = 4711
-    jobs = [fake.submit_job("acme/app", [f"pool-{i}"], 60, run_id=run_id) for i in range(120)]
-    newer = [fake.submit_job("acme/app", ["gpu"], 60).run_id for _ in range(110)]
-
-    runs = port.list_workflow_runs("acme/app", "queued")
-    assert [r.id for r in runs] == newer[::-1][:100]  # the first page only
-    assert fake.request_counts() == {"GET /repos/{owner}/{repo}/actions/runs": 1}
-    assert port.list_workflow_runs("acme/app", "completed") == []
-
-    listed = port.list_workflow_jobs("acme/app", run_id)
-    assert [(j.id, j.status, j.labels) for j in listed] == [
-        (job.id, "queued", (f"pool-{i}",)) for i, job in enumerate(jobs)
-    ]
-    assert fake.count_requests("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs") == 3
-    with pytest.raises(GitHubError) as missing:
-        port.list_workflow_jobs("acme/app", 999)
-    assert missing.value.status == 404
-
-
-def test_visible_runner_groups(port: InProcessGitHub, fake: FakeGitHub) -> None:
-    deploy = fake.add_runner_group(
-        ORG, "deploy", visibility="selected", selected_repositories=["acme/deploy"]
-    )
-    assert port.visible_runner_groups("acme", "app") == [RunnerGroupInfo(1, "Default", True)]
-    fake.set_enterprise_of("acme", "acme-corp")
-    shared = fake.add_runner_group(ENTERPRISE, "shared")
-    assert port.visible_runner_groups("acme", "deploy") == [
-        RunnerGroupInfo(1, "Default", default=True),
-        RunnerGroupInfo(deploy.id, "deploy"),
-        RunnerGroupInfo(1, "Default", default=True, inherited=True),
-        RunnerGroupInfo(shared.id, "shared", inherited=True),
-    ]
-
-
-def test_ghes_base_url(fake: FakeGitHub, clock: ManualClock) -> None:
-    ids = register(fake, ORG, 130)
-    port = InProcessGitHub(fake, PAT, clock, base_url="https://ghe.example/api/v3")
-    assert [r.id for r in port.list_runners(ORG)] == ids
-    assert port.remove_runner(ORG, ids[0]).outcome is RemoveOutcome.REMOVED
-    assert fake.request_counts() == {
-        "GET /orgs/{org}/actions/runners": 2,
-        "DELETE /orgs/{org}/actions/runners/{runner_id}": 1,
-    }
-
-
-def test_calls_are_counted_like_the_adapters(port: InProcessGitHub, fake: FakeGitHub) -> None:
-    def calls(endpoint: str, outcome: str) -> float:
-        labels = {"endpoint": endpoint, "outcome": outcome, "credentials": "default"}
-        return REGISTRY.get_sample_value("arc_hooks_github_api_calls_total", labels) or 0.0
-
-    delete = "DELETE /repos/{owner}/{repo}/actions/runners/{runner_id}"
-    listing = "GET /repos/{owner}/{repo}/actions/runners"
-    before = (calls(delete, "not_found"), calls(listing, "2xx"))
-    port.remove_runner(REPO, 12345)
-    port.list_runners(REPO)
-    assert (calls(delete, "not_found"), calls(listing, "2xx")) == (before[0] + 1, before[1] + 1)
+# Under the cache
 
 
 def test_cached_like_the_real_adapter(fake: FakeGitHub, clock: ManualClock) -> None:
