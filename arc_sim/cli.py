@@ -32,6 +32,12 @@ def add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--json", action="store_true", help="end with the summary as one line of JSON"
     )
     parser.add_argument(
+        "--stress",
+        action="store_true",
+        help="run the scenario unchanged under Metacontroller's stress profile: informer lag "
+        "of seconds, 10%% write conflicts, hook replicas restarting mid-call (docs/scenarios.md)",
+    )
+    parser.add_argument(
         "--progress-every",
         type=_minutes,
         default=DEFAULT_PROGRESS_MINUTES,
@@ -64,7 +70,7 @@ def add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> C
 
 def _simulate(args: argparse.Namespace) -> int:
     from arc_sim.progress import Progress
-    from arc_sim.scenario import ScenarioError, load_scenario
+    from arc_sim.scenario import ScenarioError, load_scenario, stressed
     from arc_sim.world import World
 
     file: Path = args.file
@@ -74,6 +80,8 @@ def _simulate(args: argparse.Namespace) -> int:
     except ScenarioError as error:
         print(f"arc-hooks simulate: {file}: {error}", file=sys.stderr)
         return 2
+    if args.stress:
+        scenario = stressed(scenario)
     world = World(scenario)
     # Progress goes to stderr, so that stdout holds the summary alone (`--json`).
     every: int = args.progress_every

@@ -6,7 +6,9 @@ names the field (`timeline[2].at: ...`), never a traceback.
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -20,6 +22,14 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+
+from arc_sim.metacontroller.realism import (
+    DEFAULT_HOOK_OVERHEAD,
+    DEFAULT_INFORMER_LAG,
+    Concurrency,
+    Delay,
+    Realism,
+)
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -63,6 +73,97 @@ class WebhookKnobs(_Model):
     loss_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     duplicate_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     delay: Duration = 1.0
+
+
+class DelayKnobs(_Model):
+    """A delay distribution: log-normal around `median` with sigma `spread`; with probability
+    `tailRate` instead uniform in `tail` (the heavy tail)."""
+
+    median: Duration = 0.0
+    spread: float = Field(default=0.0, ge=0.0, le=5.0)
+    tail_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    tail: tuple[Duration, Duration] = (0.0, 0.0)
+    maximum: Duration | None = Field(default=None, description="no draw is longer")
+
+    @model_validator(mode="after")
+    def _ordered_tail(self) -> DelayKnobs:
+        if self.tail[0] > self.tail[1]:
+            raise ValueError("tail is [shortest, longest]")
+        return self
+
+    def delay(self) -> Delay:
+        maximum = math.inf if self.maximum is None else self.maximum
+        return Delay(self.median, self.spread, self.tail_rate, self.tail, maximum)
+
+    @staticmethod
+    def of(delay: Delay) -> DelayKnobs:
+        return DelayKnobs(
+            median=delay.median,
+            spread=delay.spread,
+            tail_rate=delay.tail_rate,
+            tail=delay.tail,
+            maximum=None if math.isinf(delay.maximum) else delay.maximum,
+        )
+
+
+class HookLatencyKnobs(_Model):
+    overhead: DelayKnobs = DelayKnobs.of(DEFAULT_HOOK_OVERHEAD)
+    per_github_call: Duration | None = Field(
+        default=None, description="virtual time per GitHub API call; default github.latency"
+    )
+    wall_scale: float = Field(default=0.0, ge=0.0)
+
+
+class MetacontrollerKnobs(_Model):
+    """How unfriendly Metacontroller's world is (docs/scenarios.md, "Metacontroller")."""
+
+    profile: Literal["realistic", "friendly"] = "realistic"
+    workers: int = Field(default=5, ge=1, le=64)
+    concurrency: Concurrency = "interleaved"
+    hook_latency: HookLatencyKnobs = HookLatencyKnobs()
+    enforce_timeout: bool = True
+    informer_lag: DelayKnobs = DelayKnobs.of(DEFAULT_INFORMER_LAG)
+    conflict_rate: float = Field(default=0.01, ge=0.0, le=1.0)
+    replica_restart_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    stress: bool = False
+
+    def realism(self, seed: int, github_latency: float) -> Realism:
+        if self.profile == "friendly":
+            base = Realism.friendly(workers=self.workers, seed=seed)
+            explicit = self.model_fields_set - {"profile", "workers", "stress"}
+            base = replace(
+                base,
+                **{
+                    k: v
+                    for k, v in self._realism_fields(github_latency).items()
+                    if _KNOB_OF.get(k, k) in explicit
+                },
+            )
+        else:
+            base = Realism(seed=seed, **self._realism_fields(github_latency))
+        return base.stressed() if self.stress else base
+
+    def _realism_fields(self, github_latency: float) -> dict[str, Any]:
+        latency = self.hook_latency
+        per_call = latency.per_github_call
+        return {
+            "workers": self.workers,
+            "concurrency": self.concurrency,
+            "hook_overhead": latency.overhead.delay(),
+            "github_call_seconds": github_latency if per_call is None else per_call,
+            "wall_scale": latency.wall_scale,
+            "enforce_timeout": self.enforce_timeout,
+            "informer_lag": self.informer_lag.delay(),
+            "conflict_rate": self.conflict_rate,
+            "replica_restart_rate": self.replica_restart_rate,
+        }
+
+
+_KNOB_OF = {
+    "hook_overhead": "hook_latency",
+    "github_call_seconds": "hook_latency",
+    "wall_scale": "hook_latency",
+}
 
 
 class ClusterKnobs(_Model):
@@ -155,6 +256,7 @@ class Scenario(_Model):
     github: GitHubKnobs = GitHubKnobs()
     webhooks: WebhookKnobs = WebhookKnobs()
     cluster: ClusterKnobs = ClusterKnobs()
+    metacontroller: MetacontrollerKnobs = MetacontrollerKnobs()
     organizations: dict[str, str] = Field(
         default={}, description="organization -> enterprise, for enterprise runners"
     )
@@ -174,6 +276,12 @@ class Scenario(_Model):
             if entry.apply is not None:
                 _check_manifest(entry.apply, f"timeline[{index}].apply")
         return self
+
+
+def stressed(scenario: Scenario) -> Scenario:
+    """`simulate --stress`: the same scenario with Metacontroller's stress profile on top."""
+    knobs = scenario.metacontroller.model_copy(update={"stress": True})
+    return scenario.model_copy(update={"metacontroller": knobs})
 
 
 def _check_manifest(obj: dict[str, Any], where: str) -> None:

@@ -4,16 +4,24 @@ It keeps what controllers rely on: uid, resourceVersion, generation (bumped on s
 only), the status subresource, ownerReferences, finalizers, deletionTimestamp with graceful pod
 deletion, and garbage collection of dependents (background propagation). Watchers are told of
 every change, synchronously, in order.
+
+Every write goes through admission first (`arc_sim.admission`): an object the real API server
+would refuse is refused with its status and message (422 Invalid, 400 BadRequest, 404 for a
+kind it does not serve), and unknown fields are pruned unless the client asks for strict field
+validation.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from arc_sim.admission import Admission, FieldValidation, Refused
+from arc_sim.schema_check import FieldError
 from hooks.clock import Clock, format_time
 
 KubeObject = dict[str, Any]
@@ -51,7 +59,31 @@ class Conflict(StoreError):
 
 
 class Invalid(StoreError):
+    """422: the object breaks its schema or the kind's rules; `causes` name the fields."""
+
     status = 422
+
+    def __init__(self, message: str, causes: tuple[FieldError, ...] = ()) -> None:
+        super().__init__(message)
+        self.causes = causes
+
+
+class BadRequest(StoreError):
+    """400: the body cannot be decoded as the kind, or has unknown fields under strict field
+    validation."""
+
+    status = 400
+
+    def __init__(self, message: str, causes: tuple[FieldError, ...] = ()) -> None:
+        super().__init__(message)
+        self.causes = causes
+
+
+class NotServed(NotFound):
+    """404: the API server does not serve the object's kind in its apiVersion."""
+
+
+MAX_RECENT_REFUSALS = 200
 
 
 @dataclass(frozen=True)
@@ -80,14 +112,27 @@ class ObjectStore:
     version itself, as watchers receive it: read it, copy it before changing it. Stored objects
     are replaced on every change, never changed in place."""
 
-    def __init__(self, clock: Clock, *, status_subresource: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        status_subresource: Iterable[str] = (),
+        admission: Admission | None = None,
+    ) -> None:
         self.clock = clock
+        self.admission = admission if admission is not None else Admission()
+        self.refused = 0
+        """Writes the admission refused."""
+        self.recent_refusals: deque[str] = deque(maxlen=MAX_RECENT_REFUSALS)
+        self.pruned_fields = 0
+        """Unknown fields dropped from objects written (the API server's warnings)."""
         self._objects: dict[Key, KubeObject] = {}
         self._versions = itertools.count(1)
         self._uids = itertools.count(1)
         self._watchers: list[Watcher] = []
         self._terminated: set[Key] = set()  # terminating pods whose containers have stopped
         self._dependents: dict[str, set[Key]] = {}  # owner uid -> objects it owns
+        self._live_uids: set[str] = set()
         self._status_kinds = set(status_subresource) | {"Pod", "StatefulSet"}
 
     # --- watching
@@ -130,14 +175,14 @@ class ObjectStore:
 
     # --- writing
 
-    def create(self, obj: KubeObject) -> KubeObject:
+    def create(self, obj: KubeObject, *, field_validation: FieldValidation = "Warn") -> KubeObject:
+        """POST. `field_validation` as the client asks: "Strict" refuses unknown fields (as
+        kubectl does), "Warn" prunes them (as other clients get by default)."""
         stored = copy.deepcopy(obj)
         metadata = stored.setdefault("metadata", {})
-        if not metadata.get("name"):
-            prefix = metadata.get("generateName")
-            if not prefix:
-                raise Invalid("metadata.name or metadata.generateName is required")
-            metadata["name"] = f"{prefix}{next(self._uids):05x}"
+        if isinstance(metadata, dict) and not metadata.get("name") and metadata.get("generateName"):
+            metadata["name"] = f"{metadata['generateName']}{next(self._uids):05x}"
+        self._admit(lambda: self.admission.admit_create(stored, field_validation))
         key = key_of(stored)
         if key in self._objects:
             raise AlreadyExists(f"{key} already exists")
@@ -148,15 +193,19 @@ class ObjectStore:
         metadata["creationTimestamp"] = format_time(self.clock.now())
         metadata["resourceVersion"] = str(next(self._versions))
         self._objects[key] = stored
+        self._live_uids.add(metadata["uid"])
         self._index_owners(key, None, stored)
         self._notify("ADDED", stored)
+        self._collect_if_owners_gone(key, stored)
         return stored
 
-    def update(self, obj: KubeObject) -> KubeObject:
+    def update(self, obj: KubeObject, *, field_validation: FieldValidation = "Warn") -> KubeObject:
         """PUT: replaces everything but status (for kinds with the status subresource) and the
         server-owned metadata. A resourceVersion, when given, must match."""
         current = self._current(obj)
         updated = copy.deepcopy(obj)
+        if not isinstance(updated.get("metadata"), dict):
+            updated["metadata"] = {}
         self._check_version(current, updated)
         metadata = updated.setdefault("metadata", {})
         for field in _SERVER_METADATA:
@@ -169,6 +218,9 @@ class ObjectStore:
                 updated["status"] = current["status"]
             else:
                 updated.pop("status", None)
+        if "apiVersion" in current:
+            updated["apiVersion"] = current["apiVersion"]  # one version per kind here
+        self._admit(lambda: self.admission.admit_update(current, updated, field_validation))
         if _spec(updated) != _spec(current):
             metadata["generation"] = current["metadata"]["generation"] + 1
         return self._replace(current, updated)
@@ -182,6 +234,7 @@ class ObjectStore:
         updated["metadata"] = dict(current["metadata"])
         if "status" in obj:
             updated["status"] = copy.deepcopy(obj["status"])
+        self._admit(lambda: self.admission.admit_status(current, updated))
         return self._replace(current, updated)
 
     def patch_metadata(
@@ -212,6 +265,7 @@ class ObjectStore:
             metadata[field] = values
         if finalizers is not None:
             metadata["finalizers"] = list(finalizers)
+        self._admit(lambda: self.admission.admit_metadata(current, updated))
         return self._replace(current, updated)
 
     def delete(
@@ -272,6 +326,23 @@ class ObjectStore:
 
     # --- internals
 
+    def _admit(self, admit: Callable[[], list[str]]) -> None:
+        """Run one admission; a refusal becomes the store's error, with the API's status."""
+        try:
+            warnings = admit()
+        except Refused as refused:
+            self.refused += 1
+            self.recent_refusals.append(str(refused))
+            error: StoreError
+            if refused.status == 404:
+                error = NotServed(str(refused))
+            elif refused.status == 400:
+                error = BadRequest(str(refused), refused.causes)
+            else:
+                error = Invalid(str(refused), refused.causes)
+            raise error from None
+        self.pruned_fields += len(warnings)
+
     def _current(self, obj: KubeObject) -> KubeObject:
         key = key_of(obj)
         current = self._objects.get(key)
@@ -309,6 +380,7 @@ class ObjectStore:
 
     def _remove(self, key: Key) -> None:
         removed = self._objects.pop(key)
+        self._live_uids.discard(removed["metadata"]["uid"])
         self._terminated.discard(key)
         self._index_owners(key, removed, None)
         self._notify("DELETED", removed)
@@ -320,6 +392,16 @@ class ObjectStore:
             dependent = self._objects.get(key)
             if dependent is not None and not dependent["metadata"].get("deletionTimestamp"):
                 self.delete(key.kind, key.namespace, key.name)
+
+    def _collect_if_owners_gone(self, key: Key, obj: KubeObject) -> None:
+        """Garbage collection of an object created with owners already gone (a controller that
+        acted on an old view): the collector deletes it, as it does dependents of a removed
+        owner."""
+        refs = obj["metadata"].get("ownerReferences") or ()
+        owners = [ref["uid"] for ref in refs if ref.get("uid")]
+        gone = not any(uid in self._live_uids for uid in owners)
+        if owners and gone and key in self._objects:
+            self.delete(key.kind, key.namespace, key.name)
 
     def _index_owners(self, key: Key, before: KubeObject | None, after: KubeObject | None) -> None:
         for obj, add in ((before, False), (after, True)):

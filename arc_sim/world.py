@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import random
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from arc_sim.admission import Admission, crds_under
 from arc_sim.events import EventLoop
 from arc_sim.fake_github import FakeGitHub
 from arc_sim.github_port import InProcessGitHub
@@ -24,19 +26,25 @@ from arc_sim.github_state import FaultKnobs
 from arc_sim.kube_port import StoreKube
 from arc_sim.kubelet import Kubelet
 from arc_sim.metacontroller.emulator import MetacontrollerEmulator
+from arc_sim.metacontroller.realism import Rngs
 from arc_sim.metacontroller.transport import AsgiTransport, ReplicaFault
 from arc_sim.runner_agent import runner_agent_factory
 from arc_sim.scenario import PodSelection, Scenario, TimelineEntry
+from arc_sim.server_side import github_side, kube_side
 from arc_sim.statefulset import StatefulSetController
 from arc_sim.store import KubeObject, NotFound, ObjectStore, StoreError, selector_matches
 from arc_sim.summary import (
+    ApiFigures,
     GitHubFigures,
     HookFigures,
     Invariants,
     JobFigures,
     RunnerFigures,
+    RunnerTarget,
     Summary,
+    runner_target,
 )
+from arc_sim.summary import unservable as summary_unservable
 from arc_sim.webhooks import WebhookSender
 from hooks.app import create_app
 from hooks.clock import ManualClock
@@ -80,7 +88,8 @@ class World:
         self.scenario = scenario
         self.clock = ManualClock(START)
         self.loop = EventLoop(self.clock, scenario.seed)
-        self.store = ObjectStore(self.clock)
+        # The API server serves the built-in kinds and the CRDs of the manifests (added below).
+        self.store = ObjectStore(self.clock, admission=Admission(serve_unknown_kinds=False))
         self.github = self._github(scenario)
         # Metacontroller calls the hooks with the token users put in a Secret, as on a cluster.
         self.hook_token = f"{random.Random(scenario.seed).getrandbits(128):032x}"
@@ -93,15 +102,28 @@ class World:
                 **{name: str(value) for name, value in scenario.settings.items()},
             }
         )
+        self.realism = scenario.metacontroller.realism(scenario.seed, scenario.github.latency)
+        # Hook calls overlapping in threads reach the world one at a time (arc_sim/server_side).
+        self.world_lock = threading.RLock()
         self.apps = [self._hook_replica() for _ in range(scenario.hook_replicas)]
         self.transport = AsgiTransport(
-            self.apps, random.Random(scenario.seed * 7919 + 1), clock=self.clock
+            self.apps,
+            random.Random(scenario.seed * 7919 + 1),
+            clock=self.clock,
+            restart=lambda _index: self._hook_replica(),
+            restart_rate=self.realism.replica_restart_rate,
+            restart_rng=Rngs(scenario.seed).restarts,
+            threads=self.realism.concurrency == "threads",
         )
-        self.emulator = MetacontrollerEmulator(self.store, self.loop, self.transport)
+        self.emulator = MetacontrollerEmulator(
+            self.store, self.loop, self.transport, realism=self.realism
+        )
         directory = manifests or default_manifests()
         if not directory.is_dir():
             raise FileNotFoundError(f"{directory} not found: no manifests to load")
         self.emulator.load_directory(directory)
+        for crd in crds_under(directory):
+            self.store.admission.add_crd(crd)
         cluster = scenario.cluster
         delay = cluster.registration_delay
         self.kubelet = Kubelet(
@@ -131,6 +153,12 @@ class World:
         self.notes: list[str] = []
         """Timeline actions that could not be carried out, and why."""
         self._applied: list[tuple[str, str, str]] = []
+        self.failed_applies: list[str] = []
+        """Objects of the scenario (at t=0 or on the timeline) the API server refused."""
+        self.applies = 0
+        self.runner_targets: list[RunnerTarget] = []
+        """What every Runner, RunnerDeployment, RunnerReplicaSet and RunnerSet applied asked
+        for (scope and labels), to tell the jobs no runner could ever take."""
         self._runner_pods: set[str] = set()
         self.runner_pods_created = 0
         self.runner_pods_peak = 0
@@ -157,14 +185,15 @@ class World:
         return github
 
     def _hook_replica(self) -> Any:
-        port = InProcessGitHub(self.github, SIMULATED_PAT, self.clock)
+        lock = self.world_lock
+        port = github_side(InProcessGitHub(self.github, SIMULATED_PAT, self.clock), lock)
         cached = CachedGitHub(port, self.settings, self.clock)
         return create_app(
             self.settings,
             github=cached,
             clock=self.clock,
-            github_blocks=False,
-            kube=StoreKube(self.store),
+            github_blocks=False,  # overlapping calls run on threads of their own (transport)
+            kube=kube_side(StoreKube(self.store), lock),
             build_credentials_port=self._credentials_port,
         )
 
@@ -175,7 +204,7 @@ class World:
         port = InProcessGitHub(
             self.github, credentials.token, self.clock, credentials=credentials.source
         )
-        return CachedGitHub(port, self.settings, self.clock)
+        return CachedGitHub(github_side(port, self.world_lock), self.settings, self.clock)
 
     def _deliver_webhook(self, headers: dict[str, str], body: bytes) -> int:
         """GitHub posts to the webhook receiver of one hook replica."""
@@ -210,8 +239,8 @@ class World:
         """Start Metacontroller, apply the objects, schedule the timeline and the jobs."""
         scenario = self.scenario
         self.emulator.start()
-        for obj in scenario.objects:
-            self.apply(obj)
+        for index, obj in enumerate(scenario.objects):
+            self._apply_from_scenario(obj, f"objects[{index}]")
         for entry in scenario.timeline:
             self.loop.call_at(self._at(entry.at), self._action(entry), f"timeline {entry.action}")
         for stream in scenario.jobs:
@@ -274,14 +303,19 @@ class World:
     # ------------------------------------------------------------------ actions
 
     def apply(self, obj: KubeObject) -> None:
-        """`kubectl apply`: create, or replace the spec of what exists."""
-        manifest = {**obj, "metadata": {"namespace": "default", **obj.get("metadata", {})}}
+        """`kubectl apply`: create, or replace the spec of what exists. Like kubectl, it asks
+        for strict field validation: an unknown field is refused, not dropped. Raises the
+        store's error when the API server refuses the object."""
+        schema = self.store.admission.schema(str(obj.get("apiVersion")), str(obj.get("kind")))
+        namespace = {"namespace": "default"} if schema is None or schema.namespaced else {}
+        manifest = {**obj, "metadata": {**namespace, **obj.get("metadata", {})}}
         metadata = manifest["metadata"]
-        key = (manifest["kind"], metadata["namespace"], metadata["name"])
+        key = (manifest["kind"], metadata.get("namespace") or "", metadata["name"])
         current = self.store.get(*key)
         if current is None:
-            self.store.create(manifest)
+            self.store.create(manifest, field_validation="Strict")
             self._applied.append(key)
+            self._applied_ok(manifest)
             return
         merged = {
             **current,
@@ -293,10 +327,27 @@ class World:
             "annotations": metadata.get("annotations", current["metadata"].get("annotations", {})),
         }
         merged["metadata"].pop("resourceVersion", None)
-        self.store.update(merged)
+        self.store.update(merged, field_validation="Strict")
+        self._applied_ok(manifest)
+
+    def _applied_ok(self, manifest: KubeObject) -> None:
+        self.applies += 1
+        target = runner_target(manifest)
+        if target is not None:
+            self.runner_targets.append(target)
+
+    def _apply_from_scenario(self, obj: KubeObject, where: str) -> None:
+        """An apply of the scenario: a refusal is a failed apply, reported in the summary."""
+        try:
+            self.apply(obj)
+        except StoreError as error:
+            self.failed_applies.append(f"{where} {_describe(obj)}: {error}")
 
     def _action(self, entry: TimelineEntry) -> Callable[[], None]:
         def act() -> None:
+            if entry.apply is not None:
+                self._apply_from_scenario(entry.apply, f"timeline apply at {entry.at:g}s")
+                return
             try:
                 self._perform(entry)
             except StoreError as error:  # e.g. deleting what is already gone
@@ -372,6 +423,14 @@ class World:
         counts = self.github.request_counts()
         rate_limited = sum(1 for r in self.github.requests if r.status in (403, 429))
         hook_calls = self.emulator.hook_calls
+        all_jobs = self.github.jobs()
+        unservable = {
+            job.id
+            for job in summary_unservable(all_jobs, self.runner_targets, self.github.enterprise_of)
+        }
+        stranded = [
+            job for job in all_jobs if job.status != "completed" and job.id not in unservable
+        ]
         return Summary(
             scenario=self.scenario.name,
             seed=self.scenario.seed,
@@ -381,6 +440,7 @@ class World:
                 completed=jobs.completed,
                 interrupted=jobs.interrupted,
                 waiting=jobs.waiting + jobs.in_progress,
+                unservable=len(unservable),
                 p50_queue_seconds=round(jobs.queue_seconds_p50, 1),
                 max_queue_seconds=round(jobs.queue_seconds_max, 1),
             ),
@@ -399,13 +459,34 @@ class World:
                 calls=sum(hook_calls.values()),
                 errors=sum(self.emulator.errors.values()),
                 by_path=dict(sorted(hook_calls.items())),
+                **self._metacontroller_figures(),
+            ),
+            api=ApiFigures(
+                applied=self.applies,
+                failed_applies=len(self.failed_applies),
+                failures=list(self.failed_applies),
+                refused_writes=self.store.refused,
+                pruned_fields=self.store.pruned_fields,
             ),
             invariants=Invariants(
                 no_interrupted_jobs=jobs.interrupted == 0,
                 no_leaked_registrations=not leaked,
                 converged=converged,
+                no_hook_timeouts=self.emulator.stats.timeouts_exceeded == 0,
+                no_failed_applies=not self.failed_applies,
+                servable_jobs_completed=not stranded,
             ),
         )
+
+    def _metacontroller_figures(self) -> dict[str, Any]:
+        stats = self.emulator.stats
+        return {
+            "timeouts_exceeded": stats.timeouts_exceeded,
+            "injected_timeouts": stats.injected_timeouts,
+            "max_latency_seconds": round(stats.max_hook_latency, 3),
+            "conflicts": stats.conflicts,
+            "max_informer_lag_seconds": round(stats.max_informer_lag, 3),
+        }
 
     @property
     def scenario_start(self) -> datetime:
@@ -424,6 +505,12 @@ class World:
         return sorted(
             record.name for record in self.github.runner_records() if record.name not in live
         )
+
+
+def _describe(obj: KubeObject) -> str:
+    metadata = obj.get("metadata") or {}
+    namespace = metadata.get("namespace") or "default"
+    return f"{obj.get('kind')} {namespace}/{metadata.get('name')}"
 
 
 def _is_arc(obj: KubeObject) -> bool:

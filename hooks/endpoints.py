@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hooks.events import EventRecorder, LifecycleEvent
-from hooks.kube.port import PODS, KubeError, KubePort, NotFound
+from hooks.kube.port import PODS, KubeError, KubePort, NotFound, Resource
 from hooks.metacontroller import (
     CompositeHookRequest,
     CustomizeHookRequest,
@@ -29,7 +29,7 @@ from hooks.metacontroller import (
     HookRoute,
     KubeObject,
 )
-from hooks.metrics import HOOK_LATENCY
+from hooks.metrics import FRESH_PARENT_READS, HOOK_LATENCY
 from hooks.workers import CallRunner
 
 log = logging.getLogger("arc_hooks.hooks")
@@ -124,6 +124,8 @@ def _sync_endpoint(
         try:
             hook_request = _validated(model, await _read_document(request))
             key = _object_key(subject(hook_request))
+            if route.fresh_parent is not None and isinstance(hook_request, CompositeHookRequest):
+                hook_request = await _fresh(edge.kube, route.fresh_parent, hook_request)
             if route.blocking:
                 response = await edge.workers.run(handler, hook_request)
             else:
@@ -157,6 +159,35 @@ def _sync_endpoint(
 
 
 FORCE_DELETE_RETRY_SECONDS = 10.0
+
+
+async def _fresh(
+    kube: KubePort,
+    resource_of: Callable[[CompositeHookRequest], Resource | None],
+    request: CompositeHookRequest,
+) -> CompositeHookRequest:
+    """The request with its parent as the API server has it now, when the route asks for it.
+    Should the read fail, the cached parent is decided on, as without this step."""
+    resource = resource_of(request)
+    if resource is None:
+        return request
+    metadata = request.parent["metadata"]
+    try:
+        fresh = await kube.get(resource, str(metadata.get("namespace") or ""), metadata["name"])
+    except NotFound:
+        FRESH_PARENT_READS.labels(outcome="gone").inc()
+        return request  # deleted meanwhile: Metacontroller syncs it no more
+    except KubeError as error:
+        FRESH_PARENT_READS.labels(outcome="failed").inc()
+        log.warning("fresh parent read failed", extra={"detail": str(error)})
+        return request
+    fresh_metadata = fresh.get("metadata") or {}
+    same_object = fresh_metadata.get("uid") == metadata.get("uid")
+    if not same_object or fresh_metadata.get("resourceVersion") == metadata.get("resourceVersion"):
+        FRESH_PARENT_READS.labels(outcome="current").inc()
+        return request  # the cache was current (or the name holds a new object: not ours)
+    FRESH_PARENT_READS.labels(outcome="newer").inc()
+    return request.model_copy(update={"parent": fresh})
 
 
 async def _force_delete(

@@ -22,6 +22,7 @@ from pydantic_core import PydanticCustomError
 
 from hooks.clock import parse_optional_time
 from hooks.events import LifecycleEvent
+from hooks.kube.port import Resource
 
 KubeObject = dict[str, Any]
 ObjectGroups = dict[str, dict[str, KubeObject]]
@@ -351,3 +352,8 @@ class HookRoute:
     kind: HookKind
     handler: Callable[[Any], Any]
     blocking: bool = False
+    fresh_parent: Callable[[Any], Resource | None] | None = None
+    """When this names the parent's resource for a request, the edge reads the parent anew
+    from the API server before the handler decides. Metacontroller sends the parent from an
+    informer cache that may lag its children; where a stale status would lead to a step that
+    cannot be taken back, the handler decides on the fresh one."""

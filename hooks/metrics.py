@@ -17,6 +17,14 @@ HOOK_LATENCY = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
 
+FRESH_PARENT_READS = Counter(
+    "arc_hooks_fresh_parent_reads_total",
+    "Parents read anew from the API server before a decision (outcome: newer than the copy "
+    "Metacontroller sent, current, gone, or failed).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+
 HOOK_REFUSALS = Counter(
     "arc_hooks_hook_refusals",
     "Hook calls refused before they were read, by reason (missing, wrong_scheme, wrong_token, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from arc_sim.metacontroller.realism import Concurrency
 from arc_sim.scenario import Scenario, load_scenario
 from arc_sim.summary import Summary
 from arc_sim.world import World
@@ -26,9 +27,14 @@ def world(name: str) -> World:
     return World(scenario(name))
 
 
-def run(name: str) -> Summary:
-    """scenarios/<name>.yaml run to its end, teardown included."""
-    return world(name).run()
+def run(name: str, *, concurrency: Concurrency | None = None) -> Summary:
+    """scenarios/<name>.yaml run to its end, teardown included (with `concurrency`, the hook
+    calls overlapping in that way rather than the file's)."""
+    loaded = scenario(name)
+    if concurrency is not None:
+        knobs = loaded.metacontroller.model_copy(update={"concurrency": concurrency})
+        loaded = loaded.model_copy(update={"metacontroller": knobs})
+    return World(loaded).run()
 
 
 def assert_clean(

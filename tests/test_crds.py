@@ -962,6 +962,7 @@ _STATUSES: dict[str, dict[str, Any]] = {
         "registeredReplicas": 2,
         "busyReplicas": 1,
         "nextRunnerIndex": 4,
+        "unobservedRunners": [{"name": "x-abcd3", "requestedAt": "2026-01-01T00:00:00Z"}],
         "conditions": _CONDITIONS,
         "observedGeneration": 2,
     },

@@ -502,12 +502,15 @@ def test_deployment_is_locked_down() -> None:
     assert context["allowPrivilegeEscalation"] is False
     assert context["capabilities"] == {"drop": ["ALL"]}
     assert context["seccompProfile"] == {"type": "RuntimeDefault"}
-    # Metacontroller writes to the API server; the hooks' token may only delete pods and
-    # create events.
+    # Metacontroller writes to the API server; the hooks' token may only delete pods, create
+    # events, and read the parents a stale copy would mislead (README, "Stale caches").
     assert pod["automountServiceAccountToken"] is True
     assert _granted(_one("ClusterRole", "arc-hooks")) == {
         ("", "pods", "delete"),
         ("", "events", "create"),
+        ("actions.summerwind.dev", "runners", "get"),
+        ("actions.summerwind.dev", "runnerreplicasets", "get"),
+        ("actions.summerwind.dev", "runnersets", "get"),
     }
     assert set(container["resources"]) == {"requests", "limits"}
     assert "memory" in container["resources"]["limits"]

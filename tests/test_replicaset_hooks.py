@@ -103,10 +103,47 @@ def test_names_are_never_reused(client: TestClient, clock: ManualClock) -> None:
     first = sync_set(client, replica_set(2), [])
     created = [c["metadata"]["name"] for c in first["children"]]
     # Both runners went away (deleted, finalized); the recorded counter moves on.
+    clock.advance(300)
     later = sync_set(client, replica_set(2, status=first["status"]), [])
 
     assert first["status"]["nextRunnerIndex"] == 2
     assert set(names(later)).isdisjoint(created)
+
+
+def test_runners_asked_for_but_not_yet_seen_are_not_asked_for_again(
+    client: TestClient, clock: ManualClock
+) -> None:
+    """Metacontroller's cache of children lags: a sync right after a scale-up may not see the
+    Runners it just asked for, though the parent's status already says it did."""
+    first = sync_set(client, replica_set(3), [])
+    one_seen = [runner(names(first)[0], format_time(clock.now()), online=False, phase="Pending")]
+
+    clock.advance(2)
+    stale = sync_set(client, replica_set(3, status=first["status"]), one_seen)
+    clock.advance(2)
+    larger = sync_set(client, replica_set(5, status=stale["status"]), one_seen)
+
+    assert names(stale) == names(first)[:1]  # nothing new, nothing deleted
+    assert stale["status"]["replicas"] == 3
+    assert [r["name"] for r in stale["status"]["unobservedRunners"]] == names(first)[1:]
+    assert stale["resyncAfterSeconds"] == pytest.approx(58.0)
+    assert len(names(larger)) == 3  # the one seen and two more; two are still on their way
+    assert set(names(larger)).isdisjoint(names(first)[1:])
+    assert larger["status"]["replicas"] == 5
+
+
+def test_runners_never_seen_are_asked_for_anew_after_a_minute(
+    client: TestClient, clock: ManualClock
+) -> None:
+    first = sync_set(client, replica_set(2), [])
+    clock.advance(61)
+    later = sync_set(client, replica_set(2, status=first["status"]), [])
+    seen = sync_set(client, replica_set(2, status=later["status"]), [])
+
+    assert len(names(later)) == 2 and set(names(later)).isdisjoint(names(first))
+    assert "unobservedRunners" not in seen["status"] or [
+        r["name"] for r in seen["status"]["unobservedRunners"]
+    ] == names(later)
 
 
 def test_a_new_set_with_the_same_name_uses_new_names(client: TestClient) -> None:

@@ -5,6 +5,7 @@ other runners. Over HTTP with the RunnerSet driver, and in the simulated world."
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from starlette.testclient import TestClient
 
@@ -130,25 +131,27 @@ def test_jit_labels_carry_the_implicit_ones_config_sh_would_add() -> None:
 
 
 def test_scenario_no_object_ever_holds_a_registration_token() -> None:
-    """scenarios/runnerset-jit-registration.yaml, checked every virtual minute: no Secret of
-    the runners' namespace has a token (the hook server's own bearer token lives elsewhere), no
-    pod or StatefulSet names one, GitHub issued none; every job runs."""
+    """scenarios/runnerset-jit-registration.yaml, checked on every write to the API server: no
+    Secret of the runners' namespace has a token (the hook server's own bearer token lives
+    elsewhere), no pod or StatefulSet names one, GitHub issued none; every job runs."""
     world = sim_scenarios.world("runnerset-jit-registration")
-    world.begin()
-    seen_configs = 0
-    for minute in range(1, 61):
-        world.run_to(minute * 60)
-        for secret in world.store.list_objects("Secret", namespace="default"):
-            data = secret.get("data") or {}
-            assert "token" not in data, secret["metadata"]["name"]
-            seen_configs += "jitConfig" in data
-        for kind in ("Pod", "StatefulSet"):
-            for obj in world.store.list_objects(kind):
-                assert "RUNNER_TOKEN" not in json.dumps(obj)
-    summary = world.finish()
+    seen_configs: set[str] = set()
+
+    def check(_event: str, obj: dict[str, Any]) -> None:
+        kind, metadata = obj.get("kind"), obj["metadata"]
+        if kind == "Secret" and metadata.get("namespace") == "default":
+            data = obj.get("data") or {}
+            assert "token" not in data, metadata["name"]
+            if "jitConfig" in data:
+                seen_configs.add(metadata["name"])
+        elif kind in ("Pod", "StatefulSet"):
+            assert "RUNNER_TOKEN" not in json.dumps(obj)
+
+    world.store.watch(check)
+    summary = world.run()
 
     assert summary.invariants.hold(), summary.table()
     assert summary.jobs.completed == summary.jobs.submitted == 24
-    assert seen_configs > 0
+    assert len(seen_configs) >= 24  # a config of its own for every runner that ran a job
     token_calls = [r for r in world.github.requests if r.route and "registration-token" in r.route]
     assert token_calls == []

@@ -1097,18 +1097,19 @@ def test_item9_decorator_keeps_status_on_null_and_deletes_labels_set_to_null(
         {"labels": {"decorated": None}, "status": None},
     ]
     world.hooks.on("/decorate", lambda request: replies[0])
-    world.start(decorator(resources=[{"apiVersion": "v1", "resource": "configmaps"}]))
-    world.create(config_map("target", labels={"drop-me": "x", "keep": "y"}))
+    # A kind with a status (a ConfigMap has none: the API server would drop it).
+    world.start(decorator(resources=[{"apiVersion": WIDGETS, "resource": "widgets"}]))
+    world.create(widget("target", labels={"drop-me": "x", "keep": "y"}))
     world.run()
-    decorated = world.get("ConfigMap", "target")
+    decorated = world.get("Widget", "target")
     assert decorated["metadata"]["labels"] == {"decorated": "yes", "keep": "y"}
     assert decorated["metadata"]["annotations"] == {"note": "hi"}
     assert decorated["status"] == {"seen": True}  # no observedGeneration
 
     replies.pop(0)
-    world.touch("ConfigMap", "target")
+    world.touch("Widget", "target")
     world.run()
-    decorated = world.get("ConfigMap", "target")
+    decorated = world.get("Widget", "target")
     assert decorated["metadata"]["labels"] == {"keep": "y"}
     assert decorated["status"] == {"seen": True}
 
@@ -1247,9 +1248,10 @@ def test_item11_customize_is_called_once_per_generation_and_again_after_20_minut
     ("rule", "selected"),
     [
         ({"names": ["blue"]}, {"default/blue"}),
-        ({"labelSelector": {}}, {"default/blue", "default/red"}),
+        # v2: a rule without a namespace looks in every namespace
+        ({"labelSelector": {}}, {"default/blue", "default/red", "other/green"}),
         ({"labelSelector": {"matchLabels": {"color": "red"}}}, {"default/red"}),
-        ({}, set()),
+        ({}, {"default/blue", "default/red", "other/green"}),  # no selector: everything
         ({"namespace": "other", "labelSelector": {}}, {"other/green"}),
         (
             {"namespaceSelector": {"matchLabels": {"team": "x"}}, "labelSelector": {}},

@@ -71,7 +71,7 @@ def statefulset(
                 "metadata": {"labels": {"runnerset-name": name}, "annotations": {"a": "b"}},
                 "spec": {
                     "containers": [{"name": "runner", "image": image}],
-                    "restartPolicy": "Never",
+                    "restartPolicy": "Always",  # the only one a StatefulSet takes
                 },
             },
             **spec,
@@ -194,7 +194,19 @@ def test_an_ended_pod_is_deleted_and_created_again() -> None:
     first = world.pod("rs-0")
     assert first is not None
 
-    world.loop.run_for(1 + 5 + 5)  # scheduled, started, registration refused: Failed
+    world.loop.run_for(1 + 5)  # scheduled, started
+    # A StatefulSet's pods restart their containers (restartPolicy Always, the only policy it
+    # takes), so a pod ends only when the kubelet evicts it under node pressure: Failed.
+    running = world.pod("rs-0")
+    assert running is not None
+    world.store.update_status(
+        {
+            "kind": "Pod",
+            "metadata": running["metadata"],
+            "status": {**running["status"], "phase": "Failed", "reason": "Evicted"},
+        }
+    )
+    world.loop.run_for(5)
 
     second = world.pod("rs-0")
     assert second is not None and second["metadata"]["uid"] != first["metadata"]["uid"]

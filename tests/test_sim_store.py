@@ -69,7 +69,14 @@ def test_finalizers_hold_deletion_and_gc_collects_dependents(store: ObjectStore)
             "metadata": {
                 "name": "s",
                 "namespace": "default",
-                "ownerReferences": [{"uid": owner["metadata"]["uid"], "kind": "Runner"}],
+                "ownerReferences": [
+                    {
+                        "apiVersion": "actions.summerwind.dev/v1alpha1",
+                        "kind": "Runner",
+                        "name": "r1",
+                        "uid": owner["metadata"]["uid"],
+                    }
+                ],
             },
         }
     )
@@ -87,7 +94,14 @@ def test_finalizers_hold_deletion_and_gc_collects_dependents(store: ObjectStore)
 def test_pods_terminate_gracefully(store: ObjectStore) -> None:
     events: list[str] = []
     store.watch(lambda event, obj: events.append(f"{event} {obj['kind']}"))
-    store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"}})
+    store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "d"},
+            "spec": {"containers": [{"name": "runner", "image": "runner:1"}]},
+        }
+    )
     store.delete("Pod", "d", "p")
     pod = store.get("Pod", "d", "p")
     assert pod is not None and pod["metadata"]["deletionGracePeriodSeconds"] == 30

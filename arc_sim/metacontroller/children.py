@@ -1,9 +1,11 @@
 """Children: which ones a parent owns (claim, adopt, release) and how its desired set is applied.
 
-Applying follows Metacontroller's default apply strategy: delete what is no longer desired,
-then create what is missing (recording the last applied configuration and a controller
-reference), then update the rest with the three-way merge, as the child type's update strategy
-allows. Errors are collected and the other children are still applied.
+Applying follows Metacontroller's default apply strategy (`ManageChildren` and `DynamicApply`
+in `pkg/controller/common/manage_children.go`): first delete what is no longer desired, type by
+type, then create what is missing (recording the last applied configuration and a controller
+reference) and update the rest with the three-way merge, as the child type's update strategy
+allows, type by type again. Types go in the order of `GetAllGVKs`: by group, version, kind.
+Errors are collected and the other children are still applied.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from arc_sim.store import (
 ChildMap = dict[str, dict[tuple[str, str], KubeObject]]
 """Group key -> (namespace, name) -> child."""
 
-_UPDATE_ATTEMPTS = 5
+_UPDATE_ATTEMPTS = 4
+"""client-go's retry.DefaultBackoff (Steps: 4) in `AtomicUpdate`; its waits are not modelled."""
 
 
 def labels_of(obj: KubeObject) -> dict[str, str]:
@@ -137,18 +140,20 @@ def _adopt(store: ObjectStore, parent: KubeObject, child: KubeObject) -> KubeObj
     ref = make_controller_ref(parent)
 
     def add_ref(obj: KubeObject) -> None:
-        refs = [
-            r for r in obj["metadata"].get("ownerReferences") or () if r.get("uid") != ref["uid"]
-        ]
-        obj["metadata"]["ownerReferences"] = [*refs, ref]
+        # `addOwnerReference` (pkg/dynamic/controllerref/controller_ref.go): a reference with
+        # the parent's uid is replaced where it is; otherwise the new one goes last.
+        refs = _owner_references(obj["metadata"].get("ownerReferences"))
+        replaced = [ref if r["uid"] == ref["uid"] else r for r in refs]
+        found = any(r["uid"] == ref["uid"] for r in refs)
+        obj["metadata"]["ownerReferences"] = replaced if found else [*refs, ref]
 
     return _atomic_update(store, child, add_ref)
 
 
 def _release(store: ObjectStore, child: KubeObject, owner_uid: str) -> KubeObject:
     def drop_ref(obj: KubeObject) -> None:
-        refs = obj["metadata"].get("ownerReferences") or ()
-        obj["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != owner_uid]
+        refs = _owner_references(obj["metadata"].get("ownerReferences"))
+        obj["metadata"]["ownerReferences"] = [r for r in refs if r["uid"] != owner_uid]
 
     return _atomic_update(store, child, drop_ref)
 
@@ -183,12 +188,12 @@ def manage_children(
 ) -> list[str]:
     """Make the children what `desired` says; returns the errors met on the way."""
     errors: list[str] = []
-    for group_key in sorted(observed):
+    for group_key in sorted(observed, key=gvk_order):
         wanted = desired.get(group_key, {})
         for key, child in observed[group_key].items():
             if key not in wanted and not is_deleting(child):
-                _delete(store, child, errors, missing_ok=True)
-    for group_key in sorted(desired):
+                _delete(store, child, errors)
+    for group_key in sorted(desired, key=gvk_order):
         members = desired[group_key]
         sample = next(iter(members.values()))
         try:
@@ -210,14 +215,49 @@ def manage_children(
     return errors
 
 
+def gvk_order(group_key: str) -> tuple[str, str, str]:
+    """Group, version and kind of a group key (`Kind.group/version`), the order in which
+    `GetAllGVKs` (`pkg/controller/common/api/v2/common.go`) hands out types."""
+    kind, _, api_version = group_key.partition(".")
+    group, _, version = api_version.rpartition("/")
+    return group, version, kind
+
+
+def with_controller_ref(child: KubeObject, parent: KubeObject) -> KubeObject:
+    """`claimOwnership`: the child unchanged when any of its owner references already names
+    the parent's uid (whatever else it says); otherwise its references, as
+    `Unstructured.GetOwnerReferences` reads them, and the parent's controller reference."""
+    metadata = child["metadata"]
+    uid = parent["metadata"]["uid"]
+    refs = _owner_references(metadata.get("ownerReferences"))
+    if any(ref["uid"] == uid for ref in refs):
+        return child
+    return {
+        **child,
+        "metadata": {**metadata, "ownerReferences": [*refs, make_controller_ref(parent)]},
+    }
+
+
+def _owner_references(value: Any) -> list[dict[str, Any]]:
+    """References re-encoded as `metav1.OwnerReference`; none unless a list of objects."""
+    if not isinstance(value, list) or not all(isinstance(ref, dict) for ref in value):
+        return []
+    refs = []
+    for ref in value:
+        read = {
+            field: ref[field] if isinstance(ref.get(field), str) else ""
+            for field in ("apiVersion", "kind", "name", "uid")
+        }
+        for flag in ("controller", "blockOwnerDeletion"):
+            if isinstance(ref.get(flag), bool):
+                read[flag] = ref[flag]
+        refs.append(read)
+    return refs
+
+
 def _create(store: ObjectStore, parent: KubeObject, desired: KubeObject, errors: list[str]) -> None:
     # The last applied configuration is the hook's object itself, before anything is added.
-    child = with_last_applied(desired, desired)
-    metadata = child["metadata"]
-    metadata["ownerReferences"] = [
-        *(metadata.get("ownerReferences") or ()),
-        make_controller_ref(parent),
-    ]
+    child = with_controller_ref(with_last_applied(desired, desired), parent)
     try:
         store.create(child)
     except AlreadyExists:
@@ -237,7 +277,8 @@ def _update(
     if merged == current or is_deleting(current):
         return
     if method in ("Recreate", "RollingRecreate"):
-        _delete(store, current, errors, missing_ok=False)  # created again by a later sync
+        # Created again by a later sync; if it is gone already, that sync creates it too.
+        _delete(store, current, errors)
     elif method in ("InPlace", "RollingInPlace"):
         try:
             store.update(merged)
@@ -247,7 +288,9 @@ def _update(
             errors.append(f"can't update {_describe(current)}: {error}")
 
 
-def _delete(store: ObjectStore, child: KubeObject, errors: list[str], *, missing_ok: bool) -> None:
+def _delete(store: ObjectStore, child: KubeObject, errors: list[str]) -> None:
+    """A delete with the observed uid as precondition; one that finds nothing is no error
+    (`deleteChildren` and `childUpdateRecreate` swallow NotFound alike)."""
     metadata = child["metadata"]
     try:
         store.delete(
@@ -256,9 +299,8 @@ def _delete(store: ObjectStore, child: KubeObject, errors: list[str], *, missing
             metadata["name"],
             uid=metadata["uid"],
         )
-    except NotFound as error:
-        if not missing_ok:
-            errors.append(f"can't delete {_describe(child)}: {error}")
+    except NotFound:
+        pass
     except StoreError as error:
         errors.append(f"can't delete {_describe(child)}: {error}")
 

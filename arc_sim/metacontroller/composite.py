@@ -1,14 +1,15 @@
 """A CompositeController: one parent type, the children it owns, and their hooks.
 
-`sync` follows Metacontroller's `syncParentObject`: finalizer, claim, related objects, the
-hook, a requested resync, the finalizer's removal, the selector check, the children, status.
+`sync` follows Metacontroller's `syncParentObject` (`pkg/controller/composite/controller.go`):
+finalizer, claim, related objects, the hook, a requested resync, the finalizer's removal, the
+selector check, the children, status.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from arc_sim.metacontroller.cache import ObjectKey, controller_ref, same_but_status
+from arc_sim.metacontroller.cache import ObjectKey, controller_ref
 from arc_sim.metacontroller.children import (
     ChildMap,
     child_map,
@@ -46,7 +47,9 @@ ParentKey = tuple[str, str]
 """Namespace ("" when cluster-scoped) and name."""
 
 CONTROLLER_UID_LABEL = "controller-uid"
-_STATUS_ATTEMPTS = 5
+_STATUS_ATTEMPTS = 4
+"""client-go's retry.DefaultBackoff (Steps: 4) in `AtomicStatusUpdate`; its waits are not
+modelled."""
 
 
 class CompositeController:
@@ -103,7 +106,7 @@ class CompositeController:
             event == "MODIFIED"
             and previous is not None
             and self.spec.ignore_status_changes
-            and same_but_status(previous, parent)
+            and only_status_changed(previous, parent)
         ):
             return
         self.queue.add(_parent_key(parent))
@@ -188,6 +191,8 @@ class CompositeController:
             return
         finalize_hook = spec.hooks.finalize
         parent = sync_finalizer(context.store, parent, spec.finalizer, finalize_hook is not None)
+        if not selected and not has_finalizer(parent, spec.finalizer):
+            return  # the finalizer was just removed (no finalize hook any more)
         selector = self._selector(parent)
         observed = claim_children(
             context.store,
@@ -220,7 +225,8 @@ class CompositeController:
         desired, errors = child_map(self._checked_children(parent, selector, answer.children))
         if not is_deleting(parent) or should_finalize(parent, spec.finalizer):
             errors += self._apply(parent, observed, desired)
-        self._write_status(parent, answer.status)
+        if not self._write_status(parent, answer.status):
+            return  # Metacontroller swallows a status conflict or 404, and the apply errors too
         if errors:
             raise SyncFailure("apply", "; ".join(errors))
 
@@ -268,18 +274,20 @@ class CompositeController:
             return None
         return selector
 
-    def _write_status(self, parent: KubeObject, status: dict[str, Any] | None) -> None:
-        """Replace status (with observedGeneration), and only when it changes."""
+    def _write_status(self, parent: KubeObject, status: dict[str, Any] | None) -> bool:
+        """Replace status (with observedGeneration), and only when it changes, on the object
+        read live (`AtomicStatusUpdate`). False when it gave up: the parent is gone or replaced,
+        or the update kept conflicting."""
         desired = dict(status or {})
         desired["observedGeneration"] = parent["metadata"].get("generation")
         store = self.context.store
         metadata = parent["metadata"]
         for _ in range(_STATUS_ATTEMPTS):
-            current = self.context.cache.get(*_object_key(parent))
+            current = store.get(*_object_key(parent))
             if current is None or current["metadata"]["uid"] != metadata["uid"]:
-                return
+                return False
             if current.get("status") == desired:
-                return
+                return True
             try:
                 store.update_status(
                     {
@@ -289,11 +297,24 @@ class CompositeController:
                         "status": desired,
                     }
                 )
-                return
+                return True
             except Conflict:
                 continue
             except NotFound:
-                return
+                return False
+        return False
+
+
+def only_status_changed(old: KubeObject, new: KubeObject) -> bool:
+    """What `ignoreStatusChanges` ignores (`updateParentObject`): an update that keeps the
+    generation, labels and annotations, of a parent not being deleted."""
+    old_metadata, new_metadata = old["metadata"], new["metadata"]
+    return (
+        old_metadata.get("generation") == new_metadata.get("generation")
+        and old_metadata.get("labels") == new_metadata.get("labels")
+        and old_metadata.get("annotations") == new_metadata.get("annotations")
+        and not new_metadata.get("deletionTimestamp")
+    )
 
 
 def _parent_key(parent: KubeObject) -> ParentKey:

@@ -1,17 +1,20 @@
-"""What every controller of the emulator shares."""
+"""What every controller of the emulator shares, and how syncs run (`SyncRunner`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from arc_sim.events import EventLoop
+from arc_sim.metacontroller import fibers
 from arc_sim.metacontroller.cache import ObjectCache
+from arc_sim.metacontroller.conflicts import Conflicts
 from arc_sim.metacontroller.failures import SyncFailure, Throttled
 from arc_sim.metacontroller.resources import ResourceCatalog
 from arc_sim.metacontroller.stats import EmulatorStats, SyncErrorEvent
-from arc_sim.metacontroller.webhook import HookCaller
+from arc_sim.metacontroller.transport import Exchange
+from arc_sim.metacontroller.webhook import HookCaller, PendingCall
 from arc_sim.metacontroller.workqueue import WorkQueue
 from arc_sim.store import ObjectStore, StoreError
 
@@ -28,6 +31,7 @@ class Context:
     stats: EmulatorStats
     workers: int
     sync_seconds: float
+    conflicts: Conflicts = field(default_factory=Conflicts)
 
     def record_failure(self, controller: str, parent: str, failure: SyncFailure) -> None:
         self.stats.errors[failure.kind] += 1
@@ -60,3 +64,56 @@ class Context:
             return
         self.record_failure(controller, described, failure)
         queue.add_rate_limited(key)
+
+
+class SyncRunner:
+    """Runs syncs on fibers when hook calls take virtual time (see `webhook`), at once
+    otherwise; follows each sync from hook call to hook call until it ends."""
+
+    def __init__(self, hooks: HookCaller) -> None:
+        self._hooks = hooks
+        self._suspended: dict[fibers.Fiber, PendingCall] = {}
+        """Fibers waiting for an answer, and the call each waits on."""
+
+    def __call__(self, work: Callable[[], None], finished: Callable[[], None]) -> None:
+        if not self._hooks.waits:
+            try:
+                work()
+            finally:
+                finished()
+            return
+        fiber = fibers.take()
+        self._follow(fiber, lambda: fiber.start(work), finished)
+
+    def _follow(
+        self, fiber: fibers.Fiber, switch: Callable[[], Any], finished: Callable[[], None]
+    ) -> None:
+        self._suspended.pop(fiber, None)
+        try:
+            outcome = switch()
+        except BaseException:
+            finished()
+            raise
+        if outcome is fibers.DONE:
+            finished()
+            return
+        assert isinstance(outcome, PendingCall)
+        self._suspended[fiber] = outcome
+
+        def answered(exchange: Exchange) -> None:
+            if self._suspended.get(fiber) is not outcome:
+                return  # cancelled meanwhile: nobody waits for this answer
+            self._follow(fiber, lambda: fiber.resume(exchange), finished)
+
+        outcome.on_answer = answered
+
+    @property
+    def in_flight(self) -> int:
+        """Syncs waiting for a hook answer."""
+        return len(self._suspended)
+
+    def cancel_all(self) -> None:
+        """Unwind every sync still waiting (its world is gone), freeing its thread."""
+        for fiber in list(self._suspended):
+            self._suspended.pop(fiber, None)
+            fiber.resume(error=fibers.FiberCancelled())

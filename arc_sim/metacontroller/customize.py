@@ -1,8 +1,21 @@
 """The customize hook: which related objects a parent's sync sees.
 
-The hook's rules are cached per parent (uid, generation) for 20 minutes, so it is called again
-only when the parent's spec changes or the entry expires. A change to an object a cached rule
-selects enqueues that parent.
+Follows Metacontroller's `pkg/controller/common/customize/manager.go` (v4.17). The hook's
+answer is cached per parent (uid, generation) for 20 minutes, so it is called again only when
+the parent's spec changes or the entry expires; an answer with a bad rule is cached too, and
+fails every sync until then. A change to an object a cached rule selects enqueues that parent.
+
+A rule selects one of four ways (`determineSelectionType`):
+- `namespaceSelector` (with an optional `labelSelector`): objects in the matching namespaces;
+- `labelSelector` and `namespace`: matching objects in that namespace;
+- `namespace` or `names` (no selector): those names (all when none) in that namespace (all
+  namespaces when none);
+- otherwise (a `labelSelector`, or nothing at all, which selects everything): matching objects
+  in every namespace, except for a v1 hook of a namespaced parent, which sees its own
+  namespace only.
+For a cluster-scoped related type the namespace is ignored. A v1 hook of a namespaced parent
+may not name another namespace nor use a `namespaceSelector`; objects outside its namespace
+are left out of its request (`wire.request_maps`).
 """
 
 from __future__ import annotations
@@ -10,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from arc_sim.metacontroller.cache import ObjectCache
 from arc_sim.metacontroller.failures import SyncFailure
@@ -25,6 +38,10 @@ K = TypeVar("K", bound=Hashable)
 
 CACHE_SECONDS = 20 * 60
 
+Selection = Literal["labels", "namespace_and_labels", "namespace_selector", "namespace_and_names"]
+
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
 
 @dataclass(frozen=True, slots=True)
 class RelatedRule:
@@ -34,6 +51,21 @@ class RelatedRule:
     namespace: str
     names: tuple[str, ...]
 
+    @property
+    def selection(self) -> Selection | None:
+        """How the rule selects (`determineSelectionType`); None when it is invalid."""
+        if self.names and (self.label_selector is not None or self.namespace_selector is not None):
+            return None
+        if self.namespace and self.namespace_selector is not None:
+            return None
+        if self.namespace_selector is not None:
+            return "namespace_selector"
+        if self.label_selector is not None and self.namespace:
+            return "namespace_and_labels"
+        if self.namespace or self.names:
+            return "namespace_and_names"
+        return "labels"
+
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
@@ -41,8 +73,18 @@ class _Entry:
     generation: int
     expires: datetime
     rules: tuple[RelatedRule, ...]
+    """The rules whose type is served, in the hook's order."""
+    problem: str | None
+    """Why listing fails: the first bad rule, in the hook's order (every sync fails)."""
     namespace: str
     """The parent's namespace ("" when cluster-scoped)."""
+    v2: bool
+    """The customize hook's version: it, not the sync hook's, decides what a rule selects."""
+
+    @property
+    def local_v1(self) -> bool:
+        """A v1 customize hook of a namespaced parent."""
+        return not self.v2 and bool(self.namespace)
 
 
 RelatedGroups = list[tuple[str, list[KubeObject]]]
@@ -70,10 +112,13 @@ class RelatedObjects(Generic[K]):
         """Kind -> parents whose cached rules select objects of that kind."""
 
     def select(self, key: K, parent: KubeObject) -> RelatedGroups:
+        """The related objects of each rule (`GetRelatedObjects`)."""
         if self.hook is None:
             return []
         entry = self._entry(key, parent)
-        return [(rule.type.group_key, self._objects(rule, entry.namespace)) for rule in entry.rules]
+        if entry.problem is not None:
+            raise SyncFailure("invalid", entry.problem)
+        return [(rule.type.group_key, self._objects(rule, entry)) for rule in entry.rules]
 
     def watches(self, kind: str) -> bool:
         return bool(self._interested.get(kind))
@@ -87,7 +132,7 @@ class RelatedObjects(Generic[K]):
                 entry = self._entries.get(key)
                 if entry is None or entry.expires <= now or key in found:
                     continue
-                if any(self._selects(rule, entry.namespace, obj) for rule in entry.rules):
+                if any(self._selects(rule, entry, obj) for rule in entry.rules):
                     found[key] = None
         return list(found)
 
@@ -115,98 +160,163 @@ class RelatedObjects(Generic[K]):
         body = customize_request(self._controller_json, parent)
         raw_rules = read_customize_answer(self._caller.call(self.hook, body), self.hook.strict)
         namespace = metadata.get("namespace") or ""
-        rules = tuple(self._rule(raw, namespace) for raw in raw_rules)
+        v2 = self.hook.v2
+        rules: list[RelatedRule] = []
+        problem: str | None = None
+        for raw in raw_rules:
+            try:
+                related_type = self._catalog.resource(
+                    raw.get("apiVersion", ""), raw.get("resource", "")
+                )
+            except UnknownResource as error:
+                problem = problem or f"related resource: {error}"
+                continue
+            rule = RelatedRule(
+                type=related_type,
+                label_selector=raw.get("labelSelector"),
+                namespace_selector=raw.get("namespaceSelector"),
+                namespace=raw.get("namespace") or "",
+                names=tuple(raw.get("names") or ()),
+            )
+            rules.append(rule)
+            if problem is None:
+                found = _listing_problem(rule, namespace, v2=v2)
+                if found:
+                    problem = f"related {related_type.resource}: {found}"
         entry = _Entry(
             uid=metadata["uid"],
             generation=metadata.get("generation", 0),
             expires=now + timedelta(seconds=CACHE_SECONDS),
-            rules=rules,
+            rules=tuple(rules),
+            problem=problem,
             namespace=namespace,
+            v2=v2,
         )
         self._entries[key] = entry
         for rule in rules:
             self._interested.setdefault(rule.type.kind, {})[key] = None
         return entry
 
-    def _rule(self, raw: dict[str, Any], parent_namespace: str) -> RelatedRule:
-        assert self.hook is not None
-        try:
-            related_type = self._catalog.resource(
-                raw.get("apiVersion", ""), raw.get("resource", "")
-            )
-        except UnknownResource as error:
-            raise SyncFailure("invalid", f"related resource: {error}") from None
-        rule = RelatedRule(
-            type=related_type,
-            label_selector=raw.get("labelSelector"),
-            namespace_selector=raw.get("namespaceSelector"),
-            namespace=raw.get("namespace") or "",
-            names=tuple(raw.get("names") or ()),
-        )
-        problem = _rule_problem(rule, parent_namespace, v2=self.hook.v2)
-        if problem:
-            raise SyncFailure("invalid", f"related {related_type.resource}: {problem}")
-        return rule
-
     # --- selection
 
-    def _objects(self, rule: RelatedRule, parent_namespace: str) -> list[KubeObject]:
-        kind = rule.type.kind
-        namespaces = self._namespaces(rule, parent_namespace)
-        if rule.names:
-            if namespaces is None:
-                return [o for o in self._cache.objects(kind) if o["metadata"]["name"] in rule.names]
-            found = (self._cache.get(kind, ns, name) for ns in namespaces for name in rule.names)
-            return [obj for obj in found if obj is not None]
-        selector = rule.label_selector
-        if selector is None:
-            return []  # no names and no selector selects nothing, as in Metacontroller
-        candidates: Iterable[KubeObject] = (
-            self._cache.objects(kind)
-            if namespaces is None
-            else (obj for ns in namespaces for obj in self._cache.objects(kind, ns))
-        )
+    def _objects(self, rule: RelatedRule, entry: _Entry) -> list[KubeObject]:
+        """What `GetRelatedObjects` lists for a valid rule."""
+        kind, namespaced = rule.type.kind, rule.type.namespaced
+        selection = rule.selection
+        if selection == "namespace_and_names":
+            if namespaced and rule.namespace:
+                if rule.names:
+                    found = (self._cache.get(kind, rule.namespace, name) for name in rule.names)
+                    return [obj for obj in found if obj is not None]
+                return list(self._cache.objects(kind, rule.namespace))
+            everything = self._cache.objects(kind)
+            if not rule.names:
+                return list(everything)
+            return [obj for obj in everything if obj["metadata"]["name"] in rule.names]
+        selector = rule.label_selector or {}
+        candidates: Iterable[KubeObject]
+        if selection == "namespace_selector":
+            namespace_selector = rule.namespace_selector or {}
+            candidates = (
+                obj
+                for ns in self._cache.objects("Namespace", "")
+                if _labels_match(namespace_selector, ns)
+                for obj in self._cache.objects(kind, ns["metadata"]["name"])
+            )
+        elif selection == "namespace_and_labels":
+            candidates = self._cache.objects(kind, rule.namespace if namespaced else None)
+        else:
+            local = entry.local_v1 and namespaced
+            candidates = self._cache.objects(kind, entry.namespace if local else None)
         return [obj for obj in candidates if _labels_match(selector, obj)]
 
-    def _selects(self, rule: RelatedRule, parent_namespace: str, obj: KubeObject) -> bool:
+    def _selects(self, rule: RelatedRule, entry: _Entry, obj: KubeObject) -> bool:
+        """Whether a change to `obj` concerns the parent (`matchesRelatedRule`; a rule it
+        finds an error in matches nothing)."""
+        if obj.get("kind") != rule.type.kind or obj.get("apiVersion") != rule.type.api_version:
+            return False
         metadata = obj["metadata"]
-        if obj.get("kind") != rule.type.kind:
+        namespace = metadata.get("namespace") or ""
+        namespaced = rule.type.namespaced
+        parent_namespace = entry.namespace
+        selection = rule.selection
+        if selection is None or _selector_problem(rule.label_selector):
             return False
-        namespaces = self._namespaces(rule, parent_namespace)
-        if namespaces is not None and (metadata.get("namespace") or "") not in namespaces:
+        selector = rule.label_selector or {}
+        if selection == "labels":
+            if entry.local_v1 and namespaced and namespace != parent_namespace:
+                return False
+            return _labels_match(selector, obj)
+        if selection == "namespace_and_labels":
+            if entry.local_v1:
+                if rule.namespace != parent_namespace:
+                    return False  # an error in Metacontroller, for any related type
+                if namespaced and namespace != parent_namespace:
+                    return False
+            if not _labels_match(selector, obj):
+                return False
+            return not (namespaced and namespace != rule.namespace)
+        if selection == "namespace_selector":
+            if entry.local_v1 or not namespaced:
+                return False
+            if _selector_problem(rule.namespace_selector):
+                return False
+            if not _labels_match(selector, obj):
+                return False
+            ns = self._cache.get("Namespace", "", namespace)
+            return ns is not None and _labels_match(rule.namespace_selector or {}, ns)
+        # namespace_and_names
+        if entry.local_v1:
+            if rule.namespace and rule.namespace != parent_namespace:
+                return False  # an error in Metacontroller, for any related type
+            if namespaced and namespace != parent_namespace:
+                return False
+        elif namespaced and rule.namespace and namespace != rule.namespace:
             return False
+        return not rule.names or metadata["name"] in rule.names
+
+
+def _listing_problem(rule: RelatedRule, parent_namespace: str, *, v2: bool) -> str | None:
+    """Why `GetRelatedObjects` fails on this rule, in its order of checks."""
+    selection = rule.selection
+    if selection is None:
         if rule.names:
-            return metadata["name"] in rule.names
-        return rule.label_selector is not None and _labels_match(rule.label_selector, obj)
-
-    def _namespaces(self, rule: RelatedRule, parent_namespace: str) -> list[str] | None:
-        """The namespaces a rule looks in; None means all (or a cluster-scoped type)."""
-        if not rule.type.namespaced:
-            return None
-        if rule.namespace:
-            return [rule.namespace]
-        if rule.namespace_selector is not None:
-            selector = rule.namespace_selector
-            return [
-                ns["metadata"]["name"]
-                for ns in self._cache.objects("Namespace", "")
-                if _labels_match(selector, ns)
-            ]
-        return [parent_namespace] if parent_namespace else None
-
-
-def _rule_problem(rule: RelatedRule, parent_namespace: str, *, v2: bool) -> str | None:
-    if rule.names and (rule.label_selector is not None or rule.namespace_selector is not None):
-        return "names cannot be combined with a selector"
-    if rule.namespace and rule.namespace_selector is not None:
+            return "names cannot be combined with labelSelector or namespaceSelector"
         return "namespace cannot be combined with namespaceSelector"
-    if rule.namespace_selector is not None and not rule.type.namespaced:
-        return "namespaceSelector needs a namespaced type"
-    if parent_namespace and not v2:
-        if rule.namespace and rule.namespace != parent_namespace:
-            return "a v1 hook of a namespaced parent sees its own namespace only"
-        if rule.namespace_selector is not None:
-            return "namespaceSelector needs hook version v2 for a namespaced parent"
+    local_v1 = not v2 and bool(parent_namespace) and rule.type.namespaced
+    names_another_namespace = selection == "namespace_and_labels" or (
+        selection == "namespace_and_names" and bool(rule.namespace)
+    )
+    if names_another_namespace and local_v1 and rule.namespace != parent_namespace:
+        return (
+            f"requested related object namespace {rule.namespace} differs from parent "
+            f"object namespace {parent_namespace}"
+        )
+    if selection == "namespace_selector":
+        if local_v1:
+            return "namespaceSelector is not supported for namespaced parent in v1 hook version"
+        if not rule.type.namespaced:
+            return "namespaceSelector is only supported for namespaced related resources"
+        problem = _selector_problem(rule.namespace_selector)
+        if problem:
+            return problem
+    if selection != "namespace_and_names":
+        return _selector_problem(rule.label_selector)
+    return None
+
+
+def _selector_problem(selector: dict[str, Any] | None) -> str | None:
+    """What `metav1.LabelSelectorAsSelector` refuses in an expression (label key and value
+    syntax is not checked)."""
+    for expression in (selector or {}).get("matchExpressions") or ():
+        operator = expression.get("operator")
+        values = expression.get("values") or []
+        if operator not in _OPERATORS:
+            return f"{operator!r} is not a valid label selector operator"
+        if operator in ("In", "NotIn") and not values:
+            return "for 'in', 'notin' operators, values set can't be empty"
+        if operator in ("Exists", "DoesNotExist") and values:
+            return "values set must be empty for exists and does not exist"
     return None
 
 

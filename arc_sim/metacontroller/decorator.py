@@ -43,7 +43,6 @@ from arc_sim.store import (
 )
 
 DECORATOR_ANNOTATION = "metacontroller.k8s.io/decorator-controller"
-_UPDATE_ATTEMPTS = 5
 
 
 class DecoratorController:
@@ -196,14 +195,15 @@ class DecoratorController:
             if not isinstance(annotations, dict):
                 annotations = metadata["annotations"] = {}
             annotations[DECORATOR_ANNOTATION] = self.name
+        if answer.resync_after > 0:
+            self.queue.add_after(key, answer.resync_after)
+        if not self._update_object(obj, answer):
+            return  # a conflict or the object gone: nothing more until the next event
         desired, errors = child_map(answer.attachments)
         if not is_deleting(obj) or should_finalize(obj, finalizer):
             errors += manage_children(
                 context.store, context.catalog, spec.strategies, obj, observed, desired
             )
-        self._update_object(obj, answer)
-        if answer.resync_after > 0:
-            self.queue.add_after(key, answer.resync_after)
         if errors:
             raise SyncFailure("apply", "; ".join(errors))
 
@@ -225,28 +225,31 @@ class DecoratorController:
                 members[child_namespace, child_metadata["name"]] = child
         return observed
 
-    def _update_object(self, obj: KubeObject, answer: DecoratorAnswer) -> None:
+    def _update_object(self, obj: KubeObject, answer: DecoratorAnswer) -> bool:
         """Labels and annotations (null deletes a key), status (null keeps it) and the
-        finalizer when finalized; written only when something changes."""
+        finalizer when finalized, written only when something changes, as Metacontroller does:
+        on the object as this sync read it, status first, then the rest. A 409 Conflict (the
+        object changed since) or a 404 ends the sync without error and without managing the
+        attachments: the next event or resync brings it back, and a finalize hook that answered
+        `finalized` is called again. Returns whether the sync goes on."""
         store = self.context.store
-        for _ in range(_UPDATE_ATTEMPTS):
-            current = self.context.cache.get(*object_key(obj))
-            if current is None or current["metadata"]["uid"] != obj["metadata"]["uid"]:
-                return
-            metadata = _changed_metadata(current["metadata"], answer, self.spec.finalizer)
-            try:
-                if metadata is not None:
-                    update = {**current, "metadata": metadata}
-                    if answer.status is not None:
-                        update["status"] = answer.status
-                    current = store.update(update)
-                if answer.status is not None and current.get("status") != answer.status:
-                    store.update_status({**current, "status": answer.status})
-                return
-            except Conflict:
-                continue
-            except NotFound:
-                return
+        metadata = _changed_metadata(obj["metadata"], answer, self.spec.finalizer)
+        status_changed = answer.status is not None and obj.get("status") != answer.status
+        if metadata is None and not status_changed:
+            return True
+        updated = {**obj, "metadata": dict(metadata or obj["metadata"])}
+        if answer.status is not None:
+            updated["status"] = answer.status
+        try:
+            if status_changed:
+                written = store.update_status(updated)
+                updated["metadata"]["resourceVersion"] = written["metadata"]["resourceVersion"]
+            if metadata is not None:
+                self.context.conflicts.strike(f"{_describe(object_key(obj))} update")
+            store.update(updated)
+        except (Conflict, NotFound):
+            return False
+        return True
 
 
 def _changed_metadata(

@@ -3,8 +3,11 @@ from manifests, driven by the object store's events on the virtual-time event lo
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -12,8 +15,10 @@ import yaml
 from arc_sim.events import EventLoop
 from arc_sim.metacontroller.cache import ObjectCache
 from arc_sim.metacontroller.composite import CompositeController
-from arc_sim.metacontroller.context import Context
+from arc_sim.metacontroller.conflicts import Conflicts, conflicting
+from arc_sim.metacontroller.context import Context, SyncRunner
 from arc_sim.metacontroller.decorator import DecoratorController
+from arc_sim.metacontroller.realism import Realism, Rngs
 from arc_sim.metacontroller.resources import ResourceCatalog
 from arc_sim.metacontroller.spec import (
     CompositeSpec,
@@ -37,8 +42,10 @@ DEFAULT_RELIST_SECONDS = 30 * 60.0
 class MetacontrollerEmulator:
     """Load controllers with `load_manifests` or `load_directory`, then `start()`.
 
-    `workers` is Metacontroller's --workers (per controller); `sync_seconds` is how long a
-    worker stays busy with one sync in virtual time (a hook call itself takes none).
+    `realism` says how unfriendly the world is (workers, hook latency and timeout, informer
+    lag, write conflicts; see `realism.Realism`); without it, the friendly world of
+    `Realism.friendly(workers=workers)`. `sync_seconds` is how long a worker stays busy with a
+    sync besides its hook calls (the API round trips).
     """
 
     def __init__(
@@ -50,26 +57,39 @@ class MetacontrollerEmulator:
         workers: int = 5,
         sync_seconds: float = DEFAULT_SYNC_SECONDS,
         relist_seconds: float | None = DEFAULT_RELIST_SECONDS,
+        realism: Realism | None = None,
     ) -> None:
         self.store = store
         self.loop = loop
         self.transport = transport
+        self.realism = realism if realism is not None else Realism.friendly(workers=workers)
         self.catalog = ResourceCatalog()
         self.cache = ObjectCache()
         self.stats = EmulatorStats()
         self.warnings: list[str] = []
         """Controllers that were not started, and why (Metacontroller's Warning events)."""
         self.controllers: list[Controller] = []
+        rngs = Rngs(self.realism.seed)
+        hooks = HookCaller(transport, self.stats, loop.clock, loop=loop, realism=self.realism)
+        conflicts = Conflicts(self.realism.conflict_rate, rngs.conflicts, self.stats)
         self._context = Context(
-            store=store,
+            store=conflicting(store, conflicts),
             cache=self.cache,
             catalog=self.catalog,
             loop=loop,
-            hooks=HookCaller(transport, self.stats, loop.clock),
+            hooks=hooks,
             stats=self.stats,
-            workers=workers,
+            workers=self.realism.workers,
             sync_seconds=sync_seconds,
+            conflicts=conflicts,
         )
+        self.runner = SyncRunner(hooks)
+        # Syncs still waiting for an answer when the emulator is dropped free their threads.
+        weakref.finalize(self, self.runner.cancel_all)
+        self._lag_rng = rngs.lag
+        self._lag = self.realism.informer_lag
+        self._delivered_at: dict[str, datetime] = {}
+        """Kind -> when its watch last delivered (events of one watch stay in order)."""
         self._relist_seconds = relist_seconds
         self._by_kind: dict[str, list[Controller]] = {}
         self._customizing: list[Controller] = []
@@ -144,6 +164,7 @@ class MetacontrollerEmulator:
             controller = CompositeController(spec, self._context)
         else:
             controller = DecoratorController(spec, self._context)
+        controller.queue.use_runner(self.runner)
         self.controllers.append(controller)
         for kind in controller.kinds():
             self._by_kind.setdefault(kind, []).append(controller)
@@ -186,6 +207,24 @@ class MetacontrollerEmulator:
         self.loop.call_later(seconds, tick, label)
 
     def _observe(self, event: EventType, obj: KubeObject) -> None:
+        """A store event, seen by the informer of its kind `informer_lag` later."""
+        if self._lag.never:
+            self._deliver(event, obj)
+            return
+        kind = obj.get("kind", "")
+        now = self.loop.now
+        when = now + timedelta(seconds=self._lag.draw(self._lag_rng))
+        last = self._delivered_at.get(kind)
+        if last is not None and last > when:
+            when = last
+        self._delivered_at[kind] = when
+        lag = (when - now).total_seconds()
+        if lag > self.stats.max_informer_lag:
+            self.stats.max_informer_lag = lag
+        self.loop.call_at(when, partial(self._deliver, event, obj), "informer")
+
+    def _deliver(self, event: EventType, obj: KubeObject) -> None:
+        self.stats.events_observed += 1
         previous = self.cache.observe(event, obj)
         kind = obj.get("kind", "")
         interested = self._by_kind.get(kind, [])

@@ -127,50 +127,87 @@ def _type(value: Any) -> str:
 
 
 def last_applied(obj: KubeObject) -> dict[str, Any] | None:
-    text = ((obj.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED_ANNOTATION)
-    if not text:
+    """The configuration recorded in `obj`'s annotation (`apply.GetLastApplied`)."""
+    text = _annotation_text(obj)
+    return _parse_last_applied(text)[0] if text else None
+
+
+def _annotation_text(obj: KubeObject) -> str | None:
+    annotations = (obj.get("metadata") or {}).get("annotations")
+    if not isinstance(annotations, dict):
         return None
-    return _parse_last_applied(text)
+    text = annotations.get(LAST_APPLIED_ANNOTATION)
+    return text if isinstance(text, str) else None
 
 
 _PARSED_LIMIT = 8192
-_parsed: dict[str, dict[str, Any]] = {}
+_parsed: dict[str, tuple[dict[str, Any], bool]] = {}
 
 
-def _parse_last_applied(text: str) -> dict[str, Any]:
-    """Parsed once per distinct text: children keep their annotation from sync to sync. The
-    parsed values are shared, which is safe because the merge never changes its inputs."""
+def _parse_last_applied(text: str) -> tuple[dict[str, Any], bool]:
+    """The value and whether `text` is exactly what `go_json` writes for it. Parsed once per
+    distinct text: children keep their annotation from sync to sync. The parsed values are
+    shared, which is safe because the merge never changes its inputs."""
     found = _parsed.get(text)
     if found is not None:
         return found
     try:
         value = json.loads(text)
     except ValueError as error:
-        raise MergeError(f"unreadable {LAST_APPLIED_ANNOTATION}: {error}") from None
+        raise MergeError(
+            f"can't unmarshal {LAST_APPLIED_ANNOTATION!r} annotation: {error}"
+        ) from None
     if not isinstance(value, dict):
-        raise MergeError(f"{LAST_APPLIED_ANNOTATION} is not an object")
+        raise MergeError(f"can't unmarshal {LAST_APPLIED_ANNOTATION!r} annotation: not an object")
     if len(_parsed) >= _PARSED_LIMIT:
         _parsed.clear()
-    _parsed[text] = value
-    return value
+    entry = _parsed[text] = (value, go_json(value) == text)
+    return entry
+
+
+def _string_annotations(metadata: dict[str, Any]) -> dict[str, str] | None:
+    """The annotations as `Unstructured.GetAnnotations` reads them: None unless a map of
+    strings."""
+    annotations = metadata.get("annotations")
+    if isinstance(annotations, dict) and all(isinstance(v, str) for v in annotations.values()):
+        return annotations
+    return None
 
 
 def with_last_applied(
     obj: KubeObject, applied: KubeObject, applied_json: str | None = None
 ) -> KubeObject:
-    """`obj` annotated with the JSON of `applied` (a new object; `obj` is not changed)."""
+    """`obj` annotated with the JSON of `applied` (a new object; `obj` is not changed). As
+    `apply.SetLastApplied`: annotations that are not a map of strings are replaced."""
     metadata = dict(obj.get("metadata") or {})
-    annotations = dict(metadata.get("annotations") or {})
+    annotations = dict(_string_annotations(metadata) or {})
     annotations[LAST_APPLIED_ANNOTATION] = applied_json or go_json(applied)
     metadata["annotations"] = annotations
     return {**obj, "metadata": metadata}
 
 
+def without_last_applied(desired: KubeObject) -> KubeObject:
+    """`desired` without a last-applied annotation of the hook's own
+    (`nullifyLastAppliedAnnotation`, `pkg/controller/common/diff.go`): removed only when the
+    annotations are a map of strings, and an emptied map stays, as `{}`."""
+    metadata = desired.get("metadata")
+    if not isinstance(metadata, dict):
+        return desired
+    annotations = _string_annotations(metadata)
+    if annotations is None or LAST_APPLIED_ANNOTATION not in annotations:
+        return desired
+    kept = {k: v for k, v in annotations.items() if k != LAST_APPLIED_ANNOTATION}
+    return {**desired, "metadata": {**metadata, "annotations": kept}}
+
+
 def updated_child(observed: KubeObject, desired: KubeObject) -> KubeObject:
-    """The object Metacontroller would write for `desired`: the three-way merge, with server
-    metadata and status reverted to what was observed, and the last applied configuration
-    replaced by `desired`."""
-    previous = last_applied(observed)
+    """The object Metacontroller would write for `desired` (`ApplyUpdate` in
+    `pkg/controller/common/manage_children.go`): the hook's own last-applied annotation
+    dropped from `desired`, the three-way merge, server metadata and status reverted to what
+    was observed, and the last applied configuration replaced by `desired`."""
+    text = _annotation_text(observed)
+    previous, canonical = _parse_last_applied(text) if text else (None, False)
+    desired = without_last_applied(desired)
     merged = merge(observed, previous, desired)
     if not isinstance(merged.get("metadata"), dict):
         raise MergeError("metadata: expected an object")
@@ -186,9 +223,9 @@ def updated_child(observed: KubeObject, desired: KubeObject) -> KubeObject:
         merged["status"] = observed["status"]
     else:
         merged.pop("status", None)
-    unchanged = previous is not None and previous == desired
-    annotation = observed["metadata"]["annotations"][LAST_APPLIED_ANNOTATION] if unchanged else None
-    return with_last_applied(merged, desired, annotation)
+    # The text observed is what would be written again when it encodes `desired` exactly.
+    unchanged = canonical and previous == desired
+    return with_last_applied(merged, desired, text if unchanged else None)
 
 
 def go_json(value: Any) -> str:

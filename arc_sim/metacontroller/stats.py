@@ -33,6 +33,22 @@ class EmulatorStats:
     recent_errors: deque[SyncErrorEvent] = field(
         default_factory=lambda: deque(maxlen=RECENT_SYNC_ERRORS)
     )
+    timeouts_exceeded: int = 0
+    """Hook calls slower than their hook's timeout by themselves (not a broken replica's)."""
+    injected_timeouts: int = 0
+    """Hook calls to a replica broken on purpose to time out (a scenario's hookOutage)."""
+    max_hook_latency: float = 0.0
+    """The slowest answer, in virtual seconds (timeouts of broken replicas left out)."""
+    max_concurrent_calls: int = 0
+    """The most hook calls sent together (at one virtual instant)."""
+    conflicts: int = 0
+    """409 Conflicts the controllers' writes met (injected ones included)."""
+    injected_conflicts: int = 0
+    """Conflicts made up at the configured rate."""
+    events_observed: int = 0
+    """Watch events that reached the informer cache."""
+    max_informer_lag: float = 0.0
+    """The longest a watch event took to reach the cache, in virtual seconds."""
 
     def summary(self) -> dict[str, object]:
         return {
@@ -42,4 +58,11 @@ class EmulatorStats:
             "errorsByKind": dict(sorted(self.errors.items())),
             "throttled": self.throttled,
             "syncs": dict(sorted(self.syncs.items())),
+            "timeoutsExceeded": self.timeouts_exceeded,
+            "injectedTimeouts": self.injected_timeouts,
+            "maxHookLatencySeconds": round(self.max_hook_latency, 3),
+            "maxConcurrentCalls": self.max_concurrent_calls,
+            "conflicts": self.conflicts,
+            "injectedConflicts": self.injected_conflicts,
+            "maxInformerLagSeconds": round(self.max_informer_lag, 3),
         }

@@ -59,17 +59,17 @@ def request_maps(
     v2: bool,
 ) -> tuple[ObjectMap, ObjectMap]:
     """The children (or attachments) and related maps of a request, keyed per hook version;
-    v1 drops related objects outside a namespaced parent's namespace."""
+    v1 drops objects outside a namespaced parent's namespace from both (`UniformObjectMap.
+    Convert` in `pkg/controller/common/api/v2/common.go`)."""
+    local = bool(parent_namespace) and not v2
     children = object_map(
         ((group, members.values()) for group, members in observed.items()),
         parent_namespace=parent_namespace,
         v2=v2,
+        parent_namespace_only=local,
     )
     related_map = object_map(
-        related,
-        parent_namespace=parent_namespace,
-        v2=v2,
-        parent_namespace_only=bool(parent_namespace) and not v2,
+        related, parent_namespace=parent_namespace, v2=v2, parent_namespace_only=local
     )
     return children, related_map
 
@@ -190,7 +190,37 @@ def read_customize_answer(body: bytes, strict: bool) -> list[dict[str, Any]]:
             _fail("relatedResources: expected objects")
         if strict and not rule.keys() <= RELATED_RULE_FIELDS:
             _fail(f"unknown field(s) {sorted(rule.keys() - RELATED_RULE_FIELDS)} in a rule")
+        _related_rule_types(rule)
     return rules
+
+
+def _related_rule_types(rule: dict[str, Any]) -> None:
+    """The field types of `v1alpha1.RelatedResourceRule`: a mismatch fails decoding in every
+    mode."""
+    for field in ("apiVersion", "resource", "namespace"):
+        if rule.get(field) is not None and not isinstance(rule[field], str):
+            _fail(f"relatedResources: {field} must be a string")
+    for field in ("labelSelector", "namespaceSelector"):
+        selector = rule.get(field)
+        if selector is None:
+            continue
+        if not isinstance(selector, dict):
+            _fail(f"relatedResources: {field} must be an object")
+        labels = selector.get("matchLabels")
+        if labels is not None and not (
+            isinstance(labels, dict) and all(isinstance(v, str) for v in labels.values())
+        ):
+            _fail(f"relatedResources: {field}.matchLabels must map strings to strings")
+        expressions = selector.get("matchExpressions")
+        if expressions is not None and not (
+            isinstance(expressions, list) and all(isinstance(e, dict) for e in expressions)
+        ):
+            _fail(f"relatedResources: {field}.matchExpressions must be a list of objects")
+    names = rule.get("names")
+    if names is not None and not (
+        isinstance(names, list) and all(isinstance(name, str) for name in names)
+    ):
+        _fail("relatedResources: names must be a list of strings")
 
 
 def _document(body: bytes, strict: bool, fields: frozenset[str]) -> dict[str, Any]:

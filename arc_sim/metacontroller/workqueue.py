@@ -5,8 +5,10 @@ adding one that is being processed makes it run again once that is done. Delayed
 earliest time. Failures back off per key (5 ms doubling to 1000 s) and overall (10 per second,
 bursts of 100); success forgets the key's failures.
 
-Hook calls take no virtual time, so a sync runs at the instant a worker takes its key; the
-worker then stays busy for `sync_seconds`, the round trip and writes it stands for.
+A sync starts at the instant a worker takes its key. By default it runs to its end at once;
+with a runner (`use_runner`) it may wait in virtual time for its hook calls, and the worker
+stays busy until it ends. Either way the worker then stays busy `sync_seconds` more, the API
+round trips besides the hook call.
 """
 
 from __future__ import annotations
@@ -20,6 +22,17 @@ from typing import Generic, TypeVar
 from arc_sim.events import EventLoop, Timer
 
 K = TypeVar("K", bound=Hashable)
+
+SyncRun = Callable[[Callable[[], None], Callable[[], None]], None]
+"""Runs a sync (first argument), then calls the second when the sync has ended."""
+
+
+def run_at_once(work: Callable[[], None], finished: Callable[[], None]) -> None:
+    try:
+        work()
+    finally:
+        finished()
+
 
 BASE_BACKOFF_SECONDS = 0.005
 MAX_BACKOFF_SECONDS = 1000.0
@@ -79,7 +92,12 @@ class WorkQueue(Generic[K]):
         self._processing: set[K] = set()
         self._waiting: dict[K, Timer] = {}
         self._dispatch_scheduled = False
+        self._run: SyncRun = run_at_once
         self.rate_limiter: FailureRateLimiter[K] = FailureRateLimiter(loop)
+
+    def use_runner(self, run: SyncRun) -> None:
+        """Run syncs with `run` (e.g. on fibers, so that they can wait in virtual time)."""
+        self._run = run
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -132,15 +150,15 @@ class WorkQueue(Generic[K]):
             self._dirty.discard(key)
             self._processing.add(key)
             self._idle_workers -= 1
-            try:
-                self._process(key)
-            finally:
-                if self._sync_seconds > 0:
-                    self._loop.call_later(
-                        self._sync_seconds, partial(self._done, key), f"{self._name} done"
-                    )
-                else:
-                    self._done(key)
+            self._run(partial(self._process, key), partial(self._finished, key))
+
+    def _finished(self, key: K) -> None:
+        if self._sync_seconds > 0:
+            self._loop.call_later(
+                self._sync_seconds, partial(self._done, key), f"{self._name} done"
+            )
+        else:
+            self._done(key)
 
     def _done(self, key: K) -> None:
         self._processing.discard(key)

@@ -37,6 +37,8 @@ HORIZONTAL_RUNNER_AUTOSCALERS = Resource(
 )
 RUNNER_DEPLOYMENTS = Resource(ARC_GROUP, ARC_VERSION, "RunnerDeployment", "runnerdeployments")
 RUNNER_SETS = Resource(ARC_GROUP, ARC_VERSION, "RunnerSet", "runnersets")
+RUNNERS = Resource(ARC_GROUP, ARC_VERSION, "Runner", "runners")
+RUNNER_REPLICA_SETS = Resource(ARC_GROUP, ARC_VERSION, "RunnerReplicaSet", "runnerreplicasets")
 PODS = Resource("", "v1", "Pod", "pods")
 CAPACITY_RESERVATIONS = Resource(
     RESERVATION_GROUP, RESERVATION_VERSION, "CapacityReservation", "capacityreservations"

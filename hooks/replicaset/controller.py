@@ -28,6 +28,7 @@ from hooks.children import (
 )
 from hooks.clock import format_time
 from hooks.deps import HookDeps
+from hooks.kube.port import RUNNER_REPLICA_SETS
 from hooks.metacontroller import (
     CompositeHookRequest,
     CompositeHookResponse,
@@ -52,6 +53,7 @@ from hooks.resources.replicaset import (
 from hooks.resources.runner import API_VERSION
 from hooks.runner.validation import validate_runner_template
 from hooks.scale_target import RECREATION_DELAY
+from hooks.unobserved import asked_for, grace_left, still_unobserved
 
 MAX_NEW_RUNNERS_PER_SYNC = 500
 """At most this many Runners are created by one answer (Kubernetes' ReplicaSet controller
@@ -160,6 +162,8 @@ class _ReplicaSetSync:
         labels = replica_set.metadata.labels
         self.hash = labels.get(TEMPLATE_HASH_LABEL) or template_hash(spec.template)
         self.children = [read_child(obj) for obj in request.objects("Runner")]
+        observed = {child.name for child in self.children}
+        self.unobserved = still_unobserved(self.status.unobserved_runners, observed, now)
         self.resync: list[float] = []
         self.conditions: dict[str, ConditionValue] = {"Valid": ("True", "Valid", "")}
 
@@ -169,7 +173,7 @@ class _ReplicaSetSync:
         active = [c for c in live if not c.completed]
         outdated = [c for c in active if c.template_hash not in (None, self.hash)]
         keep = self._keep(active, outdated)
-        new = self._new_runners(self.desired - len(keep))
+        new = self._new_runners(self.desired - len(keep) - len(self.unobserved))
         children = [as_kept(c.obj) for c in keep] + new
         status = self._status(keep, new, completed)
         resync = min(self.resync) if self.resync else None
@@ -265,13 +269,18 @@ class _ReplicaSetSync:
         self, keep: list[RunnerChild], new: list[KubeObject], completed: list[RunnerChild]
     ) -> dict[str, Any]:
         created = len(new)
+        unobserved = self.unobserved + [asked_for(r["metadata"]["name"], self.now) for r in new]
+        left = grace_left(self.unobserved, self.now)
+        if left is not None:  # looked at again when the grace ends, should they never appear
+            self.resync.append(left)
         status = RunnerReplicaSetStatus(
-            replicas=len(keep) + created,
+            replicas=len(keep) + len(unobserved),
             ready_replicas=sum(1 for c in keep if c.ready),
             available_replicas=sum(1 for c in keep if c.ready),
             registered_replicas=sum(1 for c in keep if c.registered),
             busy_replicas=sum(1 for c in keep if c.busy),
             next_runner_index=self._next_index() + created,
+            unobserved_runners=unobserved or None,
             conditions=merge_conditions(self.status.conditions, self.conditions, self.now),
         )
         return status.to_wire()
@@ -284,4 +293,11 @@ def readable_time(text: str | None) -> bool:
 
 def routes(deps: HookDeps) -> list[HookRoute]:
     handler = partial(sync_runner_replica_set, deps=deps)
-    return [HookRoute("/sync/runnerreplicaset", HookKind.COMPOSITE, handler)]
+    # Its status records the runners asked for and not yet seen (hooks.unobserved): decided on
+    # as written, not as a lagging cache has it.
+    fresh = RUNNER_REPLICA_SETS
+    return [
+        HookRoute(
+            "/sync/runnerreplicaset", HookKind.COMPOSITE, handler, fresh_parent=lambda _r: fresh
+        )
+    ]

@@ -63,6 +63,14 @@ class ResourceModel(BaseModel):
         return self.model_dump(by_alias=True, exclude_unset=True, exclude_none=True, mode="json")
 
 
+class CreatedRunner(ResourceModel):
+    """A runner a set asked for and had not seen among its children when it last answered."""
+
+    name: str
+    requested_at: DateTime
+    slot: int | None = None  # the volume slot it mounts (RunnerSet with volume claim templates)
+
+
 class ObjectMeta(ResourceModel):
     name: str = ""
     namespace: str = ""

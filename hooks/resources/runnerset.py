@@ -8,6 +8,7 @@ from typing import Literal
 
 from hooks.resources.common import (
     Condition,
+    CreatedRunner,
     DateTime,
     FreeFormObject,
     ObjectMeta,
@@ -66,6 +67,8 @@ class RunnerSetStatus(ResourceModel):
     registered_replicas: int | None = None
     busy_replicas: int | None = None
     next_runner_index: int | None = None
+    # Runners asked for but not yet among the children (hooks.unobserved).
+    unobserved_runners: list[CreatedRunner] | None = None
     conditions: list[Condition] = []
     observed_generation: int | None = None
 

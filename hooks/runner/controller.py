@@ -24,6 +24,7 @@ from hooks.github.credentials import (
     spec_secret_name,
 )
 from hooks.github.port import GitHubPort
+from hooks.kube.port import RUNNERS, Resource
 from hooks.lifecycle.steps import resolve
 from hooks.metacontroller import (
     CompositeHookRequest,
@@ -143,9 +144,29 @@ def customize_runner(request: dict[str, Any]) -> dict[str, Any]:
     return {"relatedResources": credentials_rules(namespace, spec_secret_name(parent))}
 
 
+def pod_missing_after_a_start(request: CompositeHookRequest) -> Resource | None:
+    """Read the Runner anew when its pod is not among the children though a pod was started
+    before (its status has a phase). A new pod is then started unless the status says why not:
+    an ephemeral runner that completed, a stop still going on. Metacontroller's cache of
+    Runners may lag its cache of pods, and a status from before the pod went would start a
+    second incarnation of a runner that is done."""
+    parent = request.parent
+    status = object_or_empty(parent.get("status"))
+    name = object_or_empty(parent.get("metadata")).get("name")
+    if not status.get("phase") or not isinstance(name, str):
+        return None
+    return None if request.object_named("Pod", name) else RUNNERS
+
+
 def routes(deps: HookDeps) -> list[HookRoute]:
     return [
-        HookRoute("/sync/runner", HookKind.COMPOSITE, partial(sync_runner, deps=deps), True),
+        HookRoute(
+            "/sync/runner",
+            HookKind.COMPOSITE,
+            partial(sync_runner, deps=deps),
+            blocking=True,
+            fresh_parent=pod_missing_after_a_start,
+        ),
         HookRoute(
             "/finalize/runner", HookKind.COMPOSITE, partial(finalize_runner, deps=deps), True
         ),

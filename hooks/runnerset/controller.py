@@ -48,6 +48,7 @@ from hooks.github.credentials import (
     spec_secret_name,
 )
 from hooks.github.port import GitHubPort
+from hooks.kube.port import RUNNER_SETS
 from hooks.lifecycle.steps import resolve
 from hooks.metacontroller import (
     CompositeHookRequest,
@@ -187,7 +188,15 @@ def _finalize_unreadable(
 
 def routes(deps: HookDeps) -> list[HookRoute]:
     return [
-        HookRoute("/sync/runnerset", HookKind.COMPOSITE, partial(sync_runner_set, deps=deps), True),
+        HookRoute(
+            "/sync/runnerset",
+            HookKind.COMPOSITE,
+            partial(sync_runner_set, deps=deps),
+            blocking=True,
+            # Its status records the runners asked for and not yet seen (hooks.unobserved), and
+            # their volume slots: decided on as written, not as a lagging cache has it.
+            fresh_parent=lambda _request: RUNNER_SETS,
+        ),
         HookRoute(
             "/finalize/runnerset",
             HookKind.COMPOSITE,

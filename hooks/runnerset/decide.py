@@ -24,6 +24,7 @@ from hooks.lifecycle.leftover import LeftoverCheck, remove_leftover_registration
 from hooks.lifecycle.steps import Answers, ListRunners, Step, questions_of
 from hooks.metacontroller import KubeObject, object_or_empty
 from hooks.naming import BASE36_NAME, SYNC_TIME_ANNOTATION, base36, newest_first, uid_tag
+from hooks.resources.common import CreatedRunner
 from hooks.resources.runner import GracefulStopStatus
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
 from hooks.runner.pod import PodDefaults
@@ -37,6 +38,7 @@ from hooks.runnerset.statefulset import (
 )
 from hooks.scale_target import RECREATION_DELAY
 from hooks.settings import Settings
+from hooks.unobserved import asked_for, grace_left, still_unobserved
 
 RELEASE_RESYNC_SECONDS = 5.0
 """After scaling a runner's StatefulSet to 0, look again soon: the pod goes within seconds."""
@@ -113,6 +115,8 @@ class RunnerSetPlan:
     conditions: dict[str, ConditionValue] = field(default_factory=dict)
     new_children: list[KubeObject] = field(default_factory=list)
     created: int = 0
+    unobserved: list[CreatedRunner] = field(default_factory=list)
+    """Runners asked for and not seen yet, these included (hooks.unobserved)."""
     next_index: int = 0
     finalized: bool | None = None
 
@@ -161,6 +165,9 @@ class _Decision:
         )
         self.github_available = True
         self.listed: tuple[GitHubRunner, ...] = ()
+        observed = {member.name for member in facts.members}
+        self.out.unobserved = still_unobserved(facts.status.unobserved_runners, observed, facts.now)
+        self.out.wait(grace_left(self.out.unobserved, facts.now))
 
     def sync(self) -> RunnerSetPlan:
         self._look_up_runners()
@@ -185,7 +192,7 @@ class _Decision:
         questions_of(partial(self._advance_stop, member) for member in stopping)
         # Finished once nothing is observed any more (a StatefulSet left out of this answer is
         # still there until Metacontroller has deleted it) and no registration is left.
-        gone = not self.members and not self.facts.pods_observed
+        gone = not self.members and not self.facts.pods_observed and not self.out.unobserved
         self.out.finalized = gone and self._orphaned_registrations_removed()
         if not self.out.finalized:
             self.out.wait(RELEASE_RESYNC_SECONDS)
@@ -356,7 +363,7 @@ class _Decision:
 
     def _scale_up(self) -> None:
         out = self.out
-        missing = self.facts.desired - len(self._active())
+        missing = self.facts.desired - len(self._active()) - len(out.unobserved)
         if missing <= 0:
             out.conditions["Scaling"] = ("True", "Steady", "")
             return
@@ -405,6 +412,7 @@ class _Decision:
                 if claim["metadata"]["name"] not in self.facts.claim_names
             ]
         out.created += 1
+        out.unobserved.append(asked_for(name, self.now, slot))
 
     def _registration_token(self) -> RegistrationMaterial | None:
         """One registration token for every runner created in this sync (token mode)."""
@@ -503,6 +511,7 @@ class _Decision:
         """Volume slots no runner holds, lowest first (a slot is held until its pod is gone)."""
         held = {m.observed.slot for m in self.members if m.observed.slot is not None and m.keep}
         held |= self.facts.pod_slots
+        held |= {runner.slot for runner in self.out.unobserved if runner.slot is not None}
         slot = 0
         while True:
             if slot not in held:

@@ -54,7 +54,7 @@ def _status(facts: RunnerSetFacts, plan: RunnerSetPlan) -> dict[str, Any]:
     active = [m for m in kept if m.stop is None]
     ready = [m for m in active if m.observed.pod is not None and m.observed.pod.ready]
     status = RunnerSetStatus(
-        replicas=len(kept) + plan.created,
+        replicas=len(kept) + len(plan.unobserved),
         ready_replicas=len(ready),
         available_replicas=len(ready),
         updated_replicas=sum(1 for m in active if m.observed.template_hash == plan.hash)
@@ -66,6 +66,7 @@ def _status(facts: RunnerSetFacts, plan: RunnerSetPlan) -> dict[str, Any]:
         # Runners stopping while busy count too: their jobs still hold them.
         busy_replicas=sum(1 for m in kept if m.busy),
         next_runner_index=plan.next_index,
+        unobserved_runners=plan.unobserved or None,
         conditions=merge_conditions(facts.status.conditions, plan.conditions, facts.now),
     )
     return status.to_wire()
