@@ -934,3 +934,15 @@ def test_no_github_call_while_every_runner_is_busy(
 
     assert answer["status"]["reservedReplicas"] == 2
     assert github.calls == []
+
+
+def test_an_unreadable_recorded_reservation_time_is_dropped_not_a_500(
+    client: TestClient, clock: ManualClock
+) -> None:
+    """Found by the hostile-input fuzzer: a status whose newestReservationTime is not a time."""
+    cluster = Cluster(client, clock, autoscaler(status={"newestReservationTime": "0"}))
+    cluster.add(reservation("job-1", clock.now()))
+
+    answer = cluster.sync()  # asserts a 200
+
+    assert answer["status"]["newestReservationTime"] == format_time(clock.now())

@@ -59,6 +59,7 @@ from hooks.metacontroller import (
     HookRoute,
     KubeObject,
     object_or_empty,
+    observed_time,
 )
 from hooks.naming import DEPLOYMENT_NAME_LABEL
 from hooks.resources.autoscaler import (
@@ -400,9 +401,9 @@ class _Sync:
         times += [r.started_at for r in reservations if r.started_at is not None]
         if decision.reservations.started:
             times.append(self.now)
-        recorded = self.previous.newest_reservation_time
-        if recorded:
-            times.append(parse_time(recorded))
+        recorded = observed_time(self.previous.newest_reservation_time)
+        if recorded is not None:  # an unreadable record is dropped, not a failed sync
+            times.append(recorded)
         return format_time(max(times)) if times else None
 
     def _resync(self, next_change_at: datetime | None) -> float:
