@@ -18,10 +18,12 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from hooks.children import as_kept
 from hooks.events import EventRecorder, LifecycleEvent
 from hooks.kube.port import PODS, KubeError, KubePort, NotFound, Resource
 from hooks.metacontroller import (
     CompositeHookRequest,
+    CompositeHookResponse,
     CustomizeHookRequest,
     DecoratorHookRequest,
     DecoratorHookResponse,
@@ -124,9 +126,14 @@ def _sync_endpoint(
         try:
             hook_request = _validated(model, await _read_document(request))
             key = _object_key(subject(hook_request))
+            gone = False
             if route.fresh_parent is not None and isinstance(hook_request, CompositeHookRequest):
-                hook_request = await _fresh(edge.kube, route.fresh_parent, hook_request)
-            if route.blocking:
+                fresh = await _fresh(edge.kube, route.fresh_parent, hook_request)
+                gone = fresh is None
+                hook_request = fresh or hook_request
+            if gone and isinstance(hook_request, CompositeHookRequest):
+                response = _changing_nothing(hook_request)
+            elif route.blocking:
                 response = await edge.workers.run(handler, hook_request)
             else:
                 response = handler(hook_request)
@@ -165,9 +172,10 @@ async def _fresh(
     kube: KubePort,
     resource_of: Callable[[CompositeHookRequest], Resource | None],
     request: CompositeHookRequest,
-) -> CompositeHookRequest:
-    """The request with its parent as the API server has it now, when the route asks for it.
-    Should the read fail, the cached parent is decided on, as without this step."""
+) -> CompositeHookRequest | None:
+    """The request with its parent as the API server has it now, when the route asks for it;
+    None when the parent is gone (deleted since the cache saw it). Should the read fail, the
+    cached parent is decided on, as without this step."""
     resource = resource_of(request)
     if resource is None:
         return request
@@ -176,18 +184,30 @@ async def _fresh(
         fresh = await kube.get(resource, str(metadata.get("namespace") or ""), metadata["name"])
     except NotFound:
         FRESH_PARENT_READS.labels(outcome="gone").inc()
-        return request  # deleted meanwhile: Metacontroller syncs it no more
+        return None
     except KubeError as error:
         FRESH_PARENT_READS.labels(outcome="failed").inc()
         log.warning("fresh parent read failed", extra={"detail": str(error)})
         return request
     fresh_metadata = fresh.get("metadata") or {}
-    same_object = fresh_metadata.get("uid") == metadata.get("uid")
-    if not same_object or fresh_metadata.get("resourceVersion") == metadata.get("resourceVersion"):
+    if fresh_metadata.get("uid") != metadata.get("uid"):
+        FRESH_PARENT_READS.labels(outcome="gone").inc()
+        return None  # the name holds a new object: the one the cache has is gone
+    if fresh_metadata.get("resourceVersion") == metadata.get("resourceVersion"):
         FRESH_PARENT_READS.labels(outcome="current").inc()
-        return request  # the cache was current (or the name holds a new object: not ours)
+        return request
     FRESH_PARENT_READS.labels(outcome="newer").inc()
     return request.model_copy(update={"parent": fresh})
+
+
+def _changing_nothing(request: CompositeHookRequest) -> CompositeHookResponse:
+    """The answer for a parent deleted since Metacontroller's cache saw it: every child as it
+    is, nothing new (the garbage collector takes them with their owner), the status as sent."""
+    children = [as_kept(obj) for group in request.children.values() for obj in group.values()]
+    status = request.parent.get("status")
+    return CompositeHookResponse(
+        status=status if isinstance(status, dict) else None, children=children
+    )
 
 
 async def _force_delete(

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from starlette.testclient import TestClient
 from starlette.types import ASGIApp
 
+from arc_sim.kube_port import StoreKube
+from hooks.kube.port import KubeError, KubeObject, Resource
 from hooks.settings import Settings
 
 HOOK_TOKEN = "hook-token-for-tests"
@@ -24,3 +26,13 @@ def hook_settings(env: Mapping[str, object] | None = None) -> Settings:
 def hook_client(app: ASGIApp) -> TestClient:
     """A client that authenticates as Metacontroller does."""
     return TestClient(app, headers=HOOK_AUTH)
+
+
+class WithoutParentReads(StoreKube):
+    """The simulated API server for what the hooks write (Events, forced deletes), refusing
+    their reads of parents, as a cluster whose ClusterRole predates them would (403): the
+    hooks then decide on the parent the request carries, which tests that send parents of
+    their own rely on."""
+
+    async def get(self, resource: Resource, namespace: str, name: str) -> KubeObject:
+        raise KubeError(f"{resource.plural} is forbidden: get not granted", 403)

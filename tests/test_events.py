@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from arc_sim.kube_port import StoreKube
 from arc_sim.store import ObjectStore
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
@@ -24,7 +23,7 @@ from hooks.events import (
     event_object,
 )
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
-from tests.hook_app import hook_settings
+from tests.hook_app import WithoutParentReads, hook_settings
 from tests.hook_driver import HookDriver, new_runner, running_status
 from tests.in_memory_github import InMemoryGitHub
 
@@ -92,7 +91,7 @@ def test_an_event_object_is_a_valid_core_v1_event() -> None:
 @pytest.fixture
 def app(github: InMemoryGitHub, clock: ManualClock, store: ObjectStore) -> Starlette:
     """The hook server, writing its Events to `store`."""
-    return create_app(hook_settings(), github=github, clock=clock, kube=StoreKube(store))
+    return create_app(hook_settings(), github=github, clock=clock, kube=WithoutParentReads(store))
 
 
 def events(store: ObjectStore) -> list[tuple[str, str, str]]:

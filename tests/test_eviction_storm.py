@@ -1,6 +1,7 @@
 """scenarios/eviction-storm.yaml: every kind of runner owner evicted, deleted, drained and lost
-while jobs run, replayed with three seeds. Whatever happens to the jobs, GitHub must be left
-with no registration, the teardown must finish, and no job may be lost.
+while jobs run, replayed with three seeds, and two more under `--stress`. Whatever happens to
+the jobs, GitHub must be left with no registration, the teardown must finish, and no job may be
+lost.
 
 Each seed is run once (about 15-25 s of wall time) and shared by the tests of that seed.
 """
@@ -15,13 +16,15 @@ from datetime import datetime, timedelta
 import pytest
 
 from arc_sim.github_jobs import SimJob
-from arc_sim.scenario import Scenario
+from arc_sim.scenario import Scenario, stressed
 from arc_sim.summary import Summary
 from arc_sim.world import World
 from tests import sim_scenarios
 
 SCENARIO = "eviction-storm"
-SEEDS = (3, 8, 21)  # 3 is the file's own seed
+SEEDS = (3, 8, 21, "stress-1", "stress-2")
+"""3 is the file's own seed; `stress-N` is seed N under `simulate --stress` (informer lag of
+seconds, 10% write conflicts, hook replicas restarting mid-call)."""
 
 # The job streams, by their one label besides `self-hosted`. Jobs of these streams are shorter
 # than the graceful-stop timeout of the runners that take them (`fast` and `cache`: 60-75 s
@@ -46,8 +49,12 @@ class Storm:
 
 
 @functools.cache
-def storm(seed: int) -> Storm:
-    scenario = sim_scenarios.scenario(SCENARIO).model_copy(update={"seed": seed})
+def storm(seed: int | str) -> Storm:
+    stress = isinstance(seed, str)
+    number = int(str(seed).removeprefix("stress-"))
+    scenario = sim_scenarios.scenario(SCENARIO).model_copy(update={"seed": number})
+    if stress:
+        scenario = stressed(scenario)
     loss = next(entry for entry in scenario.timeline if entry.lose_node is not None)
     assert loss.lose_node is not None
     started = time.perf_counter()
@@ -103,7 +110,7 @@ def describe_leftovers(world: World) -> str:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_no_registration_is_left_on_github(seed: int) -> None:
+def test_no_registration_is_left_on_github(seed: int | str) -> None:
     run = storm(seed)
     summary = run.summary
 
@@ -116,7 +123,7 @@ def test_no_registration_is_left_on_github(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_teardown_converges(seed: int) -> None:
+def test_teardown_converges(seed: int | str) -> None:
     run = storm(seed)
     converged = run.summary.invariants.converged
 
@@ -124,11 +131,12 @@ def test_teardown_converges(seed: int) -> None:
         f"seed {seed}: left after a {run.scenario.quiet_period / 60:.0f}-minute teardown "
         f"(node {run.lost_node} lost):\n{describe_leftovers(run.world)}"
     )
-    assert run.summary.hooks.errors == 0
+    # Under stress a replica restarting mid-call loses that call's answer: an error each.
+    assert run.summary.hooks.errors <= run.world.transport.restarts
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_every_job_completes_or_is_reported_interrupted(seed: int) -> None:
+def test_every_job_completes_or_is_reported_interrupted(seed: int | str) -> None:
     run = storm(seed)
     jobs = run.summary.jobs
     never_ran = [job for job in run.world.github.jobs() if job.status != "completed"]
@@ -144,7 +152,7 @@ def test_every_job_completes_or_is_reported_interrupted(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_jobs_are_cut_off_only_by_a_short_graceful_stop_or_the_lost_node(seed: int) -> None:
+def test_jobs_are_cut_off_only_by_a_short_graceful_stop_or_the_lost_node(seed: int | str) -> None:
     run = storm(seed)
     interrupted = [job for job in run.world.github.jobs() if job.interrupted]
     assert run.runners_on_lost_node, "the lost node ran no runner: the exemption below is moot"

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from arc_sim.kube_port import StoreKube
 from arc_sim.store import ObjectStore
 from hooks.app import create_app
-from hooks.clock import ManualClock
+from hooks.clock import ManualClock, format_time
 from hooks.kube.port import KubeError, KubeObject, Resource
 from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub
@@ -78,3 +78,65 @@ def test_a_failed_read_decides_on_the_copy_metacontroller_sent(clock: ManualCloc
     answer = sync(client, stored)
 
     assert len(answer["children"]) == 1
+
+
+def test_a_parent_deleted_since_the_cache_saw_it_gets_an_answer_that_changes_nothing(
+    clock: ManualClock,
+) -> None:
+    store = ObjectStore(clock)
+    stored = store.create(replica_set(3))
+    client = app_over(store, clock)
+    store.delete("RunnerReplicaSet", "default", "pool")
+
+    answer = sync(client, stored)
+
+    assert answer["children"] == []  # no runners for a set that is gone
+
+
+def test_a_runner_without_its_pod_is_decided_on_its_status_as_written(
+    clock: ManualClock,
+) -> None:
+    """An ephemeral runner whose run ended: the cache still has the status from before its pod
+    went (no stop recorded), the API server the one that says it completed."""
+    store = ObjectStore(clock)
+    owner = store.create(replica_set(1))
+    runner = store.create(
+        {
+            "apiVersion": API,
+            "kind": "Runner",
+            "metadata": {
+                "name": "r1",
+                "namespace": "default",
+                "ownerReferences": [
+                    {
+                        "apiVersion": API,
+                        "kind": "RunnerReplicaSet",
+                        "name": "pool",
+                        "uid": owner["metadata"]["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {**SPEC, "ephemeral": True},
+        }
+    )
+    stale = copy.deepcopy(runner)
+    stale["status"] = {"phase": "Running"}
+    at = format_time(clock.now())
+    stop = {
+        "reason": "RunnerCompleted",
+        "startedAt": at,
+        "podUid": "pod-1",
+        "completedAt": at,
+        "outcome": "Unregistered",
+    }
+    done = {**runner, "status": {"phase": "Completed", "gracefulStop": stop}}
+    client = app_over(store, clock)
+    store.update_status(done)
+
+    request = {"controller": {}, "parent": stale, "children": {}}
+    response = client.post("/sync/runner", json=request)
+
+    assert response.status_code == 200, response.text
+    kinds = [child["kind"] for child in response.json()["children"]]
+    assert "Pod" not in kinds

@@ -30,12 +30,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from arc_sim.kube_port import StoreKube
 from arc_sim.store import ObjectStore
 from arc_sim.webhooks import signature_256
 from hooks.app import create_app
 from hooks.clock import ManualClock
-from tests.hook_app import GITHUB_TOKEN, HOOK_TOKEN, hook_client, hook_settings
+from tests.hook_app import GITHUB_TOKEN, HOOK_TOKEN, WithoutParentReads, hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub
 
 Json = Any
@@ -812,7 +811,9 @@ def hook_server(env: dict[str, object] | None = None) -> Iterator[tuple[TestClie
     errors = LastError()
     logger = logging.getLogger("arc_hooks")
     logger.addHandler(errors)
-    app = create_app(hook_settings(env), github=github, clock=clock, kube=StoreKube(cluster(clock)))
+    app = create_app(
+        hook_settings(env), github=github, clock=clock, kube=WithoutParentReads(cluster(clock))
+    )
     try:
         with hook_client(app) as client:
             yield client, errors

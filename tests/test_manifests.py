@@ -510,6 +510,7 @@ def test_deployment_is_locked_down() -> None:
         ("", "events", "create"),
         ("actions.summerwind.dev", "runners", "get"),
         ("actions.summerwind.dev", "runnerreplicasets", "get"),
+        ("actions.summerwind.dev", "runnerdeployments", "get"),
         ("actions.summerwind.dev", "runnersets", "get"),
     }
     assert set(container["resources"]) == {"requests", "limits"}

@@ -27,6 +27,7 @@ from hooks.children import (
     merge_conditions,
 )
 from hooks.deps import HookDeps
+from hooks.kube.port import RUNNER_DEPLOYMENTS
 from hooks.metacontroller import (
     CompositeHookRequest,
     CompositeHookResponse,
@@ -241,6 +242,8 @@ def routes(deps: HookDeps) -> list[HookRoute]:
             "/sync/runnerdeployment",
             HookKind.COMPOSITE,
             partial(sync_runner_deployment, deps=deps),
+            # A RunnerDeployment deleted since the cache saw it asks for no set again.
+            fresh_parent=lambda _request: RUNNER_DEPLOYMENTS,
         ),
         HookRoute("/customize/runnerdeployment", HookKind.CUSTOMIZE, customize_runner_deployment),
     ]

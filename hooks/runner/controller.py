@@ -144,18 +144,16 @@ def customize_runner(request: dict[str, Any]) -> dict[str, Any]:
     return {"relatedResources": credentials_rules(namespace, spec_secret_name(parent))}
 
 
-def pod_missing_after_a_start(request: CompositeHookRequest) -> Resource | None:
-    """Read the Runner anew when its pod is not among the children though a pod was started
-    before (its status has a phase). A new pod is then started unless the status says why not:
-    an ephemeral runner that completed, a stop still going on. Metacontroller's cache of
-    Runners may lag its cache of pods, and a status from before the pod went would start a
-    second incarnation of a runner that is done."""
-    parent = request.parent
-    status = object_or_empty(parent.get("status"))
-    name = object_or_empty(parent.get("metadata")).get("name")
-    if not status.get("phase") or not isinstance(name, str):
+def pod_missing(request: CompositeHookRequest) -> Resource | None:
+    """Read the Runner anew when its pod is not among the children: a pod is about to be
+    started unless the status says why not (an ephemeral runner that completed, a stop still
+    going on), and Metacontroller's cache of Runners may lag its cache of pods. A status from
+    before the pod went would start a second incarnation of a runner that is done; a Runner
+    deleted since the cache saw it would start a pod nobody stops."""
+    name = object_or_empty(request.parent.get("metadata")).get("name")
+    if not isinstance(name, str) or request.object_named("Pod", name):
         return None
-    return None if request.object_named("Pod", name) else RUNNERS
+    return RUNNERS
 
 
 def routes(deps: HookDeps) -> list[HookRoute]:
@@ -165,7 +163,7 @@ def routes(deps: HookDeps) -> list[HookRoute]:
             HookKind.COMPOSITE,
             partial(sync_runner, deps=deps),
             blocking=True,
-            fresh_parent=pod_missing_after_a_start,
+            fresh_parent=pod_missing,
         ),
         HookRoute(
             "/finalize/runner", HookKind.COMPOSITE, partial(finalize_runner, deps=deps), True
