@@ -110,6 +110,11 @@ class RelatedObjects(Generic[K]):
         self._entries: dict[K, _Entry] = {}
         self._interested: dict[str, dict[K, None]] = {}
         """Kind -> parents whose cached rules select objects of that kind."""
+        self._by_label: dict[str, dict[K, None]] = {}
+        """Kind -> parents with a rule for that kind not limited to names."""
+        self._by_name: dict[tuple[str, str], dict[K, None]] = {}
+        """(kind, name) -> parents with a rule naming that object: an object change looks at
+        these and at `_by_label`, not at every parent interested in its kind."""
 
     def select(self, key: K, parent: KubeObject) -> RelatedGroups:
         """The related objects of each rule (`GetRelatedObjects`)."""
@@ -128,7 +133,13 @@ class RelatedObjects(Generic[K]):
         found: dict[K, None] = {}
         now = self._clock.now()
         for obj in objects:
-            for key in self._interested.get(obj.get("kind", ""), ()):
+            kind = obj.get("kind", "")
+            name = (obj.get("metadata") or {}).get("name", "")
+            candidates = [
+                *self._by_label.get(kind, ()),
+                *self._by_name.get((kind, name), ()),
+            ]
+            for key in candidates:
                 entry = self._entries.get(key)
                 if entry is None or entry.expires <= now or key in found:
                     continue
@@ -140,7 +151,11 @@ class RelatedObjects(Generic[K]):
         entry = self._entries.pop(key, None)
         if entry is not None:
             for rule in entry.rules:
-                self._interested.get(rule.type.kind, {}).pop(key, None)
+                kind = rule.type.kind
+                self._interested.get(kind, {}).pop(key, None)
+                self._by_label.get(kind, {}).pop(key, None)
+                for name in rule.names:
+                    self._by_name.get((kind, name), {}).pop(key, None)
 
     # --- rules
 
@@ -194,7 +209,13 @@ class RelatedObjects(Generic[K]):
         )
         self._entries[key] = entry
         for rule in rules:
-            self._interested.setdefault(rule.type.kind, {})[key] = None
+            kind = rule.type.kind
+            self._interested.setdefault(kind, {})[key] = None
+            if rule.names:  # only these names can match (`_selects`)
+                for name in rule.names:
+                    self._by_name.setdefault((kind, name), {})[key] = None
+            else:
+                self._by_label.setdefault(kind, {})[key] = None
         return entry
 
     # --- selection
