@@ -21,6 +21,7 @@ from datetime import UTC, timedelta, timezone
 from http import HTTPStatus
 from typing import Any, Literal, TypeVar
 
+import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -802,7 +803,7 @@ def _invalid(field: str, value: object, problem: str) -> _RequestError:
 
 
 def _dump(payload: Json) -> bytes:
-    return json.dumps(payload, separators=(",", ":")).encode()
+    return orjson.dumps(payload)
 
 
 def _ok(call: Call, payload: Json, headers: dict[str, str] | None = None) -> ApiResponse:

@@ -97,6 +97,15 @@ class InProcessGitHub(GitHubPort):
 
         return self._guard("list runners", scope, call)
 
+    def runners_named(
+        self, scope: Scope, name: str, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
+        def call() -> list[GitHubRunner]:
+            items = self._get_all(f"{scope.api_path}/actions/runners", "runners", {"name": name})
+            return [runner for runner in map(parse_runner, items) if runner.name == name]
+
+        return self._guard(f"find runner {name!r}", scope, call)
+
     def registration_token(self, scope: Scope) -> RegistrationToken:
         def call() -> RegistrationToken:
             path = f"{scope.api_path}/actions/runners/registration-token"

@@ -6,12 +6,12 @@ It behaves as the API server does for these calls, so the fake REST API
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from arc_sim import store as sim_store
+from arc_sim.json_clone import clone
 from arc_sim.store import ObjectStore
 from hooks.kube.port import AlreadyExists, KubeError, KubeObject, NotFound, Resource
 
@@ -20,7 +20,7 @@ def apply_merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch: objects merge recursively, null removes a member, anything
     else (arrays included) replaces. Neither argument is changed."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     merged = dict(target) if isinstance(target, dict) else {}
     for member, value in patch.items():
         if value is None:
@@ -51,7 +51,7 @@ class StoreKube:
         if not namespace:
             raise KubeError(f"a {resource.kind} needs metadata.namespace", 400)
         with _as_kube_errors():
-            return copy.deepcopy(self.store.create(obj))
+            return clone(self.store.create(obj))
 
     async def merge_patch(
         self, resource: Resource, namespace: str, name: str, patch: KubeObject
@@ -63,7 +63,7 @@ class StoreKube:
         if (metadata.get("namespace"), metadata.get("name")) != (namespace, name):
             raise KubeError(f"a patch cannot rename {resource.kind} {namespace}/{name}", 400)
         with _as_kube_errors():
-            return copy.deepcopy(self.store.update(patched))
+            return clone(self.store.update(patched))
 
     async def delete(
         self,

@@ -13,7 +13,6 @@ validation.
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from arc_sim.admission import Admission, FieldValidation, Refused
+from arc_sim.json_clone import clone
 from arc_sim.schema_check import FieldError
 from hooks.clock import Clock, format_time
 
@@ -127,6 +127,7 @@ class ObjectStore:
         self.pruned_fields = 0
         """Unknown fields dropped from objects written (the API server's warnings)."""
         self._objects: dict[Key, KubeObject] = {}
+        self._kinds: dict[str, dict[Key, KubeObject]] = {}  # the same objects, by kind
         self._versions = itertools.count(1)
         self._uids = itertools.count(1)
         self._watchers: list[Watcher] = []
@@ -147,12 +148,12 @@ class ObjectStore:
 
     def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
         found = self._objects.get(Key(kind, namespace, name))
-        return copy.deepcopy(found) if found is not None else None
+        return clone(found) if found is not None else None
 
     def get_by_uid(self, uid: str) -> KubeObject | None:
         for obj in self._objects.values():
             if obj["metadata"]["uid"] == uid:
-                return copy.deepcopy(obj)
+                return clone(obj)
         return None
 
     def list_objects(
@@ -161,24 +162,24 @@ class ObjectStore:
         namespace: str | None = None,
         label_selector: dict[str, Any] | None = None,
     ) -> list[KubeObject]:
-        found = [
-            copy.deepcopy(obj)
-            for key, obj in sorted(self._objects.items(), key=lambda item: str(item[0]))
-            if key.kind == kind
-            and (namespace is None or key.namespace == namespace)
+        matching = [
+            (key, obj)
+            for key, obj in self._kinds.get(kind, {}).items()
+            if (namespace is None or key.namespace == namespace)
             and (label_selector is None or selector_matches(label_selector, _labels(obj)))
         ]
-        return found
+        matching.sort(key=lambda item: str(item[0]))
+        return [clone(obj) for _, obj in matching]
 
     def kinds(self) -> set[str]:
-        return {key.kind for key in self._objects}
+        return {kind for kind, objects in self._kinds.items() if objects}
 
     # --- writing
 
     def create(self, obj: KubeObject, *, field_validation: FieldValidation = "Warn") -> KubeObject:
         """POST. `field_validation` as the client asks: "Strict" refuses unknown fields (as
         kubectl does), "Warn" prunes them (as other clients get by default)."""
-        stored = copy.deepcopy(obj)
+        stored = clone(obj)
         metadata = stored.setdefault("metadata", {})
         if isinstance(metadata, dict) and not metadata.get("name") and metadata.get("generateName"):
             metadata["name"] = f"{metadata['generateName']}{next(self._uids):05x}"
@@ -192,7 +193,7 @@ class ObjectStore:
         metadata["generation"] = 1
         metadata["creationTimestamp"] = format_time(self.clock.now())
         metadata["resourceVersion"] = str(next(self._versions))
-        self._objects[key] = stored
+        self._objects[key] = self._kinds.setdefault(key.kind, {})[key] = stored
         self._live_uids.add(metadata["uid"])
         self._index_owners(key, None, stored)
         self._notify("ADDED", stored)
@@ -203,7 +204,7 @@ class ObjectStore:
         """PUT: replaces everything but status (for kinds with the status subresource) and the
         server-owned metadata. A resourceVersion, when given, must match."""
         current = self._current(obj)
-        updated = copy.deepcopy(obj)
+        updated = clone(obj)
         if not isinstance(updated.get("metadata"), dict):
             updated["metadata"] = {}
         self._check_version(current, updated)
@@ -233,7 +234,7 @@ class ObjectStore:
         updated = {key: value for key, value in current.items() if key != "status"}
         updated["metadata"] = dict(current["metadata"])
         if "status" in obj:
-            updated["status"] = copy.deepcopy(obj["status"])
+            updated["status"] = clone(obj["status"])
         self._admit(lambda: self.admission.admit_status(current, updated))
         return self._replace(current, updated)
 
@@ -251,7 +252,7 @@ class ObjectStore:
         current = self._objects.get(Key(kind, namespace, name))
         if current is None:
             raise NotFound(f"{Key(kind, namespace, name)} not found")
-        updated = copy.deepcopy(current)
+        updated = clone(current)
         metadata = updated["metadata"]
         for field, changes in (("labels", labels), ("annotations", annotations)):
             if changes is None:
@@ -296,7 +297,7 @@ class ObjectStore:
         if not metadata.get("finalizers") and not graceful:
             self._remove(key)
             return
-        updated = copy.deepcopy(current)
+        updated = clone(current)
         updated["metadata"]["deletionTimestamp"] = format_time(self.clock.now())
         if kind == "Pod":
             grace = grace_period_seconds
@@ -361,7 +362,7 @@ class ObjectStore:
             return current
         key = key_of(current)
         updated["metadata"]["resourceVersion"] = str(next(self._versions))
-        self._objects[key] = updated
+        self._objects[key] = self._kinds[key.kind][key] = updated
         self._index_owners(key, current, updated)
         self._notify("MODIFIED", updated)
         self._remove_if_done(key)
@@ -380,6 +381,7 @@ class ObjectStore:
 
     def _remove(self, key: Key) -> None:
         removed = self._objects.pop(key)
+        del self._kinds[key.kind][key]
         self._live_uids.discard(removed["metadata"]["uid"])
         self._terminated.discard(key)
         self._index_owners(key, removed, None)

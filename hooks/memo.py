@@ -12,6 +12,17 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
+import orjson
+
+PLAIN_JSON = (
+    orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+"""orjson options for a memo key: orjson would write datetimes, dataclasses and subclasses of
+str, dict, ... as if they were plain JSON; with these it refuses them (`JSONEncodeError`), and
+the caller computes without the memo."""
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 

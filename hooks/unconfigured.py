@@ -36,6 +36,11 @@ class UnconfiguredGitHub:
     ) -> Sequence[GitHubRunner]:
         self._fail()
 
+    def runners_named(
+        self, scope: Scope, name: str, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
+        self._fail()
+
     def registration_token(self, scope: Scope) -> RegistrationToken:
         self._fail()
 

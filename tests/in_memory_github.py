@@ -183,6 +183,14 @@ class InMemoryGitHub(GitHubPort):
             raise self.list_error
         return self.port.list_runners(scope)
 
+    def runners_named(
+        self, scope: Scope, name: str, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
+        self.calls.append(("runners_named", str(scope)))
+        if self.list_error is not None:
+            raise self.list_error
+        return self.port.runners_named(scope, name)
+
     def registration_token(self, scope: Scope) -> RegistrationToken:
         self.calls.append(("registration_token", str(scope)))
         if self.token_error is not None:

@@ -27,6 +27,7 @@ from hooks.github.port import (
     WorkflowJob,
     WorkflowRun,
 )
+from hooks.github.rest import PER_PAGE
 from hooks.settings import Settings
 
 T = TypeVar("T")
@@ -59,6 +60,17 @@ class ScriptedPort:
     ) -> Sequence[GitHubRunner]:
         self.calls["list"] += 1
         answer = list(self.runners.get(scope, []))
+        if self.list_hook is not None:
+            self.list_hook()
+        if self.list_error is not None:
+            raise self.list_error
+        return answer
+
+    def runners_named(
+        self, scope: Scope, name: str, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
+        self.calls["named"] += 1
+        answer = [r for r in self.runners.get(scope, []) if r.name == name]
         if self.list_hook is not None:
             self.list_hook()
         if self.list_error is not None:
@@ -247,6 +259,83 @@ def test_runner_group_id_cached_for_a_bounded_time(port: ScriptedPort, clock: Ma
     port.groups["gpu"] = 8
     clock.advance(10 * 60)
     assert cache.runner_group_id(ORG, "gpu") == 8
+
+
+def test_runners_named_comes_from_a_list_recent_enough(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = make_cache(port, clock)
+    cache.list_runners(ORG)
+    listed_at = clock.now()
+    clock.advance(5)
+    assert [r.id for r in cache.runners_named(ORG, "r2", not_before=listed_at)] == [2]
+    assert list(cache.runners_named(ORG, "r7")) == []
+    assert (port.calls["list"], port.calls["named"]) == (1, 0)
+
+
+def test_runners_named_lists_a_one_page_scope_again_for_every_reader(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    """A scope of up to 100 runners costs one call either way: the list, which then serves
+    the other readers too."""
+    cache = make_cache(port, clock)
+    cache.list_runners(ORG)
+    clock.advance(5)
+    port.runners[ORG] = [runner(1)]  # r2 removed itself after its job
+    stopped_at = clock.now()
+    assert list(cache.runners_named(ORG, "r2", not_before=stopped_at)) == []
+    assert [r.id for r in cache.runners_named(ORG, "r1", not_before=stopped_at)] == [1]
+    assert [r.id for r in cache.list_runners(ORG)] == [1]
+    assert (port.calls["list"], port.calls["named"]) == (2, 0)
+
+
+def listed_big_scope(port: ScriptedPort, clock: ManualClock) -> CachedGitHub:
+    """A cache that listed a scope of more than one page, 5 seconds ago."""
+    port.runners[ORG] = [runner(i) for i in range(1, PER_PAGE + 2)]
+    cache = make_cache(port, clock)
+    cache.list_runners(ORG)
+    clock.advance(5)
+    return cache
+
+
+def test_runners_named_asks_a_larger_scope_by_name_when_its_list_is_older_than_the_fact(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    """A runner seen stopped after the list was read: GitHub is asked for its name alone (one
+    page instead of one per hundred runners), and the answer corrects the cached list."""
+    cache = listed_big_scope(port, clock)
+    port.runners[ORG] = [r for r in port.runners[ORG] if r.id != 2]
+    stopped_at = clock.now()
+    assert list(cache.runners_named(ORG, "r2", not_before=stopped_at)) == []
+    assert (port.calls["list"], port.calls["named"]) == (1, 1)
+    assert 2 not in {r.id for r in cache.list_runners(ORG)}
+    assert port.calls["list"] == 1
+    # The corrected list keeps the age of its own read: a later check asks by name again.
+    assert list(cache.runners_named(ORG, "r2", not_before=stopped_at)) == []
+    assert port.calls["named"] == 2
+
+
+def test_runners_named_replaces_the_listed_state_of_that_runner(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = listed_big_scope(port, clock)
+    port.runners[ORG][1] = runner(2, busy=True)
+    (found,) = cache.runners_named(ORG, "r2", not_before=clock.now())
+    assert found.busy
+    assert {r.id: r.busy for r in cache.list_runners(ORG)}[2] is True
+    assert port.calls["list"] == 1
+
+
+def test_runners_named_failure_is_an_error_and_not_kept(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = listed_big_scope(port, clock)
+    port.list_error = GitHubError("boom", 502)
+    with pytest.raises(GitHubError):
+        cache.runners_named(ORG, "r1", not_before=clock.now())
+    port.list_error = None
+    assert [r.id for r in cache.runners_named(ORG, "r1", not_before=clock.now())] == [1]
+    assert port.calls["named"] == 2
 
 
 def test_removed_runner_is_evicted_from_the_cached_list(

@@ -176,6 +176,18 @@ def test_list_runners_of_an_empty_scope(port: GitHubPort) -> None:
 
 
 @pytest.mark.parametrize("scope", SCOPES, ids=SCOPE_IDS)
+def test_runners_named_is_one_page_of_one_runner(
+    port: GitHubPort, fake: FakeGitHub, scope: Scope
+) -> None:
+    ids = register(fake, scope, 150)
+    (found,) = port.runners_named(scope, "runner-120")
+    assert (found.id, found.name) == (ids[120], "runner-120")
+    assert list(port.runners_named(scope, "runner-9999")) == []
+    # Two requests in all, one page each: not the two pages of the whole list per lookup.
+    assert fake.count_requests("GET", f"{TEMPLATES[scope]}/actions/runners") == 2
+
+
+@pytest.mark.parametrize("scope", SCOPES, ids=SCOPE_IDS)
 def test_registration_token(
     port: GitHubPort, fake: FakeGitHub, clock: ManualClock, scope: Scope
 ) -> None:

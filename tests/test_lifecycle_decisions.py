@@ -24,10 +24,12 @@ from hooks.github.port import (
     Scope,
 )
 from hooks.lifecycle.graceful_stop import StopSubject, StopTiming, tick_graceful_stop
+from hooks.lifecycle.leftover import remove_leftover_registration
 from hooks.lifecycle.steps import (
     MAX_STEPS,
     Answer,
     Answers,
+    FindRunner,
     GenerateJitConfig,
     IssueToken,
     ListRunners,
@@ -192,6 +194,30 @@ def test_stop_of_a_busy_ephemeral_runner_waits_for_its_job() -> None:
     assert not tick.done  # type: ignore[attr-defined]
     assert tick.state.waiting_for_completion  # type: ignore[attr-defined]
     assert tick.retry_after == TIMING.retry_delay  # type: ignore[attr-defined]
+
+
+def test_a_leftover_check_after_a_stop_asks_for_the_runners_name_not_the_whole_list() -> None:
+    """The registration a stopped runner may have left is looked up by name with an answer
+    newer than the stop: one page, however many runners the scope has."""
+    stopped_at = NOW - timedelta(seconds=3)
+
+    def check(github: Answers) -> object:
+        return remove_leftover_registration(github, ORG, NAME, TIMING, stopped_at=stopped_at)
+
+    assert decide(check) == FindRunner(ORG, NAME, stopped_at)
+    left = {FindRunner(ORG, NAME, stopped_at): (runner(),)}
+    assert decide(check, left) == RemoveRunner(ORG, 7, stopped_at)
+    gone = decide(check, {FindRunner(ORG, NAME, stopped_at): ()})
+    assert gone.done and gone.retry_after is None  # type: ignore[attr-defined]
+
+
+def test_a_leftover_check_with_no_stop_time_reads_the_shared_list() -> None:
+    def check(github: Answers) -> object:
+        return remove_leftover_registration(github, ORG, NAME, TIMING)
+
+    assert decide(check) == ListRunners(ORG)
+    other = GitHubRunner(id=8, name="another-runner", status="online", busy=False)
+    assert decide(check, {ListRunners(ORG): (other,)}).done  # type: ignore[attr-defined]
 
 
 # ------------------------------------------------------------------ the Runner

@@ -508,7 +508,7 @@ def test_leftover_of_a_runner_with_no_recorded_id_is_found_by_name(
     answer = pod.finalize()
 
     assert answer["finalized"] is True
-    assert [method for method, _ in github.calls] == ["list_runners", "remove_runner"]
+    assert [method for method, _ in github.calls] == ["runners_named", "remove_runner"]
     assert pod.stop_state()["runnerId"] == runner_id
     assert github.runners[ORG] == []
 

@@ -29,6 +29,7 @@ from hooks.github.port import (
     WorkflowJob,
     WorkflowRun,
 )
+from hooks.github.rest import PER_PAGE
 from hooks.settings import Settings
 
 K = TypeVar("K", bound=Hashable)
@@ -136,6 +137,9 @@ class CachedGitHub(GitHubPort):
         self._lock = threading.Lock()
         self._flights: dict[Hashable, _Flight] = {}
         self._lists: _TTLMap[Scope, tuple[GitHubRunner, ...]] = _TTLMap(max_entries)
+        # How many runners each scope's last list had (kept past the list's expiry): what a
+        # fresh list would cost in pages.
+        self._list_sizes: dict[Scope, int] = {}
         self._tokens: _TTLMap[Scope, RegistrationToken] = _TTLMap(max_entries)
         self._groups: _TTLMap[tuple[Scope, str], int] = _TTLMap(max_entries)
         self._removals: _TTLMap[tuple[Scope, int], RemoveResult] = _TTLMap(max_entries)
@@ -161,11 +165,38 @@ class CachedGitHub(GitHubPort):
 
         def store(value: tuple[GitHubRunner, ...], now: datetime) -> None:
             self._lists.put(scope, value, now + self._list_ttl, now)
+            self._list_sizes[scope] = len(value)
 
         return self._single_flight(
             ("list", scope),
             cached,
             lambda: tuple(self._inner.list_runners(scope)),
+            store,
+            not_before=not_before,
+        )
+
+    def runners_named(
+        self, scope: Scope, name: str, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
+        """From the cached list when it is recent enough. Otherwise a scope whose last list
+        fitted in one page is listed again (the same one call, and it serves every other
+        reader); a larger one is asked for this name alone (one page instead of all), and the
+        answer corrects the cached list."""
+        if self._list_sizes.get(scope, 0) <= PER_PAGE:
+            listed = self.list_runners(scope, not_before=not_before)
+            return tuple(r for r in listed if r.name == name)
+
+        def cached() -> tuple[GitHubRunner, ...] | None:
+            listed = self._lists.get(scope, self._clock.now(), not_before)
+            return None if listed is None else tuple(r for r in listed if r.name == name)
+
+        def store(found: tuple[GitHubRunner, ...], now: datetime) -> None:
+            self._correct_list(scope, name, found)
+
+        return self._single_flight(
+            ("named", scope, name),
+            cached,
+            lambda: tuple(self._inner.runners_named(scope, name)),
             store,
             not_before=not_before,
         )
@@ -326,6 +357,13 @@ class CachedGitHub(GitHubPort):
         kept = tuple(r for r in runners if r.id != runner_id)
         if len(kept) != len(runners):
             self._lists.amend(scope, kept)
+
+    def _correct_list(self, scope: Scope, name: str, found: tuple[GitHubRunner, ...]) -> None:
+        # A newer answer about one name than the cached list's: it replaces the list's.
+        self._mark_flight_stale(("list", scope))
+        runners = self._lists.get(scope, self._clock.now())
+        if runners is not None:
+            self._lists.amend(scope, (*(r for r in runners if r.name != name), *found))
 
     def _mark_busy(self, scope: Scope, runner_id: int) -> None:
         # GitHub just told us the runner is busy: fresher than a cached list that says idle.

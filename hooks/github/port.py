@@ -174,6 +174,14 @@ class GitHubPort(Protocol):
         e.g. the runner's container exited, that an older answer may contradict)."""
         ...
 
+    def runners_named(
+        self, scope: Scope, name: str, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
+        """The runners registered in the scope under `name` (GitHub keeps at most one),
+        asked for by name (`?name=`): one page, however many runners the scope has. May be
+        served from a cached list, but not from an answer obtained before `not_before`."""
+        ...
+
     def registration_token(self, scope: Scope) -> RegistrationToken:
         """A registration token with at least 30 minutes of validity left."""
         ...

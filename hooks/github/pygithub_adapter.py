@@ -377,6 +377,17 @@ class PyGithubAdapter(GitHubPort):
 
         return self._guard("list runners", scope, call)
 
+    def runners_named(
+        self, scope: Scope, name: str, *, not_before: datetime | None = None
+    ) -> Sequence[GitHubRunner]:
+        def call(gh: Github) -> list[GitHubRunner]:
+            path = f"{scope_path(scope)}/actions/runners"
+            items = self._get_all(gh, path, "runners", {"name": name})
+            # A server that ignores the filter (an older GHES) lists every runner.
+            return [runner for runner in map(parse_runner, items) if runner.name == name]
+
+        return self._guard(f"find runner {name!r}", scope, call)
+
     def registration_token(self, scope: Scope) -> RegistrationToken:
         def call(gh: Github) -> RegistrationToken:
             if scope.organization and not scope.repository:

@@ -2,9 +2,10 @@
 
 Two ways to remove it, both pure (GitHub read through `Answers`):
 
-- `remove_leftover_registration`, for the owners (Runner, RunnerSet): every registration with
-  the runner's name or id, from the (cached) runner list, so that an ephemeral runner that
-  removed itself after its job costs no DELETE; retried on a later sync, nothing recorded.
+- `remove_leftover_registration`, for the owners (Runner, RunnerSet): the registration with
+  the runner's name, asked for by name (or read from a cached list newer than the stop), so
+  that an ephemeral runner that removed itself after its job costs no DELETE; retried on a
+  later sync, nothing recorded.
 - `remove_stopped_runner`, for the runner-pod decorator, whose only record is the pod's stop
   annotation: the recorded runner id (or the name's), one DELETE per retry delay, each attempt
   recorded in the stop.
@@ -37,19 +38,19 @@ def remove_leftover_registration(
     github: Answers,
     scope: Scope,
     name: str,
-    runner_id: int | None,
     timing: StopTiming,
     *,
     stopped_at: datetime | None = None,
 ) -> LeftoverCheck:
-    """Remove every registration the stopped runner `name` (or `runner_id`) left behind."""
+    """Remove the registration the stopped runner `name` left behind (GitHub keeps one per
+    name, and a runner keeps its name)."""
     try:
-        listed = github.list_runners(scope, not_before=stopped_at)
+        found = github.find_runner(scope, name, not_before=stopped_at)
     except RateLimitedError as error:
         return LeftoverCheck(False, error.retry_after, str(error))
     except GitHubError as error:
         return LeftoverCheck(False, timing.retry_delay, str(error))
-    for leftover in [r for r in listed if r.name == name or r.id == runner_id]:
+    for leftover in [found] if found is not None else []:
         result = github.remove_runner(scope, leftover.id, not_before=stopped_at)
         match result.outcome:
             case RemoveOutcome.REMOVED | RemoveOutcome.NOT_FOUND | RemoveOutcome.FORBIDDEN:

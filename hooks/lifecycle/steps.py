@@ -41,6 +41,16 @@ class ListRunners:
 
 
 @dataclass(frozen=True)
+class FindRunner:
+    """The registrations under one name, asked for by name when the cached list is older
+    than a fact the caller observed (`not_before`)."""
+
+    scope: Scope
+    name: str
+    not_before: datetime | None = None
+
+
+@dataclass(frozen=True)
 class RemoveRunner:
     scope: Scope
     runner_id: int
@@ -67,7 +77,7 @@ class GenerateJitConfig:
     work_folder: str
 
 
-Step = ListRunners | RemoveRunner | IssueToken | LookUpRunnerGroup | GenerateJitConfig
+Step = ListRunners | FindRunner | RemoveRunner | IssueToken | LookUpRunnerGroup | GenerateJitConfig
 Answer = tuple[GitHubRunner, ...] | RemoveResult | RegistrationToken | int | JitConfig | GitHubError
 
 
@@ -127,7 +137,13 @@ class Answers:
     def find_runner(
         self, scope: Scope, name: str, *, not_before: datetime | None = None
     ) -> GitHubRunner | None:
-        listed = self.list_runners(scope, not_before=not_before)
+        """The runner registered as `name`: from the scope's list, which a sync reads anyway;
+        asked for by name when the answer must be newer than `not_before` (a list that fresh
+        would cost every page of the scope's runners)."""
+        if not_before is None:
+            listed = self.list_runners(scope)
+        else:
+            listed = _typed(self._answer(FindRunner(scope, name, not_before)), tuple)
         return next((r for r in listed if r.name == name), None)
 
     def remove_runner(
@@ -174,6 +190,8 @@ def carry_out(step: Step, github: GitHubPort) -> Answer:
         match step:
             case ListRunners(scope, not_before):
                 return tuple(github.list_runners(scope, not_before=not_before))
+            case FindRunner(scope, name, not_before):
+                return tuple(github.runners_named(scope, name, not_before=not_before))
             case RemoveRunner(scope, runner_id, not_before):
                 return github.remove_runner(scope, runner_id, not_before=not_before)
             case IssueToken(scope):

@@ -27,6 +27,9 @@ from importlib import resources
 from typing import Any
 
 import jsonschema
+import orjson
+
+from hooks.memo import PLAIN_JSON, Memo
 
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -102,14 +105,49 @@ def pod_problems(pod: Mapping[str, Any]) -> Problems:
 
 
 def schema_problems(pod: Mapping[str, Any]) -> Problems:
-    """Where `pod` breaks the schema of Pod metadata and PodSpec (types, required fields)."""
+    """Where `pod` breaks the schema of Pod metadata and PodSpec (types, required fields).
+
+    The spec's check is remembered by the spec's text, apart from the metadata: a Runner parsed
+    again because its own metadata changed (annotations, finalizers) builds the same pod spec,
+    which is not checked again."""
+    if not isinstance(pod, Mapping):
+        return ["pod: must be of type object"]
     problems: Problems = []
-    for error in _pod_schema().iter_errors(pod):
-        path = _json_path(error.absolute_path)
-        problems.append(f"{path}: {_schema_rule(error)}")
+    metadata = pod.get("metadata")
+    if metadata is not None:
+        problems += _part_problems(metadata, "metadata", _METADATA_TYPE)
+    spec = pod.get("spec")
+    if spec is not None:
+        problems += _spec_problems(spec)
+    return sorted(problems)[:MAX_SCHEMA_PROBLEMS]
+
+
+_METADATA_TYPE = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_SPEC_TYPE = "io.k8s.api.core.v1.PodSpec"
+_SPEC_PROBLEMS: Memo[bytes, tuple[str, ...]] = Memo(256)
+
+
+def _spec_problems(spec: object) -> Problems:
+    try:
+        key = orjson.dumps(spec, option=PLAIN_JSON)
+    except orjson.JSONEncodeError:
+        return _part_problems(spec, "spec", _SPEC_TYPE)
+    found = _SPEC_PROBLEMS.get(key)
+    if found is None:
+        found = tuple(_part_problems(spec, "spec", _SPEC_TYPE))
+        _SPEC_PROBLEMS.put(key, found)
+    return list(found)
+
+
+def _part_problems(value: object, field: str, definition: str) -> Problems:
+    problems: Problems = []
+    for error in _type_schema(definition).iter_errors(value):
+        problems.append(
+            f"{field}{_json_path(error.absolute_path, nested=True)}: {_schema_rule(error)}"
+        )
         if len(problems) >= MAX_SCHEMA_PROBLEMS:
             break
-    return sorted(problems)
+    return problems
 
 
 def fragment_problems(value: object, definition: str, where: str) -> Problems:
@@ -477,17 +515,15 @@ def _schema_document() -> dict[str, Any]:
     return document
 
 
-@functools.cache
-def _pod_schema() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(_schema_document())
-
-
-@functools.cache
 def _fragment_schema(definition: str) -> jsonschema.Draft202012Validator:
+    return _type_schema(f"io.k8s.api.core.v1.{definition}")
+
+
+@functools.cache
+def _type_schema(name: str) -> jsonschema.Draft202012Validator:
     definitions = _schema_document()["$defs"]
-    name = f"io.k8s.api.core.v1.{definition}"
     if name not in definitions:
-        raise KeyError(f"no Kubernetes type {definition} in {POD_SCHEMA_FILE}")
+        raise KeyError(f"no Kubernetes type {name} in {POD_SCHEMA_FILE}")
     return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": definitions})
 
 

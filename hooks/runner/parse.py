@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from hooks.children import describe_validation_error
 from hooks.deps import HookDeps
 from hooks.github.port import Scope
+from hooks.memo import PLAIN_JSON
 from hooks.metacontroller import CompositeHookRequest, KubeObject
 from hooks.resources.runner import Runner, RunnerStatus
 from hooks.runner.container_mode import pod_service_account
@@ -56,15 +57,6 @@ class ParsedRunner:
         return pod
 
 
-# orjson would write datetimes, dataclasses and subclasses of str, dict, ... as if they were
-# plain JSON; refused here, a parent holding one (not decoded from JSON) is parsed without memo.
-_KEY_OPTIONS = (
-    orjson.OPT_PASSTHROUGH_DATETIME
-    | orjson.OPT_PASSTHROUGH_DATACLASS
-    | orjson.OPT_PASSTHROUGH_SUBCLASS
-)
-
-
 def parse_runner(request: CompositeHookRequest, deps: HookDeps) -> ParsedRunner:
     """The parsed parent, from the memo when an identical parent was parsed with these settings.
 
@@ -75,7 +67,7 @@ def parse_runner(request: CompositeHookRequest, deps: HookDeps) -> ParsedRunner:
     mode, defaults = settings.runner_registration_mode, PodDefaults.from_settings(settings)
     parent = _without_volatile_fields(request.parent)
     try:
-        key = (orjson.dumps(parent, option=_KEY_OPTIONS), mode, defaults)
+        key = (orjson.dumps(parent, option=PLAIN_JSON), mode, defaults)
     except orjson.JSONEncodeError:
         return _parse_now(parent, mode, defaults)
     parsed = deps.parsed_parents.get(key)
@@ -118,7 +110,7 @@ def observed_status(parent: KubeObject, deps: HookDeps) -> RunnerStatus:
     if not isinstance(raw, dict):
         return RunnerStatus()
     try:
-        key = ("RunnerStatus", orjson.dumps(raw, option=_KEY_OPTIONS))
+        key = ("RunnerStatus", orjson.dumps(raw, option=PLAIN_JSON))
     except orjson.JSONEncodeError:
         return _parse_status(raw)
     status = deps.parsed_statuses.get(key)
