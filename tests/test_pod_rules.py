@@ -15,7 +15,13 @@ from starlette.testclient import TestClient
 
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import Scope
-from hooks.resources.pod_rules import pod_problems, quantity_problem, quantity_value
+from hooks.resources.pod_rules import (
+    POD_SCHEMA_FILE,
+    pod_problems,
+    quantity_problem,
+    quantity_value,
+    schema_problems,
+)
 from hooks.resources.runner import RunnerSpec
 from hooks.runner.validation import validate_runner_spec
 from tests.hook_driver import HookDriver, new_runner, running_status
@@ -116,6 +122,87 @@ def _mutated(path: str, value: Any) -> dict[str, Any]:
 def test_what_the_api_server_refuses_is_a_problem(path: str, value: Any, problem: str) -> None:
     problems = pod_problems(_mutated(path, value))
     assert any(problem in p for p in problems), problems
+
+
+def _schema_keywords(node: object) -> set[str]:
+    if isinstance(node, dict):
+        found = set(node)
+        for key, value in node.items():
+            if key not in ("properties", "$defs"):
+                found |= _schema_keywords(value)
+            elif isinstance(value, dict):
+                for item in value.values():
+                    found |= _schema_keywords(item)
+        return found
+    if isinstance(node, list):
+        return set().union(*(_schema_keywords(item) for item in node)) if node else set()
+    return set()
+
+
+def test_the_pod_schema_never_judges_the_text_of_a_string() -> None:
+    """The premise of remembering a spec's schema check by its shape (strings blanked): no
+    keyword of the schema reads a string's text, and formats are annotations only."""
+    from importlib import resources
+
+    text = resources.files("hooks.resources").joinpath(POD_SCHEMA_FILE).read_text("utf-8")
+    keywords = _schema_keywords(json.loads(text))
+    assert not keywords & {"pattern", "enum", "const", "minLength", "maxLength"}
+    typo = _mutated("spec.containers.0.image", "not a reference at all ::")
+    assert schema_problems(typo) == []  # text is the rules' business, not the schema's
+
+
+_STRING_LEAVES = [
+    "spec.containers.0.name",
+    "spec.containers.0.image",
+    "spec.containers.0.env.0.value",
+    "spec.volumes.0.name",
+    "spec.restartPolicy",
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    texts=st.lists(st.text(max_size=12), min_size=5, max_size=5),
+    broken=st.sampled_from(
+        [None, ("spec.terminationGracePeriodSeconds", "110"), ("spec.containers.0.ports", {})]
+    ),
+)
+def test_specs_of_one_shape_share_a_check_and_its_answer(
+    texts: list[str], broken: tuple[str, Any] | None
+) -> None:
+    """Other strings in the same places get the answer of the spec checked before, and it
+    names the places a fresh check of the whole pod finds (none, or the broken type)."""
+    pod = copy.deepcopy(VALID_POD) if broken is None else _mutated(*broken)
+    before = schema_problems(pod)
+    for path, text in zip(_STRING_LEAVES, texts, strict=True):
+        *parents, last = path.split(".")
+        target: Any = pod
+        for part in parents:
+            target = target[int(part)] if part.isdigit() else target[part]
+        target[last] = text
+    assert schema_problems(pod) == before
+    assert _places(before) == _uncached_schema_problems(pod)
+    assert (broken is None) == (before == [])
+
+
+def _uncached_schema_problems(pod: dict[str, Any]) -> list[str]:
+    """Where jsonschema finds the whole pod breaking the whole schema, in one pass: the place
+    of each problem, as `schema_problems` writes it."""
+    from importlib import resources
+
+    import jsonschema
+
+    text = resources.files("hooks.resources").joinpath(POD_SCHEMA_FILE).read_text("utf-8")
+    validator = jsonschema.Draft202012Validator(json.loads(text))
+    places = [
+        "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.path)
+        for error in validator.iter_errors(pod)
+    ]
+    return sorted(place.removeprefix(".") for place in places)
+
+
+def _places(problems: list[str]) -> list[str]:
+    return sorted(problem.split(": ", 1)[0] for problem in problems)
 
 
 def test_duplicate_names_are_problems() -> None:

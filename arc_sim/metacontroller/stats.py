@@ -49,6 +49,9 @@ class EmulatorStats:
     """Watch events that reached the informer cache."""
     max_informer_lag: float = 0.0
     """The longest a watch event took to reach the cache, in virtual seconds."""
+    hook_wall_seconds: float = 0.0
+    """Wall time the hook server spent answering, in real seconds (benchmarks read it; it is
+    no part of `summary()`, which a file and seed always give the same)."""
 
     def summary(self) -> dict[str, object]:
         return {

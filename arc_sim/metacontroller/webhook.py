@@ -14,6 +14,7 @@ Called from anywhere else (a test, or a world without latency) a call is answere
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC
@@ -106,10 +107,12 @@ class HookCaller:
         batch, self._pending = self._pending, []
         posts = [pending.post for pending in batch]
         post_many = getattr(self.transport, "post_many", None)
+        started = time.perf_counter()
         if post_many is not None and len(batch) > 1 and self.realism.concurrency != "serial":
             exchanges: list[Exchange] = post_many(posts)
         else:
             exchanges = [post_measured(self.transport, post) for post in posts]
+        self.stats.hook_wall_seconds += time.perf_counter() - started
         self.stats.max_concurrent_calls = max(self.stats.max_concurrent_calls, len(batch))
         assert self._loop is not None
         for pending, exchange in zip(batch, exchanges, strict=True):

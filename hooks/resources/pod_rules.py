@@ -105,11 +105,7 @@ def pod_problems(pod: Mapping[str, Any]) -> Problems:
 
 
 def schema_problems(pod: Mapping[str, Any]) -> Problems:
-    """Where `pod` breaks the schema of Pod metadata and PodSpec (types, required fields).
-
-    The spec's check is remembered by the spec's text, apart from the metadata: a Runner parsed
-    again because its own metadata changed (annotations, finalizers) builds the same pod spec,
-    which is not checked again."""
+    """Where `pod` breaks the schema of Pod metadata and PodSpec (types, required fields)."""
     if not isinstance(pod, Mapping):
         return ["pod: must be of type object"]
     problems: Problems = []
@@ -128,8 +124,13 @@ _SPEC_PROBLEMS: Memo[bytes, tuple[str, ...]] = Memo(256)
 
 
 def _spec_problems(spec: object) -> Problems:
+    """The spec's schema problems, remembered by the spec's shape: its JSON with every string
+    value blanked. The schema asserts types, required fields and structure, never the text of a
+    string (it has no patterns or enums, and formats are not asserted), so specs of one shape
+    have the same problems, and the pods of a set's runners, which differ in the names written
+    into them, share one check."""
     try:
-        key = orjson.dumps(spec, option=PLAIN_JSON)
+        key = orjson.dumps(_shape(spec), option=PLAIN_JSON)
     except orjson.JSONEncodeError:
         return _part_problems(spec, "spec", _SPEC_TYPE)
     found = _SPEC_PROBLEMS.get(key)
@@ -137,6 +138,16 @@ def _spec_problems(spec: object) -> Problems:
         found = tuple(_part_problems(spec, "spec", _SPEC_TYPE))
         _SPEC_PROBLEMS.put(key, found)
     return list(found)
+
+
+def _shape(value: object) -> object:
+    if isinstance(value, str):
+        return ""
+    if isinstance(value, dict):
+        return {key: _shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shape(item) for item in value]
+    return value
 
 
 def _part_problems(value: object, field: str, definition: str) -> Problems:

@@ -36,7 +36,7 @@ from hooks.metacontroller import (
 )
 from hooks.runner.container_mode import SERVICE_ACCOUNT_KINDS, observe_account
 from hooks.runner.decide import (
-    RELEASE_RESYNC_SECONDS,
+    POD_GONE_RESYNC_SECONDS,
     RunnerFacts,
     decide_finalize,
     decide_sync,
@@ -74,7 +74,7 @@ def finalize_runner(request: CompositeHookRequest, deps: HookDeps) -> CompositeH
             status=_invalid_status(request, list(parsed.problems), deps.clock),
             children=_kept(request, ("Secret", *SERVICE_ACCOUNT_KINDS)),
             finalized=not pods,
-            resync_after_seconds=RELEASE_RESYNC_SECONDS if pods else None,
+            resync_after_seconds=POD_GONE_RESYNC_SECONDS if pods else None,
         )
     facts, github = _facts(request, parsed, deps)
     ahead = partial(next_certain_question, facts, finalizing=True)

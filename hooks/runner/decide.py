@@ -42,7 +42,12 @@ from hooks.runner.registration import RegistrationMaterial
 from hooks.settings import Settings
 
 RELEASE_RESYNC_SECONDS = 5.0
-"""After releasing a pod, look again soon: its deletion event usually comes first."""
+"""After a step that no event of the Runner's own children follows, look again soon."""
+
+POD_GONE_RESYNC_SECONDS = 30.0
+"""After releasing a pod: its deletion and its removal are changes of a child, which call the
+hook at once; this look is the safety net only. (At 5 s, a thousand terminating pods cost
+two hundred hook calls a second that change nothing.)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +230,7 @@ class _Decision:
         if self.pod is not None:
             out.pod = None  # released: Metacontroller deletes it
             out.event("PodDeleted", f"Deleted pod '{self.name}' ({stop.reason}, {stop.outcome})")
-            out.wait(RELEASE_RESYNC_SECONDS)
+            out.wait(POD_GONE_RESYNC_SECONDS)
             return False
         return True
 
@@ -348,7 +353,7 @@ class _Decision:
             # Nothing was ever registered for this Runner: only the pod has to go.
             out.finalized = pod is None
             if pod is not None:
-                out.wait(RELEASE_RESYNC_SECONDS)
+                out.wait(POD_GONE_RESYNC_SECONDS)
             return out
         out.scope = scope
         if out.stop is None or (pod is not None and out.stop.pod_uid != pod.uid):

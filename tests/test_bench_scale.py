@@ -1,0 +1,31 @@
+"""The scale benchmark's arithmetic and its scenario: what its printed curve rests on."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench.bench_scale import JOBS_PER_RUNNER_HOUR, Point, growth_exponent, scenario
+
+
+def point(runners: int, wall: float) -> Point:
+    return Point(runners, wall, 0, 0, 1.0, 0.0, runners / 1.0, "0/0", clean=True)
+
+
+@given(exponent=st.floats(min_value=0.2, max_value=3.0), scale=st.floats(0.01, 100.0))
+def test_growth_exponent_recovers_a_power_law(exponent: float, scale: float) -> None:
+    points = [point(n, scale * n**exponent) for n in (100, 300, 1000, 3000)]
+    assert math.isclose(growth_exponent(points), exponent, rel_tol=1e-9)
+
+
+@pytest.mark.parametrize(("runners", "minutes"), [(100, 60.0), (300, 10.0), (7, 1.0)])
+def test_scenario_asks_ten_jobs_per_runner_hour(runners: int, minutes: float) -> None:
+    built = scenario(runners, minutes)
+    (deployment,) = built.objects
+    assert deployment["spec"]["replicas"] == runners
+    (jobs,) = built.jobs
+    assert jobs.count == max(1, round(runners * JOBS_PER_RUNNER_HOUR * minutes / 60))
+    assert built.duration == minutes * 60
