@@ -1,10 +1,11 @@
 """Deep copies of JSON documents, as the simulated API server hands out and takes in.
 
 A round trip through orjson copies a Kubernetes object three to five times faster than
-`copy.deepcopy`, and the store copies every object it reads or writes. Anything orjson would
-change on the way (datetimes, dataclasses, subclasses of str or dict, integers beyond 64 bits,
-nesting past 254 levels) is refused by it and copied by `copy.deepcopy` instead. Tuples come
-back as lists and a NaN as None, as JSON has them; the objects copied here hold neither.
+`copy.deepcopy`, and the store copies every object it reads or writes. What orjson refuses
+(datetimes, dataclasses, keys that are not strings, integers beyond 64 bits, nesting past 254
+levels) is copied by `copy.deepcopy` instead. Some values come back as JSON has them: tuples as
+lists, NaN as None, enum members and UUIDs as their plain values. The objects copied here are
+decoded JSON and YAML, and hold none of these.
 """
 
 from __future__ import annotations

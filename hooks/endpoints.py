@@ -20,6 +20,7 @@ from starlette.responses import Response
 
 from hooks.children import as_kept
 from hooks.events import EventRecorder, LifecycleEvent
+from hooks.github.offline import WouldBlock, offline
 from hooks.kube.port import PODS, KubeError, KubePort, NotFound, Resource
 from hooks.metacontroller import (
     CompositeHookRequest,
@@ -39,6 +40,7 @@ log = logging.getLogger("arc_hooks.hooks")
 Endpoint = Callable[[Request], Any]
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R", CompositeHookRequest, DecoratorHookRequest)
+T = TypeVar("T")
 Fields = dict[str, Any]
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -134,7 +136,7 @@ def _sync_endpoint(
             if gone and isinstance(hook_request, CompositeHookRequest):
                 response = _changing_nothing(hook_request)
             elif route.blocking:
-                response = await edge.workers.run(handler, hook_request)
+                response = await _from_memory_first(edge.workers, handler, hook_request)
             else:
                 response = handler(hook_request)
             if isinstance(response, DecoratorHookResponse) and response.force_delete_uid:
@@ -163,6 +165,18 @@ def _sync_endpoint(
         return _json_body(body)
 
     return endpoint
+
+
+async def _from_memory_first(workers: CallRunner, handler: Callable[[Any], T], request: Any) -> T:
+    """A blocking handler's answer: on the event loop when GitHub's cached answers suffice,
+    else from the start again in a worker thread (`hooks.github.offline`)."""
+    if workers.runs_inline:
+        return await workers.run(handler, request)
+    try:
+        with offline():
+            return handler(request)
+    except WouldBlock:
+        return await workers.run(handler, request)
 
 
 FORCE_DELETE_RETRY_SECONDS = 10.0

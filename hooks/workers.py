@@ -27,6 +27,9 @@ DEFAULT_IDLE_SECONDS = 60.0
 
 
 class CallRunner(Protocol):
+    runs_inline: bool
+    """True when calls run on the event loop anyway (nothing is spared by trying first there)."""
+
     async def run(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
 
 
@@ -34,11 +37,15 @@ class InlineCalls:
     """Runs calls on the event loop itself. Only for a GitHub port that never blocks (the
     simulated world's in-process GitHub), where a thread hop would only cost time."""
 
+    runs_inline = True
+
     async def run(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         return call(*args, **kwargs)
 
 
 class WorkerThreads:
+    runs_inline = False
+
     def __init__(
         self,
         max_threads: int = DEFAULT_MAX_THREADS,

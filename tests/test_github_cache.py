@@ -338,6 +338,94 @@ def test_runners_named_failure_is_an_error_and_not_kept(
     assert port.calls["named"] == 2
 
 
+def during_the_next_read(port: ScriptedPort, action: Callable[[], None]) -> None:
+    """Run `action` once, while the port answers its next runner read."""
+
+    def once() -> None:
+        port.list_hook = None
+        action()
+
+    port.list_hook = once
+
+
+def test_a_removal_during_a_lookup_by_name_stays_removed(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    """The pod decorator's DELETE lands while the Runner's lookup by name is in flight: the
+    lookup's older answer goes to its caller but does not bring the runner back to the list."""
+    cache = listed_big_scope(port, clock)
+
+    def meanwhile() -> None:
+        assert cache.remove_runner(ORG, 2).outcome is RemoveOutcome.REMOVED
+
+    during_the_next_read(port, meanwhile)
+    found = cache.runners_named(ORG, "r2", not_before=clock.now())
+    assert [r.id for r in found] == [2]  # read before the DELETE
+    assert 2 not in {r.id for r in cache.list_runners(ORG)}
+    assert port.calls["list"] == 1
+
+
+def test_a_lookup_by_name_does_not_correct_a_list_read_after_it_was_asked(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = listed_big_scope(port, clock)
+    asked_at = clock.now()
+
+    def meanwhile() -> None:
+        port.runners[ORG] = [r for r in port.runners[ORG] if r.id != 2]
+        clock.advance(61)  # the old list expires; another reader lists anew
+        assert 2 not in {r.id for r in cache.list_runners(ORG)}
+
+    port.runners[ORG][1] = runner(2, busy=True)  # what the lookup by name reads first
+    during_the_next_read(port, meanwhile)
+    cache.runners_named(ORG, "r2", not_before=asked_at)
+    assert 2 not in {r.id for r in cache.list_runners(ORG)}
+
+
+def test_an_answer_counts_as_of_when_it_was_asked_not_when_it_came(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    """A list asked for before a runner was seen stopped, and answered after, says nothing of
+    the runner after its stop."""
+    cache = make_cache(port, clock)
+    seen: dict[str, datetime] = {}
+
+    def meanwhile() -> None:
+        clock.advance(2)
+        seen["stopped_at"] = clock.now()
+        port.runners[ORG] = [runner(1)]
+        clock.advance(2)
+
+    during_the_next_read(port, meanwhile)
+    cache.list_runners(ORG)
+    assert list(cache.runners_named(ORG, "r2", not_before=seen["stopped_at"])) == []
+    assert port.calls["list"] == 2
+
+
+def test_a_lookup_by_name_lets_a_list_in_flight_be_kept(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    cache = listed_big_scope(port, clock)
+    stopped_at = clock.now()
+    clock.advance(61)  # the cached list expired
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_list() -> None:
+        entered.set()
+        assert release.wait(10)
+
+    port.list_hook = slow_list
+    lister = threading.Thread(target=cache.list_runners, args=(ORG,))
+    lister.start()
+    assert entered.wait(10)
+    port.list_hook = None
+    cache.runners_named(ORG, "r2", not_before=stopped_at)  # completes first
+    release.set()
+    lister.join(10)
+    cache.list_runners(ORG)
+    assert port.calls["list"] == 2  # the list in flight was kept
+
+
 def test_removed_runner_is_evicted_from_the_cached_list(
     port: ScriptedPort, clock: ManualClock
 ) -> None:

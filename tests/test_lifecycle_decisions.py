@@ -521,6 +521,24 @@ def member(name: str, created: str) -> ObservedMember:
     )
 
 
+def test_a_runner_set_member_registers_under_its_pods_own_runner_name() -> None:
+    """A template that sets RUNNER_NAME itself: the leftover check after a stop looks for the
+    name the runner registered under, not the pod's."""
+    plain = member("set-a", "2026-01-01T00:00:00Z")
+    named = replace(
+        plain,
+        pod_object={
+            "metadata": {"name": "set-a-0"},
+            "spec": {
+                "containers": [
+                    {"name": "runner", "env": [{"name": "RUNNER_NAME", "value": "ci-1"}]}
+                ]
+            },
+        },
+    )
+    assert (plain.registered_name, named.registered_name) == ("set-a-0", "ci-1")
+
+
 def listed(name: str, runner_id: int, *, busy: bool) -> GitHubRunner:
     return GitHubRunner(id=runner_id, name=f"{name}-0", status="online", busy=busy)
 

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Generic, TypeVar, cast
 
 from hooks.clock import Clock
+from hooks.github.offline import refuse_if_offline
 from hooks.github.port import (
     GitHubPort,
     GitHubRunner,
@@ -67,6 +68,11 @@ class _TTLMap(Generic[K, V]):
     def expiry(self, key: K) -> datetime | None:
         item = self._data.get(key)
         return item[1] if item else None
+
+    def stored_at(self, key: K) -> datetime | None:
+        """When the answer of the entry was asked for (None when there is none)."""
+        item = self._data.get(key)
+        return item[2] if item else None
 
     def put(self, key: K, value: V, expires_at: datetime, now: datetime) -> None:
         self._data.pop(key, None)
@@ -190,8 +196,8 @@ class CachedGitHub(GitHubPort):
             listed = self._lists.get(scope, self._clock.now(), not_before)
             return None if listed is None else tuple(r for r in listed if r.name == name)
 
-        def store(found: tuple[GitHubRunner, ...], now: datetime) -> None:
-            self._correct_list(scope, name, found)
+        def store(found: tuple[GitHubRunner, ...], asked_at: datetime) -> None:
+            self._correct_list(scope, name, found, asked_at)
 
         return self._single_flight(
             ("named", scope, name),
@@ -265,6 +271,7 @@ class CachedGitHub(GitHubPort):
         runner_group_id: int,
         work_folder: str,
     ) -> JitConfig:
+        refuse_if_offline("a JIT config")
         try:
             return self._inner.generate_jit_config(
                 scope, name, labels, runner_group_id, work_folder
@@ -350,7 +357,7 @@ class CachedGitHub(GitHubPort):
         # FORBIDDEN and ERROR are not remembered: the caller decides when to retry.
 
     def _drop_from_list(self, scope: Scope, runner_id: int) -> None:
-        self._mark_flight_stale(("list", scope))
+        self._mark_scope_reads_stale(scope)
         runners = self._lists.get(scope, self._clock.now())
         if runners is None:
             return
@@ -358,15 +365,20 @@ class CachedGitHub(GitHubPort):
         if len(kept) != len(runners):
             self._lists.amend(scope, kept)
 
-    def _correct_list(self, scope: Scope, name: str, found: tuple[GitHubRunner, ...]) -> None:
-        # A newer answer about one name than the cached list's: it replaces the list's.
-        self._mark_flight_stale(("list", scope))
+    def _correct_list(
+        self, scope: Scope, name: str, found: tuple[GitHubRunner, ...], asked_at: datetime
+    ) -> None:
+        # An answer about one name, asked for after the cached list was: it replaces the
+        # list's entry. A list in flight is stored as it comes, with the time it was asked for
+        # (older than this answer), so that no caller takes it for newer than it is.
+        listed_at = self._lists.stored_at(scope)
         runners = self._lists.get(scope, self._clock.now())
-        if runners is not None:
+        if runners is not None and listed_at is not None and listed_at <= asked_at:
             self._lists.amend(scope, (*(r for r in runners if r.name != name), *found))
 
     def _mark_busy(self, scope: Scope, runner_id: int) -> None:
         # GitHub just told us the runner is busy: fresher than a cached list that says idle.
+        self._mark_scope_reads_stale(scope)
         runners = self._lists.get(scope, self._clock.now())
         if runners is None:
             return
@@ -376,7 +388,14 @@ class CachedGitHub(GitHubPort):
 
     def _invalidate_list(self, scope: Scope) -> None:
         self._lists.pop(scope)
-        self._mark_flight_stale(("list", scope))
+        self._mark_scope_reads_stale(scope)
+
+    def _mark_scope_reads_stale(self, scope: Scope) -> None:
+        """Reads of the scope's runners in flight may predate what just happened: their answers
+        go to their callers but are not kept (nor used to correct the cached list)."""
+        for key, flight in self._flights.items():
+            if isinstance(key, tuple) and key[:1] in (("list",), ("named",)) and key[1] == scope:
+                flight.stale = True
 
     def _mark_flight_stale(self, key: Hashable) -> None:
         flight = self._flights.get(key)
@@ -397,7 +416,8 @@ class CachedGitHub(GitHubPort):
 
         `cached` is re-checked under the lock, because another caller may have stored an answer
         between the caller's first look and now. A call in flight since before `not_before` is
-        not joined: its answer may predate what the caller knows.
+        not joined: its answer may predate what the caller knows. An answer is stored as of the
+        time it was asked for, the latest time it is sure to be true of.
         """
         with self._lock:
             hit = cached()
@@ -405,6 +425,7 @@ class CachedGitHub(GitHubPort):
                 return hit
             if backoff:
                 self._raise_if_backing_off(key)
+            refuse_if_offline("a GitHub call not answered from the cache")
             flight = self._flights.get(key)
             joinable = flight is None or not_before is None or flight.started_at >= not_before
             leader = flight is None
@@ -413,9 +434,10 @@ class CachedGitHub(GitHubPort):
         if not joinable:
             # The call in flight is too old to answer for what the caller knows, and it is
             # not ours to replace: call on our own.
+            asked_at = self._clock.now()
             result = call()
             with self._lock:
-                store(result, self._clock.now())
+                store(result, asked_at)
             return result
         if not leader:
             flight.wait()
@@ -437,7 +459,7 @@ class CachedGitHub(GitHubPort):
         flight.result = result
         with self._lock:
             if not flight.stale:
-                store(result, self._clock.now())
+                store(result, flight.started_at)
             del self._flights[key]
         flight.done.set()
         return result

@@ -33,6 +33,7 @@ from github.Requester import Requester
 from hooks.clock import Clock, parse_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.credentials import DEFAULT_CREDENTIALS, ApiCredentials
+from hooks.github.offline import refuse_if_offline
 from hooks.github.port import (
     GitHubError,
     GitHubPort,
@@ -523,6 +524,7 @@ class PyGithubAdapter(GitHubPort):
         A pool rather than one client per thread: the thread pool's workers come and go, and a
         client per thread would leak clients and their connections.
         """
+        refuse_if_offline("a GitHub request")
         with self._pool_lock:
             client = self._idle.pop() if self._idle else None
         if client is None:

@@ -63,7 +63,7 @@ def read_runner_pod(pod: KubeObject) -> RunnerPod:
     return RunnerPod(
         namespace=_text(metadata.get("namespace")),
         annotations=annotations,
-        runner_name=_literal_env(pod, "RUNNER_NAME") or observed.name,
+        runner_name=literal_env(pod, "RUNNER_NAME") or observed.name,
         scope=_scope(pod),
         runner_id=_runner_id(annotations.get(RUNNER_ID_ANNOTATION)),
         controller=controller_ref(pod),
@@ -129,7 +129,7 @@ def _runner_state(pod: KubeObject) -> dict[str, Any]:
     return {}
 
 
-def _literal_env(pod: KubeObject, name: str) -> str:
+def literal_env(pod: KubeObject, name: str) -> str:
     """The literal value of an env var of the runner container; "" when unset or indirect."""
     for container in list_or_empty(object_or_empty(pod.get("spec")).get("containers")):
         if not isinstance(container, dict) or container.get("name") != RUNNER_CONTAINER:
@@ -143,9 +143,9 @@ def _literal_env(pod: KubeObject, name: str) -> str:
 
 def _scope(pod: KubeObject) -> Scope | None:
     scope = Scope(
-        enterprise=_literal_env(pod, "RUNNER_ENTERPRISE"),
-        organization=_literal_env(pod, "RUNNER_ORG"),
-        repository=_literal_env(pod, "RUNNER_REPO"),
+        enterprise=literal_env(pod, "RUNNER_ENTERPRISE"),
+        organization=literal_env(pod, "RUNNER_ORG"),
+        repository=literal_env(pod, "RUNNER_REPO"),
     )
     return scope if scope.enterprise or scope.organization or scope.repository else None
 

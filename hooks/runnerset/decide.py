@@ -297,7 +297,7 @@ class _Decision:
             check = remove_leftover_registration(
                 self.github,
                 self.scope,
-                member.observed.runner_name,
+                member.observed.registered_name,
                 self.facts.timing,
                 stopped_at=parse_optional_time(stop.completed_at),
             )

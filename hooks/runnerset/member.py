@@ -11,6 +11,7 @@ from hooks.naming import RUNNER_ID_ANNOTATION, TEMPLATE_HASH_LABEL
 from hooks.resources.runner import GracefulStopStatus
 from hooks.runner.observed_pod import ObservedPod, observe_pod
 from hooks.runner.registration import RegistrationMaterial, read_material
+from hooks.runnerpod.facts import literal_env
 from hooks.runnerset.statefulset import VOLUME_SLOT_LABEL, secret_name
 
 
@@ -32,6 +33,13 @@ class ObservedMember:
     @property
     def runner_name(self) -> str:
         return f"{self.name}-0"
+
+    @property
+    def registered_name(self) -> str:
+        """The name its runner registers under: the pod's own `RUNNER_NAME` when the template
+        sets one, else `runner_name`."""
+        pod = self.pod_object
+        return (literal_env(pod, "RUNNER_NAME") if pod is not None else "") or self.runner_name
 
     @property
     def recorded_runner_id(self) -> int | None:
