@@ -2,8 +2,9 @@
 of jobs (1,000 four-minute jobs), through the real hooks, emulator, kubelet and fake GitHub.
 
 Run: python -m bench.bench_simulation
-Target: under 30 s of wall time on a 2-core machine. The baseline measured in the same run is
-the same world with 10 Runners and 100 jobs; the ratio shows how the cost grows with scale.
+Target: under 60 s of wall time on a 2-core machine with the realistic Metacontroller defaults
+(under 30 s with the friendly emulator). The baseline measured in the same run is the same world
+with 10 Runners and 100 jobs; the ratio shows how the cost grows with scale.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from arc_sim.scenario import Scenario
 from arc_sim.summary import Summary
 from arc_sim.world import World
 
-TARGET_SECONDS = 30.0
+TARGET_SECONDS = 60.0
 
 
 def scenario(runners: int, jobs: int, every_seconds: float) -> Scenario:
@@ -47,22 +48,26 @@ def scenario(runners: int, jobs: int, every_seconds: float) -> Scenario:
     )
 
 
-def report(summary: Summary) -> None:
+def run(world: World) -> Summary:
+    """Run the world and print its line: the hook server's share is the time spent answering
+    hook calls (the in-process GitHub and API server included), the rest is the world's."""
+    summary = world.run()
     speedup = summary.virtual_seconds / max(summary.wall_seconds, 1e-9)
+    hook_share = world.emulator.stats.hook_wall_seconds / max(summary.wall_seconds, 1e-9)
     print(
         f"{summary.scenario:18s} wall {summary.wall_seconds:6.1f} s  "
         f"({speedup:5.0f}x virtual time)  hook calls {summary.hooks.calls:6d}  "
+        f"hook server {hook_share:4.0%}  "
         f"jobs {summary.jobs.completed}/{summary.jobs.submitted}  "
         f"interrupted {summary.jobs.interrupted}  leaked {summary.runners.leaked_registrations}"
     )
+    return summary
 
 
 def main() -> int:
     logging.disable(logging.WARNING)
-    baseline = World(scenario(10, 100, 30)).run()
-    report(baseline)
-    full = World(scenario(100, 1000, 3)).run()
-    report(full)
+    baseline = run(World(scenario(10, 100, 30)))
+    full = run(World(scenario(100, 1000, 3)))
     print(f"100 Runners cost {full.wall_seconds / baseline.wall_seconds:.1f}x 10 Runners")
     verdict = "meets" if full.wall_seconds < TARGET_SECONDS else "MISSES"
     print(f"a simulated hour with 100 runners {verdict} the target of {TARGET_SECONDS:.0f} s")
