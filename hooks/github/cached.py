@@ -397,11 +397,6 @@ class CachedGitHub(GitHubPort):
             if isinstance(key, tuple) and key[:1] in (("list",), ("named",)) and key[1] == scope:
                 flight.stale = True
 
-    def _mark_flight_stale(self, key: Hashable) -> None:
-        flight = self._flights.get(key)
-        if flight is not None:
-            flight.stale = True
-
     def _single_flight(
         self,
         key: Hashable,
