@@ -311,6 +311,7 @@ class GitHubState:
         self._installation_ids: frozenset[int] | None = None
         self._check_jwt_expiry = False
         self._budgets: dict[Caller, RateBudget] = {}
+        self._peak_budget_use = 0.0
         self._faults: list[_Fault] = []
         self._knobs = FaultKnobs()
         # Its own generator, so turning random errors on does not change the tokens issued.
@@ -883,7 +884,14 @@ class GitHubState:
         budget = self.rate_budget(caller)
         budget = replace(budget, used=budget.used + 1)
         self._budgets[caller] = budget
+        self._peak_budget_use = max(self._peak_budget_use, budget.used / budget.limit)
         return budget
+
+    @_synchronized
+    def peak_budget_use(self) -> float:
+        """The largest share of its hour's budget any one caller had used in a window (0-1):
+        how close the run came to the rate limit, whatever the window lengths."""
+        return self._peak_budget_use
 
     @_synchronized
     def impose_secondary_rate_limit(self, seconds: float, *, status: int = 429) -> None:

@@ -1,9 +1,9 @@
 """A fake Kubernetes REST API over the simulated world's object store, for HTTP clients (kr8s).
 
-It serves the namespaced custom resources of `hooks.kube.port`: list (one namespace or all),
-get, create, JSON merge patch and delete, with `Status` bodies for errors, plus `/version` and
-the discovery documents kr8s reads. The semantics are `StoreKube`'s; this layer only translates
-HTTP, so HTTP clients and in-process callers see the same answers.
+It serves the namespaced resources of `hooks.kube.port` (custom resources, pods, ConfigMaps):
+list (one namespace or all), get, create, JSON merge patch and delete, with `Status` bodies for
+errors, plus `/version` and the discovery documents kr8s reads. The semantics are `StoreKube`'s;
+this layer only translates HTTP, so HTTP clients and in-process callers see the same answers.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from arc_sim.kube_port import StoreKube
 from arc_sim.store import ObjectStore
 from hooks.kube.port import (
     CAPACITY_RESERVATIONS,
+    CONFIG_MAPS,
     HORIZONTAL_RUNNER_AUTOSCALERS,
     PODS,
     RUNNER_DEPLOYMENTS,
@@ -39,6 +40,7 @@ RESOURCES = (
     RUNNER_SETS,
     CAPACITY_RESERVATIONS,
     PODS,
+    CONFIG_MAPS,
 )
 MERGE_PATCH = "application/merge-patch+json"
 VERSION_INFO = {"major": "1", "minor": "33", "gitVersion": "v1.33.0", "platform": "linux/amd64"}
@@ -70,7 +72,8 @@ class FakeKubeApi:
         self._token = token
         self._resources = {(r.group, r.version, r.plural): r for r in resources}
         namespaced = "/apis/{group}/{version}/namespaces/{namespace}/{plural}"
-        core = "/api/{version}/namespaces/{namespace}/{plural}/{name}"  # the core group: ""
+        core_collection = "/api/{version}/namespaces/{namespace}/{plural}"  # the core group: ""
+        core = core_collection + "/{name}"
         self._app = Starlette(
             routes=[
                 Route("/version", self._version),
@@ -84,7 +87,9 @@ class FakeKubeApi:
                 Route(namespaced + "/{name}", self._get, methods=["GET"]),
                 Route(namespaced + "/{name}", self._patch, methods=["PATCH"]),
                 Route(namespaced + "/{name}", self._delete, methods=["DELETE"]),
+                Route(core_collection, self._create, methods=["POST"]),
                 Route(core, self._get, methods=["GET"]),
+                Route(core, self._patch, methods=["PATCH"]),
                 Route(core, self._delete, methods=["DELETE"]),
             ],
             exception_handlers={KubeError: self._failure},

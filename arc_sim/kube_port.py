@@ -6,14 +6,16 @@ It behaves as the API server does for these calls, so the fake REST API
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from arc_sim import store as sim_store
 from arc_sim.json_clone import clone
 from arc_sim.store import ObjectStore
 from hooks.kube.port import AlreadyExists, KubeError, KubeObject, NotFound, Resource
+
+T = TypeVar("T")
 
 
 def apply_merge_patch(target: Any, patch: Any) -> Any:
@@ -100,3 +102,14 @@ def _as_kube_errors() -> Iterator[None]:
         raise AlreadyExists(str(error), error.status) from error
     except sim_store.StoreError as error:
         raise KubeError(str(error), error.status) from error
+
+
+def run_in_place(coroutine: Coroutine[Any, Any, T]) -> T:
+    """The result of a coroutine that never waits (`StoreKube`'s), without an event loop: for
+    callers that are themselves running on the loop, as the simulated world's hooks are."""
+    try:
+        coroutine.send(None)
+    except StopIteration as finished:
+        return cast(T, finished.value)
+    coroutine.close()
+    raise RuntimeError("the coroutine waited for something: it needs an event loop")

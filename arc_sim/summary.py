@@ -105,6 +105,9 @@ class RunnerFigures(_Model):
 class GitHubFigures(_Model):
     api_calls: int = 0
     rate_limited: int = 0
+    # The most of an hour's rate-limit budget one credential used within a window, in percent
+    # (100 minus this is the headroom left at the tightest moment).
+    peak_budget_percent: float = 0.0
     by_endpoint: dict[str, int] = {}
 
 
@@ -185,7 +188,8 @@ class Summary(_Model):
             ),
             (
                 "GitHub API",
-                f"{self.github.api_calls} calls, {self.github.rate_limited} rate limited",
+                f"{self.github.api_calls} calls, {self.github.rate_limited} rate limited, "
+                f"peak {self.github.peak_budget_percent:g}% of an hour's budget",
             ),
             ("hooks", f"{self.hooks.calls} calls, {self.hooks.errors} errors"),
             (

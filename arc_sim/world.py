@@ -23,7 +23,7 @@ from arc_sim.events import EventLoop
 from arc_sim.fake_github import FakeGitHub
 from arc_sim.github_port import InProcessGitHub
 from arc_sim.github_state import FaultKnobs
-from arc_sim.kube_port import StoreKube
+from arc_sim.kube_port import StoreKube, run_in_place
 from arc_sim.kubelet import Kubelet
 from arc_sim.metacontroller.emulator import MetacontrollerEmulator
 from arc_sim.metacontroller.realism import Rngs
@@ -51,6 +51,8 @@ from hooks.clock import ManualClock
 from hooks.github.cached import CachedGitHub
 from hooks.github.credentials import ApiCredentials
 from hooks.github.port import GitHubPort
+from hooks.github.shared_lists import RunnerListBoard
+from hooks.kube.config_maps import KubeConfigMaps
 from hooks.settings import Settings
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday morning
@@ -99,6 +101,8 @@ class World:
                 "GITHUB_TOKEN": SIMULATED_PAT,
                 "GITHUB_WEBHOOK_SECRET_TOKEN": WEBHOOK_SECRET,
                 "HOOK_BEARER_TOKEN": self.hook_token,
+                # As the manifests deploy it: the replicas share the runner lists.
+                "SHARED_RUNNER_LISTS_NAMESPACE": HOOK_TOKEN_NAMESPACE,
                 **{name: str(value) for name, value in scenario.settings.items()},
             }
         )
@@ -187,13 +191,19 @@ class World:
     def _hook_replica(self) -> Any:
         lock = self.world_lock
         port = github_side(InProcessGitHub(self.github, SIMULATED_PAT, self.clock), lock)
-        cached = CachedGitHub(port, self.settings, self.clock)
+        kube = kube_side(StoreKube(self.store), lock)
+        board = None
+        if self.settings.shared_runner_lists_namespace:
+            config_maps = KubeConfigMaps(kube, run_in_place)
+            namespace = self.settings.shared_runner_lists_namespace
+            board = RunnerListBoard(config_maps, namespace, self.clock)
+        cached = CachedGitHub(port, self.settings, self.clock, board=board)
         return create_app(
             self.settings,
             github=cached,
             clock=self.clock,
             github_blocks=False,  # overlapping calls run on threads of their own (transport)
-            kube=kube_side(StoreKube(self.store), lock),
+            kube=kube,
             build_credentials_port=self._credentials_port,
         )
 
@@ -453,6 +463,7 @@ class World:
             github=GitHubFigures(
                 api_calls=sum(counts.values()),
                 rate_limited=rate_limited,
+                peak_budget_percent=round(100 * self.github.peak_budget_use(), 1),
                 by_endpoint=dict(sorted(counts.items())),
             ),
             hooks=HookFigures(

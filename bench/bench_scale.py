@@ -4,11 +4,13 @@ Metacontroller defaults, the hooks, the kubelet and the fake GitHub.
 
 Run: python -m bench.bench_scale [--sizes 100,300,1000] [--minutes 60]
 
-For each size it prints the wall time (start-up and teardown included), the hook calls per
-runner-hour, the GitHub calls per runner-hour in steady state (after the first `--warmup`
+For each size it prints the wall time of the virtual minutes asked for (start-up included) and,
+apart, of the teardown that follows (deleting the RunnerDeployment and draining its runners,
+whose jobs may still run for four minutes), the hook calls per runner-hour, the GitHub calls per runner-hour in steady state (after the first `--warmup`
 minutes, before the teardown; exact counts in virtual time), the hook server's own time per
-runner-hour, and at the end the growth exponent of wall time against runners, fitted by least
-squares over the sizes measured (1.0 is linear). Every row comes from the same run, so the
+runner-hour, and at the end the growth exponent of the running wall time against runners, fitted
+by least squares over the sizes measured (1.0 is linear). Jobs arrive from the first minute to
+the end of the run, none during the teardown. Every row comes from the same run, so the
 smallest size is the baseline of the others.
 """
 
@@ -29,10 +31,12 @@ from arc_sim.world import START, World
 
 JOBS_PER_RUNNER_HOUR = 10
 JOB_MINUTES = 4
+FIRST_JOB_MINUTE = 1
 
 
 def scenario(runners: int, minutes: float) -> Scenario:
-    jobs = max(1, round(runners * JOBS_PER_RUNNER_HOUR * minutes / 60))
+    every = 3600 / (runners * JOBS_PER_RUNNER_HOUR)
+    jobs = max(1, math.ceil((minutes - FIRST_JOB_MINUTE) * 60 / every))
     template = {"spec": {"organization": "acme", "labels": ["linux"], "ephemeral": False}}
     return Scenario.model_validate(
         {
@@ -52,8 +56,8 @@ def scenario(runners: int, minutes: float) -> Scenario:
                     "repository": "acme/app",
                     "labels": ["self-hosted", "linux"],
                     "count": jobs,
-                    "start": "1m",
-                    "every": 3600 / (runners * JOBS_PER_RUNNER_HOUR),
+                    "start": FIRST_JOB_MINUTE * 60,
+                    "every": every,
                     "duration": f"{JOB_MINUTES}m",
                 }
             ],
@@ -65,6 +69,7 @@ def scenario(runners: int, minutes: float) -> Scenario:
 class Point:
     runners: int
     wall_seconds: float
+    teardown_seconds: float
     hook_calls: int
     steady_github_calls: int
     steady_runner_hours: float
@@ -76,7 +81,8 @@ class Point:
     def row(self) -> str:
         per = self.runner_hours
         return (
-            f"{self.runners:>7,d} {self.wall_seconds:>9.1f} {self.hook_calls:>10,d} "
+            f"{self.runners:>7,d} {self.wall_seconds:>9.1f} {self.teardown_seconds:>10.1f} "
+            f"{self.hook_calls:>10,d} "
             f"{self.hook_calls / per:>9.1f} "
             f"{self.steady_github_calls / self.steady_runner_hours:>9.2f} "
             f"{1000 * self.hook_seconds / per:>11.1f}  {self.jobs:>11s}  "
@@ -85,7 +91,7 @@ class Point:
 
 
 HEADER = (
-    f"{'runners':>7s} {'wall s':>9s} {'hook calls':>10s} {'hook/rh':>9s} {'GitHub/rh':>9s} "
+    f"{'runners':>7s} {'wall s':>9s} {'teardown s':>10s} {'hook calls':>10s} {'hook/rh':>9s} {'GitHub/rh':>9s} "
     f"{'hook ms/rh':>11s}  {'jobs':>11s}"
 )
 
@@ -93,13 +99,17 @@ HEADER = (
 def measure(runners: int, minutes: float, warmup: float) -> Point:
     world = World(scenario(runners, minutes))
     started = time.perf_counter()
-    summary = world.run()
-    wall = time.perf_counter() - started
+    world.begin()
+    world.run_to(minutes * 60)
+    ran = time.perf_counter()
+    summary = world.finish()
+    wall, teardown = ran - started, time.perf_counter() - ran
     steady_from, steady_to = START + timedelta(minutes=warmup), START + timedelta(minutes=minutes)
     steady = sum(1 for r in world.github.requests if steady_from <= r.at < steady_to)
     return Point(
         runners=runners,
         wall_seconds=wall,
+        teardown_seconds=teardown,
         hook_calls=summary.hooks.calls,
         steady_github_calls=steady,
         steady_runner_hours=runners * (minutes - warmup) / 60,
@@ -111,7 +121,8 @@ def measure(runners: int, minutes: float, warmup: float) -> Point:
 
 
 def growth_exponent(points: list[Point]) -> float:
-    """The slope of log(wall) against log(runners): wall grows as runners to this power."""
+    """The slope of log(wall) against log(runners): the running wall time grows as runners to
+    this power (the teardown is left out: it drains whatever jobs are running at the end)."""
     xs = [math.log(p.runners) for p in points]
     ys = [math.log(p.wall_seconds) for p in points]
     return statistics.linear_regression(xs, ys).slope

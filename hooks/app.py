@@ -20,9 +20,11 @@ from hooks.events import EventRecorder
 from hooks.github.clients import PortBuilder
 from hooks.github.credentials import ApiCredentials
 from hooks.github.port import GitHubPort
+from hooks.github.shared_lists import RunnerListBoard
 from hooks.health import health_routes
 from hooks.hook_auth import HookAuthMiddleware, HookCredentials
 from hooks.kube.cluster import ClusterKube
+from hooks.kube.config_maps import KubeConfigMaps, OnServerLoop
 from hooks.kube.port import KubePort
 from hooks.metacontroller import HookRoute
 from hooks.replicaset import controller as replicaset
@@ -54,8 +56,10 @@ def create_app(
     `build_credentials_port` makes the port for a resource's `githubAPICredentialsFrom` Secret
     (default: PyGithub, when `github` is not given)."""
     clock = clock or SystemClock()
+    kube = kube if kube is not None else ClusterKube()
     if github is None:
-        github = _github_from_settings(settings, clock)
+        board = _runner_list_board(settings, kube, clock)
+        github = _github_from_settings(settings, clock, board)
         build_credentials_port = build_credentials_port or _credentials_ports(settings, clock)
     deps = HookDeps(
         github,
@@ -66,7 +70,6 @@ def create_app(
     )
     workers = WorkerThreads() if github_blocks else InlineCalls()
     credentials = HookCredentials.from_settings(settings)
-    kube = kube if kube is not None else ClusterKube()
     hooks: list[HookRoute] = [route for c in CONTROLLERS for route in c.routes(deps)]
     events = EventRecorder(kube, clock)
     routes = [
@@ -76,8 +79,16 @@ def create_app(
     routes += health_routes(settings, credentials)
     # Only Metacontroller may call the hooks: refused before anything is read.
     return Starlette(
-        routes=routes, middleware=[Middleware(HookAuthMiddleware, credentials=credentials)]
+        routes=routes,
+        middleware=[Middleware(HookAuthMiddleware, credentials=credentials)],
     )
+
+
+def _runner_list_board(settings: Settings, kube: KubePort, clock: Clock) -> RunnerListBoard | None:
+    namespace = settings.shared_runner_lists_namespace
+    if not namespace:
+        return None
+    return RunnerListBoard(KubeConfigMaps(kube, OnServerLoop()), namespace, clock)
 
 
 def _credentials_ports(settings: Settings, clock: Clock) -> PortBuilder:
@@ -89,9 +100,11 @@ def _credentials_ports(settings: Settings, clock: Clock) -> PortBuilder:
     return build
 
 
-def _github_from_settings(settings: Settings, clock: Clock) -> GitHubPort:
+def _github_from_settings(
+    settings: Settings, clock: Clock, board: RunnerListBoard | None
+) -> GitHubPort:
     if not settings.has_github_credentials:
         return UnconfiguredGitHub()
     from hooks.github.factory import github_from_settings
 
-    return github_from_settings(settings, clock)
+    return github_from_settings(settings, clock, board)

@@ -120,7 +120,15 @@ class Settings(BaseSettings):
             "reported as `other`."
         ),
     )
-    list_runners_cache_ttl: float = Field(default=60.0, alias="GITHUB_LIST_RUNNERS_CACHE_TTL")
+    list_runners_cache_ttl: float = Field(default=90.0, alias="GITHUB_LIST_RUNNERS_CACHE_TTL")
+    shared_runner_lists_namespace: str = Field(
+        default="",
+        alias="SHARED_RUNNER_LISTS_NAMESPACE",
+        description=(
+            "Namespace of the ConfigMaps through which the replicas share each scope's runner "
+            "list (the hooks' own; empty: each replica lists for itself)."
+        ),
+    )
     workflow_cache_ttl: float = Field(default=30.0, alias="GITHUB_WORKFLOW_CACHE_TTL")
     runner_groups_cache_ttl: float = Field(default=60.0, alias="GITHUB_RUNNER_GROUPS_CACHE_TTL")
     github_request_timeout: float = Field(default=5.0, alias="GITHUB_REQUEST_TIMEOUT")

@@ -26,6 +26,16 @@ DEFAULT_MAX_THREADS = 40
 DEFAULT_IDLE_SECONDS = 60.0
 
 
+_dispatched = threading.local()
+
+
+def dispatching_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop that handed the current worker thread its call (None outside a call of
+    `WorkerThreads`): where that call may schedule asynchronous work and wait for it."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_dispatched, "loop", None)
+    return loop
+
+
 class CallRunner(Protocol):
     runs_inline: bool
     """True when calls run on the event loop anyway (nothing is spared by trying first there)."""
@@ -136,10 +146,13 @@ class _Job:
         self.call = call
 
     def run(self) -> _Outcome:
+        _dispatched.loop = self.loop
         try:
             return _Outcome(self, _succeed, self.context.run(self.call))
         except BaseException as error:
             return _Outcome(self, _fail, error)
+        finally:
+            _dispatched.loop = None
 
 
 class _Outcome:

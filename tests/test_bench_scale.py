@@ -12,7 +12,7 @@ from bench.bench_scale import JOBS_PER_RUNNER_HOUR, Point, growth_exponent, scen
 
 
 def point(runners: int, wall: float) -> Point:
-    return Point(runners, wall, 0, 0, 1.0, 0.0, runners / 1.0, "0/0", clean=True)
+    return Point(runners, wall, 0.0, 0, 0, 1.0, 0.0, runners / 1.0, "0/0", clean=True)
 
 
 @given(exponent=st.floats(min_value=0.2, max_value=3.0), scale=st.floats(0.01, 100.0))
@@ -21,11 +21,15 @@ def test_growth_exponent_recovers_a_power_law(exponent: float, scale: float) -> 
     assert math.isclose(growth_exponent(points), exponent, rel_tol=1e-9)
 
 
-@pytest.mark.parametrize(("runners", "minutes"), [(100, 60.0), (300, 10.0), (7, 1.0)])
-def test_scenario_asks_ten_jobs_per_runner_hour(runners: int, minutes: float) -> None:
+@pytest.mark.parametrize(("runners", "minutes"), [(100, 60.0), (300, 10.0), (7, 2.0), (3000, 5.0)])
+def test_scenario_asks_ten_jobs_per_runner_hour_until_the_run_ends(
+    runners: int, minutes: float
+) -> None:
     built = scenario(runners, minutes)
     (deployment,) = built.objects
     assert deployment["spec"]["replicas"] == runners
     (jobs,) = built.jobs
-    assert jobs.count == max(1, round(runners * JOBS_PER_RUNNER_HOUR * minutes / 60))
+    assert jobs.every * runners * JOBS_PER_RUNNER_HOUR == pytest.approx(3600)
+    last = jobs.start + (jobs.count - 1) * jobs.every
+    assert last < built.duration <= last + jobs.every  # none left for the teardown
     assert built.duration == minutes * 60

@@ -9,19 +9,25 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from arc_sim.fake_github import FakeGitHub
+from arc_sim.kube_port import StoreKube
 from arc_sim.loopback import serve_loopback
+from arc_sim.server_side import kube_side
+from arc_sim.store import ObjectStore
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import Scope
+from hooks.kube.port import CONFIG_MAPS, KubeError, Resource
 from hooks.settings import Settings
 from tests.hook_app import HOOK_AUTH, HOOK_TOKEN, hook_settings
 from tests.hook_driver import HookDriver, new_runner, running_status
@@ -180,3 +186,60 @@ def _poll(url: str, server: subprocess.Popen[bytes]) -> int:
         except httpx.TransportError:
             time.sleep(0.05)
     raise AssertionError("server did not start within 30 s")
+
+
+class ConfigMapsOnly:
+    """An API server that answers the ConfigMap calls only (the Runners these tests drive are
+    not in it: a fresh read of one fails, and the hook decides on what it was sent)."""
+
+    def __init__(self, kube: Any) -> None:
+        self._kube = kube
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self._kube, name)
+
+        async def only_config_maps(resource: Resource, *args: Any, **kwargs: Any) -> Any:
+            if resource != CONFIG_MAPS:
+                raise KubeError(f"{resource.plural} is forbidden", 403)
+            return await call(resource, *args, **kwargs)
+
+        return only_config_maps
+
+
+def test_two_replicas_share_one_runner_list_through_the_api_server(
+    clock: ManualClock, fake_github: FakeGitHub
+) -> None:
+    """As deployed: each server reaches the ConfigMaps through its own event loop (bound when
+    uvicorn starts it) from the worker thread that lists; the second replica lists nothing."""
+    fake_github.add_personal_access_token(PAT)
+    store = ObjectStore(clock)
+    kube = ConfigMapsOnly(kube_side(StoreKube(store), threading.RLock()))  # shared by 2 loops
+    with serve_loopback(fake_github.app) as github_url:
+        settings = hook_settings(
+            {
+                "GITHUB_URL": github_url,
+                "GITHUB_TOKEN": PAT,
+                "SHARED_RUNNER_LISTS_NAMESPACE": "arc-hooks",
+            }
+        )
+        with (
+            serve_loopback(create_app(settings, clock=clock, kube=kube)) as first_url,
+            serve_loopback(create_app(settings, clock=clock, kube=kube)) as second_url,
+            httpx.Client(base_url=first_url, timeout=10, headers=HOOK_AUTH) as first,
+            httpx.Client(base_url=second_url, timeout=10, headers=HOOK_AUTH) as second,
+        ):
+            world = World(clock, fake_github, first, settings)
+            static = {"organization": "acme", "labels": ["linux"], "ephemeral": False}
+            driver = HookDriver(first, new_runner(static))
+            driver.sync()
+            world.runner_agent_registers(driver)
+            listed = driver.sync()
+            driver.client = second
+            also_listed = driver.sync()
+
+    lists = fake_github.request_counts()["GET /orgs/{org}/actions/runners"]
+    assert lists == 1
+    assert listed["status"]["online"] is True and also_listed["status"]["online"] is True
+    (shared,) = store.list_objects("ConfigMap")
+    assert shared["metadata"]["namespace"] == "arc-hooks"
+    assert PAT not in str(shared)

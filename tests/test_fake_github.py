@@ -830,6 +830,7 @@ def test_primary_rate_limit_exhaustion_and_window_reset(clock: ManualClock) -> N
         assert response.headers["x-ratelimit-remaining"] == str(3 - used)
         assert response.headers["x-ratelimit-reset"] == reset
         assert response.headers["x-ratelimit-resource"] == "core"
+        assert github.peak_budget_use() == pytest.approx(used / 3)
 
     clock.advance(3599)
     exhausted = api.get(runners_path(ORG))
@@ -846,6 +847,7 @@ def test_primary_rate_limit_exhaustion_and_window_reset(clock: ManualClock) -> N
     renewed = api.get(runners_path(ORG))
     assert renewed.status_code == 200
     assert renewed.headers["x-ratelimit-remaining"] == "2"
+    assert github.peak_budget_use() == 1.0  # the peak of the first window stays
     assert renewed.headers["x-ratelimit-reset"] == epoch(START + timedelta(hours=2))
 
 

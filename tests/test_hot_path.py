@@ -26,7 +26,7 @@ from hooks.resources.runner import Runner
 from hooks.runner.controller import sync_runner
 from hooks.runner.pod import build_runner_pod
 from hooks.settings import Settings
-from hooks.workers import WorkerThreads
+from hooks.workers import WorkerThreads, dispatching_loop
 from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import HookDriver, HookResponse, new_runner, running_status
 from tests.in_memory_github import InMemoryGitHub
@@ -208,6 +208,29 @@ def test_workers_answer_raise_and_see_the_callers_context() -> None:
     total, seen, loop_thread = asyncio.run(main())
     assert (total, seen) == (6, "caller")
     assert not loop_thread.startswith("hook-worker")
+
+
+def test_a_worker_knows_the_loop_that_handed_it_the_call() -> None:
+    workers = WorkerThreads()
+
+    async def schedule_back() -> str:
+        return threading.current_thread().name
+
+    def in_worker() -> tuple[bool, str]:
+        loop = dispatching_loop()
+        assert loop is not None
+        ran_on = asyncio.run_coroutine_threadsafe(schedule_back(), loop).result(timeout=5)
+        return loop is not None, ran_on
+
+    async def main() -> tuple[asyncio.AbstractEventLoop, bool, str, bool]:
+        found, ran_on = await workers.run(in_worker)
+        after = await workers.run(dispatching_loop)
+        return asyncio.get_running_loop(), found, ran_on, after is asyncio.get_running_loop()
+
+    _, found, ran_on, again = asyncio.run(main())
+    assert found and again
+    assert not ran_on.startswith("hook-worker")  # on the loop's thread
+    assert dispatching_loop() is None  # not in a worker call
 
 
 def test_workers_run_calls_side_by_side_up_to_their_limit() -> None:

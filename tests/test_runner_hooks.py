@@ -493,7 +493,8 @@ def test_a_completed_ephemeral_runner_being_deleted_finishes_without_stale_cache
     cached = CachedGitHub(github, settings, clock)
     with hook_client(create_app(settings, github=cached, clock=clock)) as client:
         driver = running_driver(client, clock, github)
-        clock.advance(61)  # the cached runner list is refreshed: it lists the runner now
+        # The cached runner list is refreshed: it lists the runner now.
+        clock.advance(settings.list_runners_cache_ttl + 1)
         driver.sync()
         github.set_busy(ORG, "example-runner", True)
         waiting = driver.finalize()  # DELETE answers 422: the cache remembers "busy"
@@ -525,7 +526,7 @@ def test_a_runner_still_listed_after_its_container_exited_is_removed(
     cached = CachedGitHub(github, settings, clock)
     with hook_client(create_app(settings, github=cached, clock=clock)) as client:
         driver = running_driver(client, clock, github)
-        clock.advance(61)
+        clock.advance(settings.list_runners_cache_ttl + 1)
         driver.sync()
         github.set_busy(ORG, "example-runner", True)
         driver.finalize()

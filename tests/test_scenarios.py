@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.sim_scenarios import assert_clean, run, scenario_path
+from arc_sim.world import World
+from tests.sim_scenarios import assert_clean, run, scenario, scenario_path
 
 
 def test_static_and_ephemeral_runners_deleted_while_busy_finish_their_jobs() -> None:
@@ -45,6 +46,24 @@ def test_github_rate_limited_during_teardown() -> None:
     assert_clean(summary)
     assert summary.github.rate_limited >= 1
     assert summary.jobs.completed == 6
+
+
+def test_summary_shows_the_rate_limit_headroom_at_the_tightest_moment() -> None:
+    """One credential, a run shorter than a rate-limit window: the peak share of the budget is
+    every charged call over the hour's limit (a 304 is not charged)."""
+    loaded = scenario("runners-deleted-while-busy")
+    loaded = loaded.model_copy(
+        update={"github": loaded.github.model_copy(update={"rate_limit_per_hour": 400})}
+    )
+    assert loaded.duration < 3600
+    world = World(loaded)
+    summary = world.run()
+
+    charged = [r for r in world.github.requests if r.status != 304]
+    assert len({r.caller_id for r in charged}) == 1
+    assert summary.github.peak_budget_percent == round(100 * len(charged) / 400, 1)
+    assert 0 < summary.github.peak_budget_percent < 100
+    assert f"peak {summary.github.peak_budget_percent:g}% of an hour's budget" in summary.table()
 
 
 def test_hook_replicas_failing_for_a_while_then_converging() -> None:

@@ -31,6 +31,12 @@ from hooks.github.port import (
     WorkflowRun,
 )
 from hooks.github.rest import PER_PAGE
+from hooks.github.shared_lists import (
+    CLAIM_SECONDS,
+    BoardUnavailable,
+    RunnerListBoard,
+    SharedList,
+)
 from hooks.settings import Settings
 
 K = TypeVar("K", bound=Hashable)
@@ -43,6 +49,9 @@ TOKEN_MIN_VALIDITY = timedelta(minutes=30)
 # Group ids change only when an admin recreates a group; ten minutes bounds the staleness.
 RUNNER_GROUP_TTL = timedelta(minutes=10)
 DEFAULT_MAX_ENTRIES = 4096
+# While another replica lists a scope, a copy past its period is served this long before the
+# board is read again.
+BOARD_RECHECK = timedelta(seconds=2)
 
 
 class _TTLMap(Generic[K, V]):
@@ -118,7 +127,9 @@ class CachedGitHub(GitHubPort):
     reads and visible_runner_groups, and deduplicates removals.
 
     Thread-safe. Concurrent callers of the same read share one in-flight call, so N runners
-    syncing at once cause one list call, not N.
+    syncing at once cause one list call, not N. With a `board`, the replicas of the server
+    share each scope's runner list too (`hooks.github.shared_lists`): one list per period for
+    all of them.
     """
 
     def __init__(
@@ -129,8 +140,10 @@ class CachedGitHub(GitHubPort):
         *,
         max_entries: int = DEFAULT_MAX_ENTRIES,
         runner_group_ttl: timedelta = RUNNER_GROUP_TTL,
+        board: RunnerListBoard | None = None,
     ) -> None:
         self._inner = inner
+        self._board = board
         self._clock = clock
         self._list_ttl = timedelta(seconds=settings.list_runners_cache_ttl)
         self._busy_delay = timedelta(seconds=settings.unregistration_retry_delay)
@@ -146,6 +159,10 @@ class CachedGitHub(GitHubPort):
         # How many runners each scope's last list had (kept past the list's expiry): what a
         # fresh list would cost in pages.
         self._list_sizes: dict[Scope, int] = {}
+        # When this replica last learnt something of a scope's runners that a list asked for
+        # before then lacks (a removal, a busy answer, a new registration): an older shared
+        # list is not taken.
+        self._scope_changed_at: dict[Scope, datetime] = {}
         self._tokens: _TTLMap[Scope, RegistrationToken] = _TTLMap(max_entries)
         self._groups: _TTLMap[tuple[Scope, str], int] = _TTLMap(max_entries)
         self._removals: _TTLMap[tuple[Scope, int], RemoveResult] = _TTLMap(max_entries)
@@ -166,20 +183,61 @@ class CachedGitHub(GitHubPort):
     def list_runners(
         self, scope: Scope, *, not_before: datetime | None = None
     ) -> Sequence[GitHubRunner]:
+        shared: list[tuple[SharedList, datetime]] = []  # what the board gave, and until when
+
         def cached() -> tuple[GitHubRunner, ...] | None:
             return self._lists.get(scope, self._clock.now(), not_before)
 
-        def store(value: tuple[GitHubRunner, ...], now: datetime) -> None:
-            self._lists.put(scope, value, now + self._list_ttl, now)
+        def fetch() -> tuple[GitHubRunner, ...]:
+            if self._board is not None:
+                found = self._list_through_board(self._board, scope, not_before)
+                if found is not None:
+                    shared.append(found)
+                    return found[0].runners
+            return tuple(self._inner.list_runners(scope))
+
+        def store(value: tuple[GitHubRunner, ...], asked_at: datetime) -> None:
+            expires = asked_at + self._list_ttl
+            if shared:
+                asked_at, expires = shared[0][0].asked_at, shared[0][1]
+            self._lists.put(scope, value, expires, asked_at)
             self._list_sizes[scope] = len(value)
 
-        return self._single_flight(
-            ("list", scope),
-            cached,
-            lambda: tuple(self._inner.list_runners(scope)),
-            store,
-            not_before=not_before,
-        )
+        return self._single_flight(("list", scope), cached, fetch, store, not_before=not_before)
+
+    def _list_through_board(
+        self, board: RunnerListBoard, scope: Scope, not_before: datetime | None
+    ) -> tuple[SharedList, datetime] | None:
+        """The scope's list from the board, or listed by this replica and published there;
+        with the time the answer may be served until. None: the board is out of reach, and
+        the caller lists GitHub on its own."""
+        now = self._clock.now()
+        with self._lock:
+            changed = self._scope_changed_at.get(scope)
+        try:
+            entry = board.read(scope)
+            listed = entry.listed
+            known_since = max((t for t in (not_before, changed) if t is not None), default=None)
+            if listed is not None and known_since is not None and listed.asked_at < known_since:
+                listed = None  # older than what this replica or its caller knows
+            if listed is not None and now - listed.asked_at < self._list_ttl:
+                return listed, listed.asked_at + self._list_ttl
+            # Past its period: the first replica to claim the next list makes it. Another's
+            # answer is due within seconds; a copy a little past its period serves meanwhile
+            # (bounded, since an abandoned claim ends).
+            waiting = listed is not None and (
+                now - listed.asked_at < self._list_ttl + timedelta(seconds=CLAIM_SECONDS)
+            )
+            if waiting and listed is not None and entry.claimed_by_another(now):
+                return listed, now + BOARD_RECHECK
+            if not board.claim(scope, entry):
+                return (listed, now + BOARD_RECHECK) if waiting and listed is not None else None
+        except BoardUnavailable:
+            return None
+        asked_at = self._clock.now()
+        fresh = SharedList(asked_at, tuple(self._inner.list_runners(scope)))
+        board.publish(scope, fresh)
+        return fresh, asked_at + self._list_ttl
 
     def runners_named(
         self, scope: Scope, name: str, *, not_before: datetime | None = None
@@ -392,7 +450,9 @@ class CachedGitHub(GitHubPort):
 
     def _mark_scope_reads_stale(self, scope: Scope) -> None:
         """Reads of the scope's runners in flight may predate what just happened: their answers
-        go to their callers but are not kept (nor used to correct the cached list)."""
+        go to their callers but are not kept (nor used to correct the cached list), and a
+        shared list asked for before now is not taken."""
+        self._scope_changed_at[scope] = self._clock.now()
         for key, flight in self._flights.items():
             if isinstance(key, tuple) and key[:1] in (("list",), ("named",)) and key[1] == scope:
                 flight.stale = True

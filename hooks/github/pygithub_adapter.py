@@ -71,6 +71,7 @@ from hooks.github.rest import (
     scope_path,
     to_float,
 )
+from hooks.github.shared_lists import RunnerListBoard
 from hooks.metrics import (
     GITHUB_API_CALLS,
     GITHUB_RATE_LIMIT,
@@ -617,9 +618,13 @@ def _in_context(what: str, exc: GitHubError) -> GitHubError:
     return type(exc)(text, exc.status)
 
 
-def github_from_settings(settings: Settings, clock: Clock) -> GitHubPort:
-    """The port for the configured GitHub: the PyGithub adapter behind the caches."""
-    return CachedGitHub(PyGithubAdapter.from_settings(settings, clock), settings, clock)
+def github_from_settings(
+    settings: Settings, clock: Clock, board: RunnerListBoard | None = None
+) -> GitHubPort:
+    """The port for the configured GitHub: the PyGithub adapter behind the caches (sharing the
+    runner lists through `board`, when given)."""
+    adapter = PyGithubAdapter.from_settings(settings, clock)
+    return CachedGitHub(adapter, settings, clock, board=board)
 
 
 def github_for_credentials(

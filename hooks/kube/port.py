@@ -40,6 +40,7 @@ RUNNER_SETS = Resource(ARC_GROUP, ARC_VERSION, "RunnerSet", "runnersets")
 RUNNERS = Resource(ARC_GROUP, ARC_VERSION, "Runner", "runners")
 RUNNER_REPLICA_SETS = Resource(ARC_GROUP, ARC_VERSION, "RunnerReplicaSet", "runnerreplicasets")
 PODS = Resource("", "v1", "Pod", "pods")
+CONFIG_MAPS = Resource("", "v1", "ConfigMap", "configmaps")
 CAPACITY_RESERVATIONS = Resource(
     RESERVATION_GROUP, RESERVATION_VERSION, "CapacityReservation", "capacityreservations"
 )
