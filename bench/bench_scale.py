@@ -6,12 +6,13 @@ Run: python -m bench.bench_scale [--sizes 100,300,1000] [--minutes 60]
 
 For each size it prints the wall time of the virtual minutes asked for (start-up included) and,
 apart, of the teardown that follows (deleting the RunnerDeployment and draining its runners,
-whose jobs may still run for four minutes), the hook calls per runner-hour, the GitHub calls per runner-hour in steady state (after the first `--warmup`
-minutes, before the teardown; exact counts in virtual time), the hook server's own time per
-runner-hour, and at the end the growth exponent of the running wall time against runners, fitted
-by least squares over the sizes measured (1.0 is linear). Jobs arrive from the first minute to
-the end of the run, none during the teardown. Every row comes from the same run, so the
-smallest size is the baseline of the others.
+whose jobs may still run for four minutes), the hook calls per runner-hour, the GitHub calls
+per runner-hour in steady state (after the first `--warmup` minutes, before the teardown; exact
+counts in virtual time), the hook server's own time per runner-hour, and at the end the growth
+exponent of the running wall time against runners, fitted by least squares over the sizes
+measured (1.0 is linear). Jobs arrive from the first minute to the end of the run, none during
+the teardown. Every row comes from the same run, so the smallest size is the baseline of the
+others.
 """
 
 from __future__ import annotations
@@ -91,8 +92,8 @@ class Point:
 
 
 HEADER = (
-    f"{'runners':>7s} {'wall s':>9s} {'teardown s':>10s} {'hook calls':>10s} {'hook/rh':>9s} {'GitHub/rh':>9s} "
-    f"{'hook ms/rh':>11s}  {'jobs':>11s}"
+    f"{'runners':>7s} {'wall s':>9s} {'teardown s':>10s} {'hook calls':>10s} {'hook/rh':>9s} "
+    f"{'GitHub/rh':>9s} {'hook ms/rh':>11s}  {'jobs':>11s}"
 )
 
 
