@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -1077,6 +1077,7 @@ def test_a_poll_answered_with_no_body_is_no_message(
 
 
 @given(st.binary(max_size=200) | message_bodies())
+@example(json.dumps({"messageId": 1, "messageType": QUEUE_TOKEN, "body": ""}).encode())
 def test_parsing_a_message_gives_a_message_or_a_malformed_response_error(body: bytes) -> None:
     try:
         message = parse_message(body)

@@ -15,7 +15,6 @@ values; tokens are `SecretStr`, so no repr shows them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -391,8 +390,10 @@ def parse_message(content: bytes) -> RunnerScaleSetMessage:
     """A message of the queue (`parseRunnerScaleSetMessageResponse` in `client.go`)."""
     envelope = parse_answer(_MessageEnvelope, content, "runner scale set message")
     if envelope.message_type != JOB_MESSAGES_TYPE:
-        shown = json.dumps(envelope.message_type[:80])
-        raise MalformedResponseError(f"runner scale set message: unsupported type {shown}")
+        # The value is not echoed: an answer's text may carry what a proxy put there (tokens).
+        raise MalformedResponseError(
+            f"runner scale set message: unsupported type (not {JOB_MESSAGES_TYPE})"
+        )
     jobs: list[JobMessage] = []
     if envelope.body:
         try:
