@@ -51,8 +51,9 @@ def create_app(
 ) -> Starlette:
     """The hook server. `github_blocks=False` says the GitHub port never waits on I/O (the
     simulated world's in-process GitHub): hooks then run on the event loop, without threads.
-    `kube` is the server's Kubernetes API access, for the webhook receiver and forced deletes
-    (default: the cluster's, via the pod's service account or a kubeconfig).
+    `kube` is the server's Kubernetes API access, for the webhook receiver, forced deletes and
+    the shared runner lists (default: the cluster's, via the pod's service account or a
+    kubeconfig).
     `build_credentials_port` makes the port for a resource's `githubAPICredentialsFrom` Secret
     (default: PyGithub, when `github` is not given)."""
     clock = clock or SystemClock()

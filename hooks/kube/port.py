@@ -1,5 +1,6 @@
 """The small surface of the Kubernetes API that the server uses: the webhook receiver's
-reservations and scale targets, and forced deletes of runner pods on lost nodes.
+reservations and scale targets, forced deletes of runner pods on lost nodes, and the ConfigMaps
+of the runner lists the replicas share.
 
 Asynchronous: the receiver answers GitHub from the event loop, well inside GitHub's 10-second
 delivery timeout, without a worker thread per delivery.
