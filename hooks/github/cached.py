@@ -225,13 +225,14 @@ class CachedGitHub(GitHubPort):
             # Past its period: the first replica to claim the next list makes it. Another's
             # answer is due within seconds; a copy a little past its period serves meanwhile
             # (bounded, since an abandoned claim ends).
-            waiting = listed is not None and (
-                now - listed.asked_at < self._list_ttl + timedelta(seconds=CLAIM_SECONDS)
-            )
-            if waiting and listed is not None and entry.claimed_by_another(now):
-                return listed, now + BOARD_RECHECK
+            stale_limit = self._list_ttl + timedelta(seconds=CLAIM_SECONDS)
+            meanwhile = None
+            if listed is not None and now - listed.asked_at < stale_limit:
+                meanwhile = (listed, now + BOARD_RECHECK)
+            if meanwhile is not None and entry.claimed_by_another(now):
+                return meanwhile
             if not board.claim(scope, entry):
-                return (listed, now + BOARD_RECHECK) if waiting and listed is not None else None
+                return meanwhile
         except BoardUnavailable:
             return None
         asked_at = self._clock.now()
