@@ -21,6 +21,7 @@ from hooks.github.port import (
     RegistrationToken,
     RemoveOutcome,
     RemoveResult,
+    RunnerListing,
     Scope,
 )
 from hooks.lifecycle.graceful_stop import StopSubject, StopTiming, tick_graceful_stop
@@ -53,6 +54,7 @@ from hooks.runner.observed_pod import ObservedPod, observe_pod
 from hooks.runner.parse import ParsedRunner
 from hooks.runner.pod import PodDefaults
 from hooks.runner.registration import RegistrationMaterial
+from hooks.runner.report import runner_status
 from hooks.runnerpod.decide import decide_pod_stop, decide_runner_id
 from hooks.runnerpod.facts import read_runner_pod
 from hooks.runnerset.decide import RunnerSetFacts, RunnerSetPlan
@@ -299,6 +301,95 @@ def test_github_unavailable_keeps_the_pod_and_decides_nothing() -> None:
     assert isinstance(plan, RunnerPlan)
     assert plan.pod is not None and plan.stop is None
     assert 30 in plan.resync
+
+
+# What status reports of GitHub only moves forward: replicas list a scope at different moments,
+# and a list older than the one status reports would turn it back (and the next replica's
+# answer forth again, a status write and a sync each time).
+
+
+def report(status: RunnerStatus, listing: RunnerListing) -> RunnerStatus:
+    """The status a sync writes, given the status it read and the list its replica has."""
+    ready_since = format_time(NOW - timedelta(seconds=SETTINGS.registration_timeout + 60))
+    facts = runner_facts(running_status(ready_since), status=status)
+    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): listing})
+    assert isinstance(plan, RunnerPlan)
+    return runner_status(facts, plan)
+
+
+def github_view(status: RunnerStatus) -> tuple[object, ...]:
+    registered = next((c.status for c in status.conditions if c.type == "Registered"), None)
+    return (status.runner_id, status.busy, registered)
+
+
+def dated(seconds_ago: float, *runners: GitHubRunner) -> RunnerListing:
+    return RunnerListing(runners, NOW - timedelta(seconds=seconds_ago))
+
+
+def test_a_list_reports_what_it_says_and_when_it_was_asked_for() -> None:
+    status = report(RunnerStatus(), dated(30, runner(busy=True)))
+
+    assert github_view(status) == (7, True, "True")
+    assert status.last_registration_check_time == format_time(NOW - timedelta(seconds=30))
+
+
+def test_a_list_older_than_the_reported_one_changes_nothing() -> None:
+    reported = report(RunnerStatus(), dated(30, runner(busy=True)))
+
+    # Another replica's list from before: the runner idle, or not registered yet.
+    for older in (dated(60, runner(busy=False)), dated(60)):
+        facts_status = report(reported, older)
+        assert facts_status == reported
+
+
+def test_an_older_list_that_misses_the_runner_does_not_time_its_registration_out() -> None:
+    ready_since = format_time(NOW - timedelta(seconds=SETTINGS.registration_timeout + 60))
+    reported = report(RunnerStatus(), dated(30, runner()))
+    facts = runner_facts(running_status(ready_since), status=reported)
+
+    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): dated(60)})
+
+    assert isinstance(plan, RunnerPlan)
+    assert plan.stop is None and plan.pod is not None
+
+
+def test_a_newer_list_that_says_the_same_writes_nothing_new() -> None:
+    reported = report(RunnerStatus(), dated(60, runner(busy=True)))
+
+    assert report(reported, dated(10, runner(busy=True))) == reported
+    turned = report(reported, dated(10, runner(busy=False)))
+    assert github_view(turned) == (7, False, "True")
+    assert turned.last_registration_check_time == format_time(NOW - timedelta(seconds=10))
+
+
+LISTINGS = st.lists(
+    st.tuples(
+        st.integers(min_value=0, max_value=600),
+        st.sampled_from([(), (runner(busy=False),), (runner(busy=True),), (runner(8),)]),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@given(LISTINGS)
+@settings(max_examples=150, deadline=None)
+def test_status_never_reports_a_list_older_than_the_one_it_reports(
+    listings: list[tuple[int, tuple[GitHubRunner, ...]]],
+) -> None:
+    status = RunnerStatus()
+    for seconds_ago, runners in listings:
+        before = status
+        status = report(status, dated(seconds_ago, *runners))
+        checked_before = before.last_registration_check_time
+        checked = status.last_registration_check_time
+        assert checked_before is None or (checked is not None and checked >= checked_before)
+        if github_view(status) != github_view(before):
+            # Changed: to what this list says, dated by it, and it is not older than before.
+            assert checked == format_time(NOW - timedelta(seconds=seconds_ago))
+            found = next((r for r in runners if r.name == NAME), None)
+            said = (found.id, found.busy, "True") if found else (*github_view(status)[:2], "False")
+            assert github_view(status) == said
 
 
 def test_finalize_of_a_busy_static_runner_keeps_its_pod() -> None:

@@ -174,9 +174,10 @@ def test_one_list_per_period_serves_every_replica(cluster: Cluster) -> None:
     assert cluster.github.calls["list"] == 1
     # Each copy lasts as long as the list is fresh, not from when it was read.
     cluster.advance(TTL - 30)
-    assert second.list_runners(ORG) == answer
+    relisted = second.list_runners(ORG)
+    assert list(relisted) == list(answer) and relisted.asked_at == cluster.clock.now()
     assert cluster.github.calls["list"] == 2
-    assert first.list_runners(ORG) == answer and third.list_runners(ORG) == answer
+    assert first.list_runners(ORG) == relisted and third.list_runners(ORG) == relisted
     assert cluster.github.calls["list"] == 2
     entry = cluster.shared()
     assert entry.listed == SharedList(START + timedelta(seconds=TTL), tuple(answer))

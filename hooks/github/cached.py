@@ -26,6 +26,7 @@ from hooks.github.port import (
     RemoveOutcome,
     RemoveResult,
     RunnerGroupInfo,
+    RunnerListing,
     Scope,
     WorkflowJob,
     WorkflowRun,
@@ -155,7 +156,7 @@ class CachedGitHub(GitHubPort):
         self._visible_groups_ttl = timedelta(seconds=settings.runner_groups_cache_ttl)
         self._lock = threading.Lock()
         self._flights: dict[Hashable, _Flight] = {}
-        self._lists: _TTLMap[Scope, tuple[GitHubRunner, ...]] = _TTLMap(max_entries)
+        self._lists: _TTLMap[Scope, RunnerListing] = _TTLMap(max_entries)
         # How many runners each scope's last list had (kept past the list's expiry): what a
         # fresh list would cost in pages.
         self._list_sizes: dict[Scope, int] = {}
@@ -180,26 +181,26 @@ class CachedGitHub(GitHubPort):
 
     # -- reads -------------------------------------------------------------------------------
 
-    def list_runners(
-        self, scope: Scope, *, not_before: datetime | None = None
-    ) -> Sequence[GitHubRunner]:
+    def list_runners(self, scope: Scope, *, not_before: datetime | None = None) -> RunnerListing:
+        """The scope's runners, dated by when they were asked for (a list amended since with
+        what this replica learnt keeps that date)."""
         shared: list[tuple[SharedList, datetime]] = []  # what the board gave, and until when
 
-        def cached() -> tuple[GitHubRunner, ...] | None:
+        def cached() -> RunnerListing | None:
             return self._lists.get(scope, self._clock.now(), not_before)
 
-        def fetch() -> tuple[GitHubRunner, ...]:
+        def fetch() -> RunnerListing:
             if self._board is not None:
                 found = self._list_through_board(self._board, scope, not_before)
                 if found is not None:
                     shared.append(found)
-                    return found[0].runners
-            return tuple(self._inner.list_runners(scope))
+                    return RunnerListing(found[0].runners, found[0].asked_at)
+            asked_at = self._clock.now()
+            return RunnerListing(tuple(self._inner.list_runners(scope)), asked_at)
 
-        def store(value: tuple[GitHubRunner, ...], asked_at: datetime) -> None:
-            expires = asked_at + self._list_ttl
-            if shared:
-                asked_at, expires = shared[0][0].asked_at, shared[0][1]
+        def store(value: RunnerListing, asked_at: datetime) -> None:
+            asked_at = value.asked_at or asked_at
+            expires = shared[0][1] if shared else asked_at + self._list_ttl
             self._lists.put(scope, value, expires, asked_at)
             self._list_sizes[scope] = len(value)
 
@@ -253,7 +254,7 @@ class CachedGitHub(GitHubPort):
 
         def cached() -> tuple[GitHubRunner, ...] | None:
             listed = self._lists.get(scope, self._clock.now(), not_before)
-            return None if listed is None else tuple(r for r in listed if r.name == name)
+            return None if listed is None else tuple(r for r in listed.runners if r.name == name)
 
         def store(found: tuple[GitHubRunner, ...], asked_at: datetime) -> None:
             self._correct_list(scope, name, found, asked_at)
@@ -420,9 +421,9 @@ class CachedGitHub(GitHubPort):
         runners = self._lists.get(scope, self._clock.now())
         if runners is None:
             return
-        kept = tuple(r for r in runners if r.id != runner_id)
+        kept = tuple(r for r in runners.runners if r.id != runner_id)
         if len(kept) != len(runners):
-            self._lists.amend(scope, kept)
+            self._lists.amend(scope, replace(runners, runners=kept))
 
     def _correct_list(
         self, scope: Scope, name: str, found: tuple[GitHubRunner, ...], asked_at: datetime
@@ -433,7 +434,8 @@ class CachedGitHub(GitHubPort):
         listed_at = self._lists.stored_at(scope)
         runners = self._lists.get(scope, self._clock.now())
         if runners is not None and listed_at is not None and listed_at <= asked_at:
-            self._lists.amend(scope, (*(r for r in runners if r.name != name), *found))
+            kept = (*(r for r in runners.runners if r.name != name), *found)
+            self._lists.amend(scope, replace(runners, runners=kept))
 
     def _mark_busy(self, scope: Scope, runner_id: int) -> None:
         # GitHub just told us the runner is busy: fresher than a cached list that says idle.
@@ -441,9 +443,8 @@ class CachedGitHub(GitHubPort):
         runners = self._lists.get(scope, self._clock.now())
         if runners is None:
             return
-        self._lists.amend(
-            scope, tuple(replace(r, busy=True) if r.id == runner_id else r for r in runners)
-        )
+        marked = tuple(replace(r, busy=True) if r.id == runner_id else r for r in runners.runners)
+        self._lists.amend(scope, replace(runners, runners=marked))
 
     def _invalidate_list(self, scope: Scope) -> None:
         self._lists.pop(scope)

@@ -7,10 +7,10 @@ GitHub (and GitHub Enterprise Server); tests use the fake GitHub in `arc_sim`.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,42 @@ class GitHubRunner:
     @property
     def online(self) -> bool:
         return self.status == "online"
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerListing(Sequence[GitHubRunner]):
+    """A scope's runners as GitHub listed them when asked at `asked_at` (None: not known).
+
+    Replicas list at different moments, so a hook call may read a list older than the view a
+    Runner's status already reports; the date lets it tell (`hooks.runner.decide`)."""
+
+    runners: tuple[GitHubRunner, ...] = ()
+    asked_at: datetime | None = None
+
+    @classmethod
+    def of(cls, runners: Sequence[GitHubRunner]) -> RunnerListing:
+        return runners if isinstance(runners, RunnerListing) else cls(tuple(runners))
+
+    def named(self, name: str) -> GitHubRunner | None:
+        return next((runner for runner in self.runners if runner.name == name), None)
+
+    def older_than(self, moment: datetime | None) -> bool:
+        return moment is not None and self.asked_at is not None and self.asked_at < moment
+
+    @overload
+    def __getitem__(self, index: int) -> GitHubRunner: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[GitHubRunner, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> GitHubRunner | tuple[GitHubRunner, ...]:
+        return self.runners[index]
+
+    def __len__(self) -> int:
+        return len(self.runners)
+
+    def __iter__(self) -> Iterator[GitHubRunner]:
+        return iter(self.runners)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from hooks.github.port import (
     JitConfig,
     RegistrationToken,
     RemoveResult,
+    RunnerListing,
     Scope,
 )
 
@@ -78,7 +79,15 @@ class GenerateJitConfig:
 
 
 Step = ListRunners | FindRunner | RemoveRunner | IssueToken | LookUpRunnerGroup | GenerateJitConfig
-Answer = tuple[GitHubRunner, ...] | RemoveResult | RegistrationToken | int | JitConfig | GitHubError
+Answer = (
+    RunnerListing
+    | tuple[GitHubRunner, ...]
+    | RemoveResult
+    | RegistrationToken
+    | int
+    | JitConfig
+    | GitHubError
+)
 
 
 class NeedAnswer(BaseException):
@@ -129,10 +138,11 @@ class Answers:
         """The steps carried out, in order."""
         return tuple(self._given)
 
-    def list_runners(
-        self, scope: Scope, *, not_before: datetime | None = None
-    ) -> tuple[GitHubRunner, ...]:
-        return _typed(self._answer(ListRunners(scope, not_before)), tuple)
+    def list_runners(self, scope: Scope, *, not_before: datetime | None = None) -> RunnerListing:
+        answer = self._answer(ListRunners(scope, not_before))
+        return (
+            RunnerListing.of(answer) if isinstance(answer, tuple) else _typed(answer, RunnerListing)
+        )
 
     def find_runner(
         self, scope: Scope, name: str, *, not_before: datetime | None = None
@@ -141,9 +151,8 @@ class Answers:
         asked for by name when the answer must be newer than `not_before` (a list that fresh
         would cost every page of the scope's runners)."""
         if not_before is None:
-            listed = self.list_runners(scope)
-        else:
-            listed = _typed(self._answer(FindRunner(scope, name, not_before)), tuple)
+            return self.list_runners(scope).named(name)
+        listed = _typed(self._answer(FindRunner(scope, name, not_before)), tuple)
         return next((r for r in listed if r.name == name), None)
 
     def remove_runner(
@@ -189,7 +198,7 @@ def carry_out(step: Step, github: GitHubPort) -> Answer:
     try:
         match step:
             case ListRunners(scope, not_before):
-                return tuple(github.list_runners(scope, not_before=not_before))
+                return RunnerListing.of(github.list_runners(scope, not_before=not_before))
             case FindRunner(scope, name, not_before):
                 return tuple(github.runners_named(scope, name, not_before=not_before))
             case RemoveRunner(scope, runner_id, not_before):

@@ -14,7 +14,14 @@ from datetime import datetime
 from hooks.children import ConditionValue, as_kept
 from hooks.clock import format_time, parse_optional_time, parse_time
 from hooks.events import LifecycleEvent
-from hooks.github.port import ConflictError, GitHubError, GitHubRunner, RateLimitedError, Scope
+from hooks.github.port import (
+    ConflictError,
+    GitHubError,
+    GitHubRunner,
+    RateLimitedError,
+    RunnerListing,
+    Scope,
+)
 from hooks.lifecycle.graceful_stop import (
     BUSY_MESSAGE,
     StopSubject,
@@ -89,6 +96,8 @@ class RunnerPlan:
     conditions: dict[str, ConditionValue] = field(default_factory=dict)
     phase: str | None = None
     github_runner: GitHubRunner | None = None
+    # When GitHub listed what `github_runner` reports (None: nothing listed, or not known).
+    github_listed_at: datetime | None = None
     events: list[LifecycleEvent] = field(default_factory=list)
     finalized: bool | None = None
 
@@ -122,7 +131,9 @@ def next_certain_question(facts: RunnerFacts, github: Answers, *, finalizing: bo
         return ListRunners(scope)
     name = facts.runner.metadata.name
     found = (
-        next((r for r in listing if r.name == name), None) if isinstance(listing, tuple) else None
+        RunnerListing.of(listing).named(name)
+        if isinstance(listing, RunnerListing | tuple)
+        else None
     )
     return RemoveRunner(scope, found.id) if found is not None else None
 
@@ -145,6 +156,7 @@ class _Decision:
         self.name = facts.runner.metadata.name
         self.pod = facts.pod
         self.github_unavailable = False
+        self.github_outdated = False
         status = facts.status
         self.out = RunnerPlan(
             scope=facts.scope,
@@ -197,7 +209,7 @@ class _Decision:
             return "PodFailed"
         if pod.terminating:
             return "PodDeleted"
-        if self.github_unavailable:
+        if self.github_unavailable or self.github_outdated:
             return None  # busy or registered is unknown: decide on a later sync
         desired = (self.out.pod or {}).get("metadata", {}).get("labels", {})
         outdated = pod.labels.get(POD_TEMPLATE_HASH_LABEL) != desired.get(POD_TEMPLATE_HASH_LABEL)
@@ -395,14 +407,22 @@ class _Decision:
     def _look_up_runner(self) -> GitHubRunner | None:
         out = self.out
         try:
-            found = self.github.find_runner(out.scope, self.name)
+            listing = self.github.list_runners(out.scope)
         except GitHubError as error:
             self.github_unavailable = True
             out.condition("Registered", False, "GitHubUnavailable", str(error))
             if isinstance(error, RateLimitedError):
                 out.wait(error.retry_after)
             return None
+        found = listing.named(self.name)
+        if listing.older_than(parse_optional_time(self.facts.status.last_registration_check_time)):
+            # Replicas list at different moments: status already reports a newer list (one
+            # that may know this registration removed, or its job ended). Reporting this one
+            # would turn status back, and another replica's answer forth again.
+            self.github_outdated = True
+            return found
         out.github_runner = found
+        out.github_listed_at = listing.asked_at
         if found is None:
             out.condition("Registered", False, "NotRegistered", "not registered on GitHub")
         else:

@@ -61,6 +61,8 @@ def runner_status(facts: RunnerFacts, plan: RunnerPlan) -> RunnerStatus:
     )
     conditions = dict(plan.conditions)
     conditions.setdefault("Stopping", ("False", "NotStopping", ""))
+    online = found.online if found else previous.online
+    busy = found.busy if found else previous.busy
     return RunnerStatus(
         ready=pod.ready if pod is not None and plan.pod is not None else False,
         phase=plan.phase or (pod.phase if pod is not None else previous.phase),
@@ -68,12 +70,31 @@ def runner_status(facts: RunnerFacts, plan: RunnerPlan) -> RunnerStatus:
         message=pod.message if pod is not None else None,
         registration=registration if has_scope(scope) else previous.registration,
         workflow=previous.workflow,
-        last_registration_check_time=previous.last_registration_check_time,
+        last_registration_check_time=_check_time(facts, plan, (plan.runner_id, online, busy)),
         runner_id=plan.runner_id,
-        online=found.online if found else previous.online,
-        busy=found.busy if found else previous.busy,
+        online=online,
+        busy=busy,
         conditions=merge_conditions(previous.conditions, conditions, facts.now),
         graceful_stop=plan.stop,
         failures=plan.failures or None,
         last_failure_time=plan.last_failure_time,
     )
+
+
+def _check_time(facts: RunnerFacts, plan: RunnerPlan, view: tuple[object, ...]) -> str | None:
+    """When GitHub listed what status reports of the runner: moved on when a list changes the
+    report, so that a resync that only re-reads the same view writes nothing. A list older
+    than this is not reported (`hooks.runner.decide`)."""
+    previous = facts.status
+    if plan.github_listed_at is None:
+        return previous.last_registration_check_time
+    registered = next((c for c in previous.conditions if c.type == "Registered"), None)
+    before = (
+        previous.runner_id,
+        previous.online,
+        previous.busy,
+        (registered.status, registered.reason, registered.message) if registered else None,
+    )
+    if (*view, plan.conditions.get("Registered")) == before:
+        return previous.last_registration_check_time
+    return format_time(plan.github_listed_at)
