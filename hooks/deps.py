@@ -25,6 +25,10 @@ PARSED_PARENTS_MEMO_ENTRIES = 1024
 steady-state sync parses nothing and builds no pod."""
 
 
+PARSED_PROBLEMS_MEMO_ENTRIES = 16384
+"""The problems of Runner specs, by a digest of the parent: about 200 bytes each, for more
+Runners than the parsed parents memo holds."""
+
 PARSED_STATUSES_MEMO_ENTRIES = 4096
 """Parsed Runner statuses kept per process, a few KB each."""
 
@@ -39,6 +43,10 @@ class HookDeps:
     # Parents parsed before, by their stable JSON text: a parse costs more than the sync.
     parsed_parents: Memo[Hashable, Any] = field(
         default_factory=lambda: Memo(PARSED_PARENTS_MEMO_ENTRIES), compare=False, repr=False
+    )
+    # Spec problems found before, by a digest of what parsed parents are keyed by.
+    parsed_problems: Memo[bytes, tuple[str, ...]] = field(
+        default_factory=lambda: Memo(PARSED_PROBLEMS_MEMO_ENTRIES), compare=False, repr=False
     )
     # Statuses parsed before, by their JSON text: most syncs find the status they last wrote.
     parsed_statuses: Memo[Hashable, Any] = field(

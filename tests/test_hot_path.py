@@ -169,7 +169,7 @@ def test_settings_that_reach_the_pod_are_part_of_the_key(deps: HookDeps) -> None
 def test_a_parent_that_is_not_plain_json_is_parsed_without_the_memo(
     deps: HookDeps,
 ) -> None:
-    parent = new_runner(SPEC)
+    parent = new_runner({**SPEC})  # its spec is changed below
     parent["spec"]["dockerdWithinRunnerContainer"] = datetime(2026, 1, 1, tzinfo=UTC)
 
     answer = sync_runner(_request(parent), deps)
@@ -185,6 +185,38 @@ def test_invalid_parents_are_memoized_with_their_problems(deps: HookDeps) -> Non
     assert answers[0] == answers[1]
     assert "cannot have many fields" in answers[0]["status"]["message"]
     assert len(deps.parsed_parents) == 1
+
+
+def test_more_runners_than_the_memo_holds_are_validated_once_each(
+    deps: HookDeps, github: InMemoryGitHub, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hooks.runner import parse, validation
+
+    validated: list[str] = []
+    validate = validation.validate_runner_spec
+
+    def counting(spec: Any, **kwargs: Any) -> list[str]:
+        validated.append(kwargs["metadata"].name)
+        return validate(spec, **kwargs)
+
+    monkeypatch.setattr(parse, "validate_runner_spec", counting)
+    small = HookDeps(github, clock, deps.settings, parsed_parents=Memo(1))
+    parents = [
+        new_runner(SPEC, name="first"),
+        new_runner({"organization": "acme", "repository": "acme/app"}, name="invalid"),
+        new_runner(SPEC, name="third", annotations={"arc-hooks.dev/registration": "jit"}),
+    ]
+
+    parsed = [parse.parse_runner(_request(p), small) for p in parents * 3]
+
+    assert sorted(validated) == ["first", "invalid", "third"]
+    fresh = [
+        parse.parse_runner(_request(p), HookDeps(github, clock, deps.settings)) for p in parents
+    ]
+    for again, now in zip(parsed, fresh * 3, strict=True):
+        assert (again.runner, again.problems, again.jit) == (now.runner, now.problems, now.jit)
+        assert again.runner is None or again.pod() == now.pod()
+    assert parsed[1].problems and not parsed[0].problems and parsed[2].jit
 
 
 # ---------------------------------------------------------------- worker threads

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from arc_sim.metacontroller import wire
 from arc_sim.metacontroller.cache import ObjectCache
 from arc_sim.metacontroller.children import (
     ChildMap,
@@ -721,3 +722,61 @@ def test_apply_errors_are_dropped_when_the_parent_is_gone_by_the_status_update(
 
     assert len(world.hooks.calls("/sync")) == 1
     assert not world.emulator.errors, world.emulator.stats.recent_errors
+
+
+# --- decoding answers: the fast path for compact JSON decides as the strict decoder does
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _by_stdlib(body: bytes, strict: bool) -> tuple[object, ...]:
+    """What Metacontroller's strict decoding accepts, the reference: Python's own decoder with
+    duplicate fields and non-finite numbers refused."""
+    try:
+        return ("ok", wire._document_by_pairs(body, strict))
+    except SyncFailure:
+        return ("refused",)
+
+
+@st.composite
+def answer_texts(draw: st.DrawFn) -> bytes:
+    document = draw(st.dictionaries(st.sampled_from(["status", "children", "x"]), JSON_VALUES))
+    text = draw(
+        st.sampled_from(
+            [
+                json.dumps(document, separators=(",", ":")),
+                json.dumps(document),
+                json.dumps(document, separators=(",", ":")).replace("}", ',"status":1}', 1),
+                '{"status":1,"status":1}',
+                '{"status":NaN}',
+                '{"status":1e400}',
+            ]
+        )
+    )
+    return text.encode()
+
+
+@given(answer_texts(), st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_any_answer_text_decodes_as_the_strict_decoder_decodes_it(
+    body: bytes, strict: bool
+) -> None:
+    fields = frozenset(["status", "children", "x"])
+    try:
+        decoded: tuple[object, ...] = ("ok", wire._document(body, strict, fields))
+    except SyncFailure:
+        decoded = ("refused",)
+    reference = _by_stdlib(body, strict)
+    if reference[0] == "ok" and not isinstance(reference[1], dict):
+        reference = ("refused",)
+    assert decoded == reference

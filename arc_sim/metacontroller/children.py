@@ -266,15 +266,41 @@ def _create(store: ObjectStore, parent: KubeObject, desired: KubeObject, errors:
         errors.append(f"can't create {_describe(child)}: {error}")
 
 
+_SETTLED_LIMIT = 100_000
+_settled: dict[str, tuple[KubeObject, KubeObject]] = {}
+"""By child uid: the stored object and a desired state whose merge changed nothing in it. A
+parent with thousands of children is synced again and again while few of them change; the
+merge is a pure function of the two, and a stored object is never changed in place, so the
+same object (by identity) and an equal desired state merge to nothing again."""
+
+
+def _settled_already(current: KubeObject, desired: KubeObject) -> bool:
+    entry = _settled.get(current["metadata"].get("uid") or "")
+    return entry is not None and entry[0] is current and entry[1] == desired
+
+
+def _remember_settled(current: KubeObject, desired: KubeObject) -> None:
+    uid = current["metadata"].get("uid")
+    if isinstance(uid, str) and uid:
+        if len(_settled) >= _SETTLED_LIMIT:
+            _settled.clear()
+        _settled[uid] = (current, desired)
+
+
 def _update(
     store: ObjectStore, method: str, current: KubeObject, desired: KubeObject, errors: list[str]
 ) -> None:
+    if _settled_already(current, desired):
+        return
     try:
         merged = updated_child(current, desired)
     except MergeError as error:
         errors.append(f"can't merge {_describe(current)}: {error}")
         return
-    if merged == current or is_deleting(current):
+    if merged == current:
+        _remember_settled(current, desired)
+        return
+    if is_deleting(current):
         return
     if method in ("Recreate", "RollingRecreate"):
         # Created again by a later sync; if it is gone already, that sync creates it too.

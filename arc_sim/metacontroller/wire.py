@@ -224,19 +224,36 @@ def _related_rule_types(rule: dict[str, Any]) -> None:
 
 
 def _document(body: bytes, strict: bool, fields: frozenset[str]) -> dict[str, Any]:
+    document = _compact_document(body)
+    if document is None:
+        document = _document_by_pairs(body, strict)
+    if not isinstance(document, dict):
+        _fail("expected a JSON object")
+    if strict and not document.keys() <= fields:
+        _fail(f"unknown field(s) {sorted(document.keys() - fields)}")
+    return document
+
+
+def _compact_document(body: bytes) -> Any | None:
+    """The document when `body` is compact JSON as orjson writes it (as our hooks answer):
+    then it is exactly the text its decoding encodes back to, which a duplicate field (dropped
+    by the decoding) or a non-finite number could not be. None: decode it the slow way."""
     try:
-        document = json.loads(
+        document = orjson.loads(body)
+        return document if orjson.dumps(document) == body else None
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+
+
+def _document_by_pairs(body: bytes, strict: bool) -> Any:
+    try:
+        return json.loads(
             body,
             object_pairs_hook=_refuse_duplicates if strict else None,
             parse_constant=_refuse_constant,
         )
     except (ValueError, UnicodeDecodeError) as error:
         _fail(f"invalid JSON: {error}")
-    if not isinstance(document, dict):
-        _fail("expected a JSON object")
-    if strict and not document.keys() <= fields:
-        _fail(f"unknown field(s) {sorted(document.keys() - fields)}")
-    return document
 
 
 def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -66,13 +66,22 @@ class RunnerListing(Sequence[GitHubRunner]):
 
     runners: tuple[GitHubRunner, ...] = ()
     asked_at: datetime | None = None
+    # Each Runner's sync looks its own name up in the one list the cache shares: a scan each
+    # would cost the square of the runners.
+    _by_name: dict[str, GitHubRunner] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_name: dict[str, GitHubRunner] = {}
+        for runner in self.runners:
+            by_name.setdefault(runner.name, runner)
+        object.__setattr__(self, "_by_name", by_name)
 
     @classmethod
     def of(cls, runners: Sequence[GitHubRunner]) -> RunnerListing:
         return runners if isinstance(runners, RunnerListing) else cls(tuple(runners))
 
     def named(self, name: str) -> GitHubRunner | None:
-        return next((runner for runner in self.runners if runner.name == name), None)
+        return self._by_name.get(name)
 
     def older_than(self, moment: datetime | None) -> bool:
         return moment is not None and self.asked_at is not None and self.asked_at < moment

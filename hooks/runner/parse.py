@@ -6,6 +6,7 @@ first use, is kept by the exact parent text and the settings it depends on.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import orjson
@@ -67,13 +68,20 @@ def parse_runner(request: CompositeHookRequest, deps: HookDeps) -> ParsedRunner:
     mode, defaults = settings.runner_registration_mode, PodDefaults.from_settings(settings)
     parent = _without_volatile_fields(request.parent)
     try:
-        key = (orjson.dumps(parent, option=PLAIN_JSON), mode, defaults)
+        text = orjson.dumps(parent, option=PLAIN_JSON)
     except orjson.JSONEncodeError:
         return _parse_now(parent, mode, defaults)
+    key = (text, mode, defaults)
     parsed = deps.parsed_parents.get(key)
     if parsed is None:
-        parsed = _parse_now(parent, mode, defaults)
+        # More Runners than the memo holds (it keeps their pods too) are parsed again, but
+        # their spec's problems, the costly part, are kept for many more, by a digest.
+        digest = hashlib.blake2b(text + repr((mode, defaults)).encode(), digest_size=16).digest()
+        problems = deps.parsed_problems.get(digest)
+        parsed = _parse_now(parent, mode, defaults, problems)
         deps.parsed_parents.put(key, parsed)
+        if problems is None and parsed.runner is not None:
+            deps.parsed_problems.put(digest, parsed.problems)
     assert isinstance(parsed, ParsedRunner)
     return parsed
 
@@ -90,7 +98,13 @@ def _without_volatile_fields(parent: KubeObject) -> KubeObject:
     return stable
 
 
-def _parse_now(parent: KubeObject, mode: str, defaults: PodDefaults) -> ParsedRunner:
+def _parse_now(
+    parent: KubeObject,
+    mode: str,
+    defaults: PodDefaults,
+    problems: tuple[str, ...] | None = None,
+) -> ParsedRunner:
+    """Parse `parent`; `problems`, when given, are its spec's, found before."""
     try:
         runner = Runner.model_validate(parent)
     except ValidationError as error:
@@ -98,8 +112,9 @@ def _parse_now(parent: KubeObject, mode: str, defaults: PodDefaults) -> ParsedRu
             None, (describe_validation_error(error, "Runner"),), jit=False, defaults=defaults
         )
     jit = registration_mode(runner.metadata.annotations, mode) == "jit"
-    problems = validate_runner_spec(runner.spec, jit=jit, metadata=runner.metadata)
-    return ParsedRunner(runner, tuple(problems), jit=jit, defaults=defaults)
+    if problems is None:
+        problems = tuple(validate_runner_spec(runner.spec, jit=jit, metadata=runner.metadata))
+    return ParsedRunner(runner, problems, jit=jit, defaults=defaults)
 
 
 def observed_status(parent: KubeObject, deps: HookDeps) -> RunnerStatus:
