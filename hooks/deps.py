@@ -29,6 +29,10 @@ PARSED_PROBLEMS_MEMO_ENTRIES = 16384
 """The problems of Runner specs, by a digest of the parent: about 200 bytes each, for more
 Runners than the parsed parents memo holds."""
 
+OBSERVED_CHILDREN_MEMO_ENTRIES = 8192
+"""Children of large sets read before, by uid and resourceVersion (a few KB each): a set's
+sync reads again only the children that changed since it last saw them."""
+
 PARSED_STATUSES_MEMO_ENTRIES = 4096
 """Parsed Runner statuses kept per process, a few KB each."""
 
@@ -47,6 +51,10 @@ class HookDeps:
     # Spec problems found before, by a digest of what parsed parents are keyed by.
     parsed_problems: Memo[bytes, tuple[str, ...]] = field(
         default_factory=lambda: Memo(PARSED_PROBLEMS_MEMO_ENTRIES), compare=False, repr=False
+    )
+    # Children read before, by (uid, resourceVersion), which name one state of an object.
+    observed_children: Memo[Hashable, Any] = field(
+        default_factory=lambda: Memo(OBSERVED_CHILDREN_MEMO_ENTRIES), compare=False, repr=False
     )
     # Statuses parsed before, by their JSON text: most syncs find the status they last wrote.
     parsed_statuses: Memo[Hashable, Any] = field(

@@ -251,6 +251,41 @@ def test_status_counts(client: TestClient) -> None:
     assert status["registeredReplicas"] == 2 and status["busyReplicas"] == 1
 
 
+def versioned(obj: dict[str, Any], version: str) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
+
+
+def test_a_set_reads_again_only_the_runners_whose_state_changed(
+    clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hooks.replicaset import controller
+
+    read: list[str] = []
+    read_child = controller.read_child
+
+    def counting(obj: dict[str, Any]) -> controller.RunnerChild:
+        read.append(obj["metadata"]["name"])
+        return read_child(obj)
+
+    monkeypatch.setattr(controller, "read_child", counting)
+    warm = make_client(clock)
+    created = format_time(clock.now())
+    idle = {name: versioned(runner(name, created), "1") for name in ("a", "b", "c")}
+    # The same states again, then "b" busy (a new resourceVersion) and "c" gone: the set keeps
+    # two, so a busy "b" decides which one goes.
+    rounds = [
+        list(idle.values()),
+        list(idle.values()),
+        [idle["a"], versioned(runner("b", created, busy=True), "2"), idle["c"]],
+    ]
+    answers = [sync_set(warm, replica_set(2), runners) for runners in rounds]
+
+    assert read == ["a", "b", "c", "b"]
+    cold = [sync_set(make_client(clock), replica_set(2), runners) for runners in rounds]
+    assert answers == cold
+    assert names(answers[2]) == ["a", "b"]  # the busy one stays
+
+
 def test_invalid_template_keeps_runners_and_creates_none(client: TestClient) -> None:
     parent = replica_set(3)
     parent["spec"]["template"]["spec"] = {"labels": ["linux"]}

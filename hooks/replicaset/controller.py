@@ -67,6 +67,7 @@ class RunnerChild:
     """What the set knows of one of its Runners, from the Runner's status."""
 
     obj: KubeObject
+    kept: KubeObject  # the Runner as a desired object that changes nothing
     name: str
     created: str
     terminating: bool
@@ -110,6 +111,7 @@ def read_child(obj: KubeObject) -> RunnerChild:
     template_hash = object_or_empty(metadata.get("labels")).get(TEMPLATE_HASH_LABEL)
     return RunnerChild(
         obj=obj,
+        kept=as_kept(obj),
         name=_text(metadata.get("name")),
         created=_text(metadata.get("creationTimestamp")),
         terminating=bool(metadata.get("deletionTimestamp")),
@@ -119,6 +121,26 @@ def read_child(obj: KubeObject) -> RunnerChild:
         busy=flag("busy"),
         template_hash=template_hash if isinstance(template_hash, str) else None,
     )
+
+
+def read_children(objects: list[KubeObject], deps: HookDeps) -> list[RunnerChild]:
+    """Every child read, those whose state was read before taken from the memo: a uid and a
+    resourceVersion name one state of an object, so a set's sync reads only what changed."""
+    memo = deps.observed_children
+    children = []
+    for obj in objects:
+        metadata = object_or_empty(obj.get("metadata"))
+        uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+        if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
+            children.append(read_child(obj))
+            continue
+        key = ("Runner", uid, version)
+        child = memo.get(key)
+        if not isinstance(child, RunnerChild):
+            child = read_child(obj)
+            memo.put(key, child)
+        children.append(child)
+    return children
 
 
 def _text(value: object) -> str:
@@ -148,11 +170,17 @@ def sync_runner_replica_set(request: CompositeHookRequest, deps: HookDeps) -> Co
         problems.append("spec.effectiveTime must be an RFC 3339 time")
     if problems:
         return invalid_answer(request, problems, now, ["Runner"])
-    return _ReplicaSetSync(request, replica_set, now).answer()
+    return _ReplicaSetSync(request, replica_set, now, deps).answer()
 
 
 class _ReplicaSetSync:
-    def __init__(self, request: CompositeHookRequest, replica_set: RunnerReplicaSet, now: datetime):
+    def __init__(
+        self,
+        request: CompositeHookRequest,
+        replica_set: RunnerReplicaSet,
+        now: datetime,
+        deps: HookDeps,
+    ):
         self.request = request
         self.replica_set = replica_set
         self.now = now
@@ -161,7 +189,7 @@ class _ReplicaSetSync:
         self.desired = spec.replicas if spec.replicas is not None else 1
         labels = replica_set.metadata.labels
         self.hash = labels.get(TEMPLATE_HASH_LABEL) or template_hash(spec.template)
-        self.children = [read_child(obj) for obj in request.objects("Runner")]
+        self.children = read_children(request.objects("Runner"), deps)
         observed = {child.name for child in self.children}
         self.unobserved = still_unobserved(self.status.unobserved_runners, observed, now)
         self.resync: list[float] = []
@@ -174,7 +202,7 @@ class _ReplicaSetSync:
         outdated = [c for c in active if c.template_hash not in (None, self.hash)]
         keep = self._keep(active, outdated)
         new = self._new_runners(self.desired - len(keep) - len(self.unobserved))
-        children = [as_kept(c.obj) for c in keep] + new
+        children = [c.kept for c in keep] + new
         status = self._status(keep, new, completed)
         resync = min(self.resync) if self.resync else None
         return CompositeHookResponse(status=status, children=children, resync_after_seconds=resync)
