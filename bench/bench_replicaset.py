@@ -36,6 +36,7 @@ def request(clock: ManualClock) -> dict[str, Any]:
                 "name": name,
                 "namespace": "default",
                 "uid": f"runner-uid-{index}",
+                "resourceVersion": str(1000 + index),  # every served object has one
                 "creationTimestamp": now,
                 "labels": {
                     "team": "ci",

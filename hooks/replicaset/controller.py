@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -67,7 +67,6 @@ class RunnerChild:
     """What the set knows of one of its Runners, from the Runner's status."""
 
     obj: KubeObject
-    kept: KubeObject  # the Runner as a desired object that changes nothing
     name: str
     created: str
     terminating: bool
@@ -80,6 +79,12 @@ class RunnerChild:
     @property
     def completed(self) -> bool:
         return self.phase == "Completed"
+
+    @cached_property
+    def kept(self) -> KubeObject:
+        """The Runner as a desired object that changes nothing (built once per state when the
+        reading is remembered)."""
+        return as_kept(self.obj)
 
     @property
     def registered(self) -> bool:
@@ -111,7 +116,6 @@ def read_child(obj: KubeObject) -> RunnerChild:
     template_hash = object_or_empty(metadata.get("labels")).get(TEMPLATE_HASH_LABEL)
     return RunnerChild(
         obj=obj,
-        kept=as_kept(obj),
         name=_text(metadata.get("name")),
         created=_text(metadata.get("creationTimestamp")),
         terminating=bool(metadata.get("deletionTimestamp")),
