@@ -60,10 +60,16 @@ def _minutes(text: str) -> int:
 
 
 def add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Command:
-    commands.add_parser(
+    demo = commands.add_parser(
         "demo",
         help="watch the system at work in the simulated world",
         epilog="exit status: 0 when every invariant holds, 1 otherwise",
+    )
+    demo.add_argument(
+        "--scale-set",
+        action="store_true",
+        help="the same deployment with one annotation: scaled by a runner scale set and the "
+        "listener, with no webhook (README, Scale-set mode)",
     )
     return _demo
 
@@ -107,5 +113,5 @@ def _demo(args: argparse.Namespace) -> int:
     from arc_sim.demo import run_demo
 
     logging.disable(logging.WARNING)
-    summary = run_demo()
+    summary = run_demo(scale_set=args.scale_set)
     return 0 if summary.invariants.hold() else 1

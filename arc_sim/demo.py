@@ -52,11 +52,36 @@ teardown: true
 """
 
 
-def demo_scenario() -> Scenario:
-    return load_scenario(DEMO_SCENARIO)
+SCALE_SET_ANNOTATION_LINE = "annotations: {arc-hooks.dev/scale-set: octo-runners}"
 
 
-def run_demo(out: TextIO = sys.stdout) -> Summary:
+def scale_set_demo_text() -> str:
+    """The same manifests with the one annotation added, GitHub's deliveries all lost (no
+    public endpoint), and the listener running."""
+    text = DEMO_SCENARIO.replace(
+        "metadata: {name: octo-runners, namespace: default}\n    spec:\n      template:",
+        "metadata:\n      name: octo-runners\n      namespace: default\n"
+        f"      {SCALE_SET_ANNOTATION_LINE}\n    spec:\n      template:",
+        1,
+    )
+    text = text.replace("name: demo\n", "name: demo-scale-set\n", 1)
+    text = text.replace(
+        "webhooks: {lossRate: 0.05, duplicateRate: 0.05, delay: 1s}",
+        "webhooks: {lossRate: 1.0}  # no public endpoint: GitHub's deliveries never arrive\n"
+        "listeners: {replicas: 1}",
+        1,
+    )
+    assert SCALE_SET_ANNOTATION_LINE in text and "listeners:" in text
+    return text
+
+
+def demo_scenario(scale_set: bool = False) -> Scenario:
+    return load_scenario(scale_set_demo_text() if scale_set else DEMO_SCENARIO)
+
+
+def run_demo(out: TextIO = sys.stdout, *, scale_set: bool = False) -> Summary:
+    if scale_set:
+        return run_scale_set_demo(out)
     scenario = demo_scenario()
     out.write(
         "arc-hooks demo: a RunnerDeployment of ephemeral runners in organization octo-org,\n"
@@ -76,6 +101,66 @@ def run_demo(out: TextIO = sys.stdout) -> Summary:
     out.write("\n" + summary.table() + "\n\n")
     out.write(explain(scenario, world, summary, progress, peaks) + "\n")
     return summary
+
+
+def run_scale_set_demo(out: TextIO = sys.stdout) -> Summary:
+    scenario = demo_scenario(scale_set=True)
+    out.write(
+        "arc-hooks demo --scale-set: the same RunnerDeployment and HorizontalRunnerAutoscaler,\n"
+        "with one annotation added to the RunnerDeployment:\n"
+        f"    {SCALE_SET_ANNOTATION_LINE}\n"
+        "Its runners are now members of a GitHub runner scale set. `arc-hooks listen` polls\n"
+        "GitHub from inside the cluster and writes how many jobs GitHub assigned to the scale\n"
+        "set; the HRA asks for that many runners. Every webhook delivery is lost (no public\n"
+        "endpoint); the same two bursts of jobs run, and one hook replica fails for 5 minutes.\n"
+        "Virtual time; a few seconds.\n\n"
+    )
+    world = World(scenario)
+    progress = Progress(out, scenario, every_minutes=5)
+    peaks = _Peaks(progress)
+    try:
+        summary = world.run(peaks)
+    finally:
+        progress.close()
+    progress.report_end(summary)
+    out.write("\n" + summary.table() + "\n\n")
+    out.write(explain_scale_set(world, summary, peaks) + "\n")
+    return summary
+
+
+def explain_scale_set(world: World, summary: Summary, peaks: _Peaks) -> str:
+    listeners = [listener for replica in world.listeners for listener in replica.listeners]
+    acquired = sum(listener.counts.acquired for listener in listeners)
+    messages = sum(listener.counts.messages for listener in listeners)
+    delivered = sum(1 for d in world.webhooks.deliveries if not d.lost)
+    jobs, runners = summary.jobs, summary.runners
+    sections = [
+        (
+            "no webhook",
+            f"{len(world.webhooks.deliveries)} workflow_job deliveries were sent and "
+            f"{delivered} arrived: scaling did not need them.",
+        ),
+        (
+            "the listener",
+            f"It read {messages} messages from the scale set's queue and acquired {acquired} "
+            "jobs; GitHub then assigned them to the scale set. It wrote the count of assigned "
+            "jobs on the HRA, which asked for minReplicas + that count (peak "
+            f"{peaks.desired}), at most maxReplicas. A job is counted once however often it "
+            "is announced, and a restarted listener starts from GitHub's count.",
+        ),
+        (
+            "runners",
+            f"{runners.created} runner pods for {jobs.submitted} jobs: each member registered "
+            "with a JIT config from the scale set, took one job and left; a finished job's "
+            "runner is replaced only when the listener's next count still asks for it.",
+        ),
+        (
+            "invariants",
+            "As for webhooks: no job interrupted, no registration left on GitHub, nothing "
+            "left after the teardown (the scale set is deleted with its RunnerDeployment).",
+        ),
+    ]
+    return figures_explained(sections)
 
 
 class _Peaks:
@@ -163,6 +248,11 @@ def explain(
             "pod. converged: after the teardown no ARC object and no runner pod is left.",
         ),
     ]
+    return figures_explained(sections)
+
+
+def figures_explained(sections: list[tuple[str, str]]) -> str:
+    """Named paragraphs, wrapped beside their names."""
     width = max(len(name) for name, _ in sections)
     lines = ["What the figures mean:"]
     for name, text in sections:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, Protocol, TypeVar
 
 import jwt
 
@@ -121,6 +121,7 @@ class RunnerRecord:
     status: str = "offline"
     busy: bool = False
     version: str | None = None  # GitHub sets it once the runner has connected
+    scale_set_id: int | None = None  # a member of a runner scale set (registered by its JIT)
 
     def to_port(self) -> GitHubRunner:
         return GitHubRunner(
@@ -249,6 +250,22 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
+class ScaleSetRouter(Protocol):
+    """The Actions service's side of runner scale sets (arc_sim/scaleset_broker.py), told of
+    jobs and runners under the state's own lock.
+
+    A job it claims waits until it is assigned to a scale set (`assign_to_scale_set`), and is
+    then taken only by a runner of that scale set; a scale set's runners take no other job."""
+
+    def claim(self, job: SimJob) -> bool: ...
+
+    def started(self, job: SimJob, runner: RunnerRecord) -> None: ...
+
+    def finished(self, job: SimJob) -> None: ...
+
+    def runner_removed(self, runner_id: int) -> None: ...
+
+
 def _synchronized(
     method: Callable[Concatenate[GitHubState, _P], _R],
 ) -> Callable[Concatenate[GitHubState, _P], _R]:
@@ -332,6 +349,8 @@ class GitHubState:
         self._running: dict[int, int] = {}  # runner id -> job id
         self._spent: set[int] = set()  # ephemeral runners that had their one job
         self._job_listeners: list[JobListener] = []
+        self.scale_set_router: ScaleSetRouter | None = None
+        self._routed: dict[int, int | None] = {}  # job id -> scale set it is assigned to
         # Callbacks of the operation in progress, run when it is over (see `atomic`).
         self._depth = 0
         self._outbox: list[Callable[[], None]] = []
@@ -564,8 +583,11 @@ class GitHubState:
         labels: Sequence[str],
         runner_group_id: int,
         work_folder: str = "_work",
+        *,
+        scale_set_id: int | None = None,
     ) -> tuple[RunnerRecord, str]:
-        """Register a just-in-time runner: the record exists from now on, offline, os unknown."""
+        """Register a just-in-time runner: the record exists from now on, offline, os unknown.
+        With `scale_set_id`, a member of that runner scale set."""
         group = self._group(scope, runner_group_id)
         if self._find(scope, name) is not None:
             raise NameTakenError(f"Already exists - A runner with the name {name} already exists.")
@@ -578,6 +600,7 @@ class GitHubState:
             runner_group_id=group.id,
             ephemeral=True,
             os="unknown",
+            scale_set_id=scale_set_id,
         )
         self._store(record)
         encoded = self._encode_jit_config(record, group, work_folder)
@@ -782,9 +805,18 @@ class GitHubState:
             head_branch=head_branch,
             run_id=run_id,
         )
+        if self.scale_set_router is not None and self.scale_set_router.claim(job):
+            self._routed[job.id] = None
         self._announce("queued", job)
         self._dispatch()
         return self.job_book.job(job.id)
+
+    @_synchronized
+    def assign_to_scale_set(self, job_id: int, scale_set_id: int) -> None:
+        """The service assigned a claimed job to a scale set: its runners may take it now."""
+        if job_id in self._routed:
+            self._routed[job_id] = scale_set_id
+            self._dispatch()
 
     @_synchronized
     def attach_agent(self, scope: Scope, runner_id: int, agent: JobTaker) -> None:
@@ -1027,6 +1059,8 @@ class GitHubState:
         del self._runners_of(scope)[runner_id]
         self._registered -= 1
         self._spent.discard(runner_id)
+        if record.scale_set_id is not None and self.scale_set_router is not None:
+            self.scale_set_router.runner_removed(runner_id)
         return self._agents.pop(runner_id, None)
 
     def _later(self, callback: Callable[[], None]) -> None:
@@ -1038,6 +1072,11 @@ class GitHubState:
             self._later(functools.partial(listener, event))
 
     def _can_take(self, runner: RunnerRecord, job: SimJob) -> bool:
+        if job.id in self._routed:  # GitHub assigned it to a scale set: any member takes it
+            scale_set_id = self._routed[job.id]
+            return scale_set_id is not None and runner.scale_set_id == scale_set_id
+        if runner.scale_set_id is not None:
+            return False
         if not covers(runner.scope, job.repository, self._enterprises.get):
             return False
         if not labels_match((label.name for label in runner.labels), job.labels):
@@ -1087,6 +1126,8 @@ class GitHubState:
         if runner.ephemeral:
             self._spent.add(runner.id)
         self._announce("in_progress", job)
+        if job.id in self._routed and self.scale_set_router is not None:
+            self.scale_set_router.started(job, runner)
         agent = self._agents.get(runner.id)
         if agent is not None:
             self._later(functools.partial(agent.assign, job))
@@ -1100,6 +1141,10 @@ class GitHubState:
     def _finish(self, job: SimJob, *, runner_online: bool) -> None:
         self.job_book.store(job)
         self._announce("completed", job)
+        if job.id in self._routed:
+            del self._routed[job.id]
+            if self.scale_set_router is not None:
+                self.scale_set_router.finished(job)
         if job.runner_id is None or job.runner_scope is None:
             return
         self._running.pop(job.runner_id, None)
@@ -1190,5 +1235,7 @@ class GitHubState:
             "WorkFolder": work_folder,
             "Ephemeral": True,
         }
+        if record.scale_set_id is not None:
+            settings["ScaleSetId"] = record.scale_set_id
         credentials = {"Scheme": "OAuth", "Data": {"clientId": client_id}}
         return _b64_json({".runner": _b64_json(settings), ".credentials": _b64_json(credentials)})

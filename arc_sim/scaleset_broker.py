@@ -25,28 +25,37 @@ GitHub's Go client `actions/scaleset` (MIT license), but stateful:
 - statistics computed from those jobs and the scale set's runners (JIT runners, ephemeral:
   removed when their job completes).
 
+It shares the fake GitHub's jobs and runners (`ScaleSetRouter`): a JIT config registers a
+runner of the fake GitHub, member of the scale set; a job queued on the fake GitHub whose
+labels (beside `self-hosted`) a scale set's labels hold is claimed for it, and a member takes
+it through the fake GitHub once it is assigned (such a job waits for a member however long).
+
 The runner side (`connect_runner`, `take_job`, `complete_job`), `submit_job` and the fault
-knobs are Python methods for tests and the simulated world; everything a listener or the hooks
-do goes over HTTP. Every public method and request is atomic under one lock.
+knobs (`fail_next`, `drop_polls`, `unavailable_for`) are Python methods for tests and the
+simulated world; everything a listener or the hooks do goes over HTTP (or `in_process_transport`,
+the same requests without a socket). Every public method and request is one atomic step of the
+fake GitHub's.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import fnmatch
 import json
 import random
 import re
 import string
-import threading
 import urllib.parse
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
 from typing import Any, Literal
 
+import httpx
 import jwt
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -55,6 +64,8 @@ from starlette.routing import Route
 
 from arc_sim.fake_github import FakeGitHub
 from arc_sim.github_api import HTTP_METHODS, ApiResponse
+from arc_sim.github_jobs import SimJob, covers, labels_match
+from arc_sim.github_state import FakeGitHubError, NameTakenError, RunnerRecord
 from hooks.clock import format_time, parse_optional_time
 from hooks.github.port import Scope
 
@@ -105,6 +116,7 @@ class BrokerRunner:
     jit_config: str = field(repr=False)
     connected: bool = False
     job: int | None = None  # the request id it runs
+    tenant: int = 0
 
 
 @dataclass
@@ -129,6 +141,7 @@ class BrokerJob:
     runner_name: str = ""
     result: str = ""
     assignments: int = 0
+    workflow_job_id: int | None = None  # the fake GitHub's job, when it queued it
 
 
 @dataclass
@@ -226,7 +239,9 @@ class ScaleSetBroker:
         self.session_timeout = timedelta(seconds=session_timeout)
         self.assign_delay = timedelta(seconds=assign_delay)
         self.runner_timeout = timedelta(seconds=runner_timeout)
-        self.lock = threading.RLock()
+        # Every step runs as one of the fake GitHub's (`atomic`): jobs and runners are shared
+        # with it (`ScaleSetRouter`), and its callbacks run once the step is over.
+        github.scale_set_router = self
         self.requests: list[BrokerRequest] = []
         self._random = random.Random(seed)
         self._secret = self._text(32)
@@ -240,6 +255,8 @@ class ScaleSetBroker:
         self._known_sessions: dict[uuid.UUID, int] = {}  # every session ever, by scale set
         self._faults: list[_Fault] = []
         self._drop_polls = 0
+        self._unavailable_until: datetime | None = None
+        self._by_workflow_job: dict[int, int] = {}  # the fake GitHub's job id -> request id
         self._next_id = {"scale_set": 1, "runner": 1, "job": 1, "run": 1000}
         self._routes = self._route_table()
 
@@ -267,7 +284,7 @@ class ScaleSetBroker:
     def remember_registration_token(self, token: str, scope: Scope, expires_at: datetime) -> None:
         """Accept `token` at runner-registration for `scope` until `expires_at` (a token a
         test issued in-process, with `FakeGitHub.create_registration_token`)."""
-        with self.lock:
+        with self.github.atomic():
             self._registration_tokens[token] = (scope, expires_at)
 
     # -- the runner side, jobs and faults (tests and the simulated world) -----------------------
@@ -283,40 +300,61 @@ class ScaleSetBroker:
         labels: tuple[str, ...] | None = None,
     ) -> BrokerJob:
         """A job for the scale set (runs-on its labels): available from now on."""
-        with self.lock:
+        with self.github.atomic():
             self._settle()
             scale_set = self._scale_set(scale_set_id)
-            run_id = self._new_id("run")
-            job = BrokerJob(
-                request_id=self._new_id("job"),
-                scale_set_id=scale_set_id,
-                repository=repository,
-                workflow_ref=workflow_ref
-                or f"{repository}/.github/workflows/ci.yaml@refs/heads/main",
-                display_name=display_name,
+            job_labels = labels if labels is not None else tuple(n for _, n in scale_set.labels)
+            return self._new_job(
+                scale_set,
+                repository,
+                job_labels,
+                display_name,
+                workflow_ref=workflow_ref,
                 event_name=event_name,
-                labels=labels if labels is not None else tuple(n for _, n in scale_set.labels),
-                workflow_run_id=run_id,
-                job_id=str(uuid.UUID(int=self._random.getrandbits(128), version=4)),
-                queued_at=self.clock.now(),
             )
-            self._jobs[job.request_id] = job
-            return job
+
+    def _new_job(
+        self,
+        scale_set: BrokerScaleSet,
+        repository: str,
+        labels: tuple[str, ...],
+        display_name: str,
+        *,
+        workflow_ref: str = "",
+        event_name: str = "push",
+    ) -> BrokerJob:
+        job = BrokerJob(
+            request_id=self._new_id("job"),
+            scale_set_id=scale_set.id,
+            repository=repository,
+            workflow_ref=workflow_ref or f"{repository}/.github/workflows/ci.yaml@refs/heads/main",
+            display_name=display_name,
+            event_name=event_name,
+            labels=labels,
+            workflow_run_id=self._new_id("run"),
+            job_id=str(uuid.UUID(int=self._random.getrandbits(128), version=4)),
+            queued_at=self.clock.now(),
+        )
+        self._jobs[job.request_id] = job
+        return job
 
     def connect_runner(self, encoded_jit_config: str) -> BrokerRunner:
         """A runner process started with its JIT config; a config works once."""
-        with self.lock:
+        with self.github.atomic():
             self._settle()
             runner_id = self._jit_configs.pop(encoded_jit_config, None)
             runner = self._runners.get(runner_id) if runner_id is not None else None
             if runner is None:
                 raise ValueError("unknown, used or removed JIT config")
+            # Taken on the fake GitHub too, but left offline there: this runner takes jobs
+            # only when told to (`take_job`), not by the fake GitHub's dispatch.
+            self.github.register_jit(encoded_jit_config)
             runner.connected = True
             return runner
 
     def take_job(self, runner_id: int) -> BrokerJob | None:
         """A connected, idle runner takes the oldest job assigned to its scale set."""
-        with self.lock:
+        with self.github.atomic():
             self._settle()
             runner = self._runners[runner_id]
             if not runner.connected or runner.job is not None:
@@ -338,13 +376,15 @@ class ScaleSetBroker:
 
     def complete_job(self, request_id: int, result: str = "succeeded") -> BrokerJob:
         """The runner finished the job; as an ephemeral runner, it is removed."""
-        with self.lock:
+        with self.github.atomic():
             self._settle()
             job = self._jobs[request_id]
             if job.status != "running":
                 raise ValueError(f"job {request_id} is {job.status}, not running")
-            self._runners.pop(job.runner_id, None)
             self._finish(job, result)
+            runner = self._runners.get(job.runner_id)
+            if runner is not None:
+                self.github.delete_runner(self._tenant_scope(runner.tenant), runner.id)
             return job
 
     def fail_next(
@@ -361,42 +401,94 @@ class ScaleSetBroker:
         `/actions/runner-registration`."""
         if count < 1:
             raise ValueError("count must be at least 1")
-        with self.lock:
+        with self.github.atomic():
             self._faults.append(_Fault(status, count, method, path, retry_after))
+
+    def unavailable_for(self, seconds: float) -> None:
+        """Every request answers 503 for `seconds` from now (an outage of the service)."""
+        with self.github.atomic():
+            self._unavailable_until = self.clock.now() + timedelta(seconds=seconds)
 
     def drop_polls(self, count: int = 1) -> None:
         """The next `count` polls end empty (202), as long polls the service let time out."""
-        with self.lock:
+        with self.github.atomic():
             self._drop_polls += count
+
+    # -- the fake GitHub's jobs and runners (ScaleSetRouter, called under the shared lock) -------
+
+    def claim(self, job: SimJob) -> bool:
+        """A job queued on the fake GitHub whose `runs-on` a scale set's labels satisfy (in a
+        scope that covers its repository) is that scale set's: available from now on."""
+        for scale_set in sorted(self._scale_sets.values(), key=lambda s: s.id):
+            scope = self._tenant_scope(scale_set.tenant)
+            if not covers(scope, job.repository, self.github.enterprise_of):
+                continue
+            # A job names the scale set or its labels; `self-hosted` beside them is implied
+            # (ARC's matching ignores it too), but alone it asks for any self-hosted runner.
+            asked = [label for label in job.labels if label.casefold() != "self-hosted"]
+            if not asked or not labels_match((name for _, name in scale_set.labels), asked):
+                continue
+            broker_job = self._new_job(scale_set, job.repository, job.labels, job.name)
+            broker_job.workflow_job_id = job.id
+            self._by_workflow_job[job.id] = broker_job.request_id
+            broker_job.workflow_run_id = job.run_id
+            return True
+        return False
+
+    def started(self, job: SimJob, runner: RunnerRecord) -> None:
+        broker_job = self._job_of(job.id)
+        member = self._runners.get(runner.id)
+        if broker_job is None:
+            return
+        broker_job.status = "running"
+        broker_job.runner_assigned_at = self.clock.now()
+        broker_job.runner_id, broker_job.runner_name = runner.id, runner.name
+        if member is not None:
+            member.connected, member.job = True, broker_job.request_id
+        self._event(broker_job, "JobStarted")
+
+    def finished(self, job: SimJob) -> None:
+        broker_job = self._job_of(job.id)
+        if broker_job is not None and broker_job.status != "completed":
+            self._finish(broker_job, "succeeded" if job.conclusion == "success" else "failed")
+
+    def runner_removed(self, runner_id: int) -> None:
+        runner = self._runners.pop(runner_id, None)
+        if runner is not None:
+            self._jit_configs.pop(runner.jit_config, None)
+
+    def _job_of(self, workflow_job_id: int) -> BrokerJob | None:
+        request_id = self._by_workflow_job.get(workflow_job_id)
+        return self._jobs.get(request_id) if request_id is not None else None
 
     # -- reading the state ---------------------------------------------------------------------
 
     def settle(self) -> None:
         """Apply what virtual time has made due (assignments, timeouts, session expiry)."""
-        with self.lock:
+        with self.github.atomic():
             self._settle()
 
     def job(self, request_id: int) -> BrokerJob:
-        with self.lock:
+        with self.github.atomic():
             self._settle()
             return self._jobs[request_id]
 
     def scale_set(self, scale_set_id: int) -> BrokerScaleSet:
-        with self.lock:
+        with self.github.atomic():
             self._settle()
             return self._scale_set(scale_set_id)
 
     def runner(self, runner_id: int) -> BrokerRunner | None:
-        with self.lock:
+        with self.github.atomic():
             return self._runners.get(runner_id)
 
     def statistics(self, scale_set_id: int) -> Json:
-        with self.lock:
+        with self.github.atomic():
             self._settle()
             return self._statistics(scale_set_id)
 
     def count_requests(self, route: str, status: int | None = None) -> int:
-        with self.lock:
+        with self.github.atomic():
             return sum(1 for r in self.requests if r.route == route and status in (None, r.status))
 
     # -- HTTP ----------------------------------------------------------------------------------
@@ -420,8 +512,11 @@ class ScaleSetBroker:
     ) -> ApiResponse:
         method = method.upper()
         lowered = {k.lower(): v for k, v in headers.items()}
-        with self.lock:
+        with self.github.atomic():
             self._settle()
+            if self._unavailable_until is not None and self.clock.now() < self._unavailable_until:
+                self.requests.append(BrokerRequest(method, f"{method} (unavailable)", 503))
+                return _json_response(503, {"message": "The service is unavailable."})
             if path in (REGISTRATION_PATH, GHES_PREFIX + REGISTRATION_PATH):
                 response = self._take_fault(method, REGISTRATION_PATH) or (
                     self._runner_registration(method, lowered, body, base_url)
@@ -536,6 +631,9 @@ class ScaleSetBroker:
             self._tenants[key] = Tenant(len(self._tenants) + 1, scope)
         return self._tenants[key]
 
+    def _tenant_scope(self, tenant_id: int) -> Scope:
+        return next(t.scope for t in self._tenants.values() if t.id == tenant_id)
+
     def _tenant_by_id(self, text: str) -> Tenant:
         for tenant in self._tenants.values():
             if str(tenant.id) == text:
@@ -642,7 +740,10 @@ class ScaleSetBroker:
         scale_set = self._owned(call, found)
         del self._scale_sets[scale_set.id]
         for runner in [r for r in self._runners.values() if r.scale_set_id == scale_set.id]:
-            del self._runners[runner.id]
+            self.runner_removed(runner.id)
+            # Gone already, or busy: then it leaves when its job is over.
+            with contextlib.suppress(FakeGitHubError):
+                self.github.delete_runner(self._tenant_scope(runner.tenant), runner.id)
         for job in [j for j in self._jobs.values() if j.scale_set_id == scale_set.id]:
             del self._jobs[job.request_id]
         return ApiResponse(204)
@@ -673,30 +774,27 @@ class ScaleSetBroker:
         name, work_folder = data.get("name"), data.get("workFolder") or "_work"
         if not isinstance(name, str) or not name or not isinstance(work_folder, str):
             raise BrokerError(400, "ArgumentException", "A runner needs a name.")
-        tenant = scale_set.tenant
-        if any(
-            r.name == name and self._scale_sets[r.scale_set_id].tenant == tenant
-            for r in self._runners.values()
-        ):
-            raise BrokerError(409, "AgentExistsException", f"A runner named {name} already exists.")
-        runner_id = self._new_id("runner")
-        settings = {
-            "AgentId": runner_id,
-            "AgentName": name,
-            "ScaleSetId": scale_set.id,
-            "PoolId": 0,
-            "ServerUrl": call.service_root + "/",
-            "WorkFolder": work_folder,
-            "Ephemeral": True,
-            "DisableUpdate": scale_set.disable_update,
-        }
-        credentials = {"Scheme": "OAuth", "Data": {"clientId": self._text(32)}}
-        encoded = _b64_json(
-            {".runner": _b64_json(settings), ".credentials": _b64_json(credentials)}
+        # A member is a runner of the fake GitHub too: listed, removable and given jobs there.
+        try:
+            record, encoded = self.github.generate_jit_config(
+                self._tenant_scope(scale_set.tenant),
+                name,
+                [label for _, label in scale_set.labels],
+                scale_set.runner_group_id,
+                work_folder,
+                scale_set_id=scale_set.id,
+            )
+        except NameTakenError:
+            raise BrokerError(
+                409, "AgentExistsException", f"A runner named {name} already exists."
+            ) from None
+        except FakeGitHubError as error:
+            raise BrokerError(400, "ArgumentException", str(error)) from None
+        runner = BrokerRunner(
+            record.id, name, scale_set.id, work_folder, encoded, tenant=scale_set.tenant
         )
-        runner = BrokerRunner(runner_id, name, scale_set.id, work_folder, encoded)
-        self._runners[runner_id] = runner
-        self._jit_configs[encoded] = runner_id
+        self._runners[record.id] = runner
+        self._jit_configs[encoded] = record.id
         return _json_response(200, {"runner": _runner_json(runner), "encodedJITConfig": encoded})
 
     def _list_runners(self, call: _Call, _: re.Match[str]) -> ApiResponse:
@@ -718,8 +816,13 @@ class ScaleSetBroker:
             raise BrokerError(
                 400, "JobStillRunningException", f"The runner {runner.name} is running a job."
             )
-        del self._runners[runner.id]
-        self._jit_configs.pop(runner.jit_config, None)
+        try:
+            self.github.delete_runner(self._tenant_scope(runner.tenant), runner.id)
+        except FakeGitHubError:  # busy on the fake GitHub: running a job it gave the runner
+            raise BrokerError(
+                400, "JobStillRunningException", f"The runner {runner.name} is running a job."
+            ) from None
+        self.runner_removed(runner.id)
         return ApiResponse(204)
 
     def _owned_runner(self, call: _Call, found: re.Match[str]) -> BrokerRunner:
@@ -891,7 +994,12 @@ class ScaleSetBroker:
                 due = job.acquired_at + self.assign_delay
                 if now >= due:
                     self._assign(job, due)
-            while job.status == "assigned" and job.assigned_at is not None:
+            # A job the fake GitHub queued waits there for a member, however long.
+            while (
+                job.status == "assigned"
+                and job.assigned_at is not None
+                and job.workflow_job_id is None
+            ):
                 due = job.assigned_at + self.runner_timeout
                 if now < due:
                     break
@@ -904,6 +1012,8 @@ class ScaleSetBroker:
         job.status, job.assigned_at = "assigned", at
         job.assignments += 1
         self._event(job, "JobAssigned")
+        if job.workflow_job_id is not None:  # its runners may take it (may start it now)
+            self.github.assign_to_scale_set(job.workflow_job_id, job.scale_set_id)
 
     def _finish(self, job: BrokerJob, result: str, *, at: datetime | None = None) -> None:
         runner = self._runners.get(job.runner_id)
@@ -1033,32 +1143,69 @@ class ScaleSetBroker:
         return "".join(self._random.choices(string.ascii_letters + string.digits, k=length))
 
 
+def serve(
+    broker: ScaleSetBroker,
+    method: str,
+    path: str,
+    query: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    base_url: str,
+    client_host: str = "127.0.0.1",
+) -> ApiResponse:
+    """One request to the fake GitHub's REST API or to the broker beside it."""
+    if broker.serves(path):
+        return broker.handle(method, path, query, headers, body, base_url=base_url)
+    answer = broker.github.api.handle(
+        method, path, query, headers, body, base_url=base_url, client_host=client_host
+    )
+    broker.observe_github_answer(method, path, answer.status, answer.body)
+    return answer
+
+
 def build_app(broker: ScaleSetBroker) -> Starlette:
     """The fake GitHub's REST API with the broker beside it, as one ASGI app."""
-    github = broker.github
 
     async def endpoint(request: Request) -> Response:
         body = await request.body()
         url = request.url
-        base_url = f"{url.scheme}://{url.netloc}"
-        if broker.serves(url.path):
-            answer = broker.handle(
-                request.method, url.path, url.query, request.headers, body, base_url=base_url
-            )
-        else:
-            answer = github.api.handle(
-                request.method,
-                url.path,
-                url.query,
-                request.headers,
-                body,
-                base_url=base_url,
-                client_host=request.client.host if request.client else "127.0.0.1",
-            )
-            broker.observe_github_answer(request.method, url.path, answer.status, answer.body)
+        answer = serve(
+            broker,
+            request.method,
+            url.path,
+            url.query,
+            request.headers,
+            body,
+            base_url=f"{url.scheme}://{url.netloc}",
+            client_host=request.client.host if request.client else "127.0.0.1",
+        )
         return Response(answer.body, answer.status, answer.headers)
 
     return Starlette(routes=[Route("/{path:path}", endpoint, methods=list(HTTP_METHODS))])
+
+
+def in_process_transport(
+    broker: ScaleSetBroker, guard: Callable[[], AbstractContextManager[Any]] | None = None
+) -> httpx.MockTransport:
+    """An httpx transport to `serve` without a socket (the simulated world's clients): the
+    same requests and answers as over loopback. `guard` is held around each request."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        url = request.url
+        with guard() if guard is not None else contextlib.nullcontext():
+            answer = serve(
+                broker,
+                request.method,
+                url.path,
+                url.query.decode(),
+                request.headers,
+                request.content,
+                base_url=f"{url.scheme}://{url.netloc.decode()}",
+            )
+        return httpx.Response(answer.status, headers=answer.headers, content=answer.body)
+
+    return httpx.MockTransport(handle)
 
 
 # -- module helpers ----------------------------------------------------------------------------

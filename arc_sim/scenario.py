@@ -196,6 +196,30 @@ class GitHubOutage(_Model):
     mode: Literal["error", "rateLimit"] = "error"
 
 
+class ListenerKnobs(_Model):
+    """`arc-hooks listen` replicas (none unless asked for) and the simulated scale-set
+    service they reach."""
+
+    replicas: int = Field(default=0, ge=0)
+    poll_seconds: Duration = Field(default=2.0, gt=0)
+    refresh_seconds: Duration = Field(default=30.0, gt=0)
+    session_timeout: Duration = Field(default=300.0, gt=0)
+    assign_delay: Duration = 0.0
+
+
+class ListenerRestart(_Model):
+    """Stop a listener replica and start it again `down` later; `crash` leaves its sessions
+    behind (they expire after the service's session timeout), else they are deleted."""
+
+    replica: int = Field(default=0, ge=0)
+    down: Duration = 0.0
+    crash: bool = False
+
+
+class BrokerOutage(_Model):
+    duration: Duration
+
+
 class TimelineEntry(_Model):
     """One timed action; exactly one action field is set."""
 
@@ -209,6 +233,8 @@ class TimelineEntry(_Model):
     add_node: str | None = None
     hook_outage: HookOutage | None = None
     github_outage: GitHubOutage | None = None
+    restart_listener: ListenerRestart | None = None
+    broker_outage: BrokerOutage | None = None
 
     @model_validator(mode="after")
     def _one_action(self) -> TimelineEntry:
@@ -233,6 +259,8 @@ ACTIONS = (
     "add_node",
     "hook_outage",
     "github_outage",
+    "restart_listener",
+    "broker_outage",
 )
 
 
@@ -257,6 +285,7 @@ class Scenario(_Model):
     webhooks: WebhookKnobs = WebhookKnobs()
     cluster: ClusterKnobs = ClusterKnobs()
     metacontroller: MetacontrollerKnobs = MetacontrollerKnobs()
+    listeners: ListenerKnobs = ListenerKnobs()
     organizations: dict[str, str] = Field(
         default={}, description="organization -> enterprise, for enterprise runners"
     )

@@ -299,6 +299,11 @@ class ObjectStore:
             return
         updated = clone(current)
         updated["metadata"]["deletionTimestamp"] = format_time(self.clock.now())
+        # As the API server's BeforeDelete: a controller must see that its object is going
+        # (Metacontroller's customize cache is keyed by generation, for one).
+        generation = updated["metadata"].get("generation")
+        if isinstance(generation, int) and generation > 0:
+            updated["metadata"]["generation"] = generation + 1
         if kind == "Pod":
             grace = grace_period_seconds
             if grace is None:

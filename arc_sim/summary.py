@@ -12,6 +12,7 @@ from pydantic.alias_generators import to_camel
 from arc_sim.github_jobs import SimJob, covers, labels_match
 from arc_sim.github_state import IMPLICIT_LABELS
 from hooks.github.port import Scope
+from hooks.scale_set_mode import SCALE_SET_ANNOTATION
 
 ARC_API_GROUP = "actions.summerwind.dev"
 RUNNER_CONFIG_PATHS: Mapping[str, tuple[str, ...]] = {
@@ -60,6 +61,11 @@ def runner_target(obj: Mapping[str, Any]) -> RunnerTarget | None:
         return None
     raw = config.get("labels")
     labels = tuple(str(label) for label in raw) if isinstance(raw, list) else ()
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    scale_set = annotations.get(SCALE_SET_ANNOTATION) if isinstance(annotations, dict) else None
+    if isinstance(scale_set, str) and scale_set.strip():
+        # Members of a runner scale set: they take the jobs that ask for its name (or labels).
+        labels = (*labels, scale_set.strip())
     return RunnerTarget(scope, labels)
 
 

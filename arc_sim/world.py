@@ -18,6 +18,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from arc_sim.admission import Admission, crds_under
 from arc_sim.events import EventLoop
 from arc_sim.fake_github import FakeGitHub
@@ -25,10 +27,12 @@ from arc_sim.github_port import InProcessGitHub
 from arc_sim.github_state import FaultKnobs
 from arc_sim.kube_port import StoreKube, run_in_place
 from arc_sim.kubelet import Kubelet
+from arc_sim.listeners import ListenerTiming, SimulatedListener
 from arc_sim.metacontroller.emulator import MetacontrollerEmulator
 from arc_sim.metacontroller.realism import Rngs
 from arc_sim.metacontroller.transport import AsgiTransport, ReplicaFault
 from arc_sim.runner_agent import runner_agent_factory
+from arc_sim.scaleset_broker import ScaleSetBroker, in_process_transport
 from arc_sim.scenario import PodSelection, Scenario, TimelineEntry
 from arc_sim.server_side import github_side, kube_side
 from arc_sim.statefulset import StatefulSetController
@@ -50,9 +54,12 @@ from hooks.app import create_app
 from hooks.clock import ManualClock
 from hooks.github.cached import CachedGitHub
 from hooks.github.credentials import ApiCredentials
-from hooks.github.port import GitHubPort
+from hooks.github.port import GitHubPort, Scope
+from hooks.github.scaleset.client import ScaleSetClient
+from hooks.github.scaleset.service import HOOK_RETRY, ScaleSetService, config_url
 from hooks.github.shared_lists import RunnerListBoard
 from hooks.kube.config_maps import KubeConfigMaps
+from hooks.listener.sink import KubeListenerSink
 from hooks.settings import Settings
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday morning
@@ -93,6 +100,14 @@ class World:
         # The API server serves the built-in kinds and the CRDs of the manifests (added below).
         self.store = ObjectStore(self.clock, admission=Admission(serve_unknown_kinds=False))
         self.github = self._github(scenario)
+        knobs = scenario.listeners
+        # The Actions service's scale-set side, beside GitHub (it claims the jobs of scale sets).
+        self.broker = ScaleSetBroker(
+            self.github,
+            session_timeout=knobs.session_timeout,
+            assign_delay=knobs.assign_delay,
+            seed=scenario.seed,
+        )
         # Metacontroller calls the hooks with the token users put in a Secret, as on a cluster.
         self.hook_token = f"{random.Random(scenario.seed).getrandbits(128):032x}"
         self.store.create(hook_token_secret(self.hook_token))
@@ -110,6 +125,16 @@ class World:
         # Hook calls overlapping in threads reach the world one at a time (arc_sim/server_side).
         self.world_lock = threading.RLock()
         self.apps = [self._hook_replica() for _ in range(scenario.hook_replicas)]
+        listener_kube = KubeListenerSink(
+            kube_side(StoreKube(self.store), self.world_lock), run_in_place
+        )
+        timing = ListenerTiming(knobs.poll_seconds, knobs.refresh_seconds)
+        self.listeners = [
+            SimulatedListener(
+                index, self.loop, self.clock, self._scale_set_client, listener_kube, timing
+            )
+            for index in range(knobs.replicas)
+        ]
         self.transport = AsgiTransport(
             self.apps,
             random.Random(scenario.seed * 7919 + 1),
@@ -205,6 +230,19 @@ class World:
             github_blocks=False,  # overlapping calls run on threads of their own (transport)
             kube=kube,
             build_credentials_port=self._credentials_port,
+            scale_sets=ScaleSetService(self._scale_set_client, self.clock),
+        )
+
+    def _scale_set_client(self, scope: Scope) -> ScaleSetClient:
+        """The scale-set API of a scope, over the real client, in process (no socket)."""
+        transport = in_process_transport(self.broker, lambda: self.world_lock)
+        return ScaleSetClient(
+            config_url(self.settings, scope),
+            lambda: SIMULATED_PAT,
+            clock=self.clock,
+            sleep=lambda _seconds: None,  # virtual time: a retry does not wait
+            retry=HOOK_RETRY,
+            http=httpx.Client(transport=transport),
         )
 
     def _credentials_port(self, credentials: ApiCredentials) -> GitHubPort:
@@ -249,6 +287,8 @@ class World:
         """Start Metacontroller, apply the objects, schedule the timeline and the jobs."""
         scenario = self.scenario
         self.emulator.start()
+        for listener in self.listeners:
+            self.loop.call_soon(listener.start, "listener start")
         for index, obj in enumerate(scenario.objects):
             self._apply_from_scenario(obj, f"objects[{index}]")
         for entry in scenario.timeline:
@@ -397,6 +437,16 @@ class World:
             )
         elif entry.github_outage is not None:
             self._github_outage(entry.github_outage.duration, entry.github_outage.mode)
+        elif entry.restart_listener is not None:
+            restart = entry.restart_listener
+            if not self.listeners:
+                self.notes.append(f"restart_listener at {entry.at:g}s: no listener replicas")
+                return
+            replica = self.listeners[restart.replica % len(self.listeners)]
+            replica.stop(crash=restart.crash)
+            self.loop.call_later(restart.down, replica.start, "listener start")
+        elif entry.broker_outage is not None:
+            self.broker.unavailable_for(entry.broker_outage.duration)
 
     def _github_outage(self, seconds: float, mode: str) -> None:
         if mode == "rateLimit":

@@ -59,6 +59,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "probes and scrapers without a client certificate; default: HOOK_HEALTH_PORT)",
     )
 
+    listen = commands.add_parser(
+        "listen",
+        help="run the scale-set listener",
+        description="For each RunnerDeployment in scale-set mode (annotation "
+        "arc-hooks.dev/scale-set), hold its runner scale set's message session, acquire the "
+        "jobs GitHub offers it and write how many are assigned on its "
+        "HorizontalRunnerAutoscaler. No public endpoint is needed. GitHub credentials come "
+        "from the environment, as for `serve`.",
+    )
+    listen.add_argument(
+        "--namespace", help="only RunnerDeployments of this namespace (default: all)"
+    )
+    listen.add_argument(
+        "--metrics-port",
+        type=int,
+        default=8080,
+        help="serve /metrics on this port; 0: none (default: %(default)s)",
+    )
+
     crds = commands.add_parser("crds", help="write the CRDs generated from the models")
     crds.add_argument("--dir", type=Path, default=DEFAULT_CRD_DIR)
     crds.add_argument("--check", action="store_true", help="fail if a committed CRD is stale")
@@ -70,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(
             args.host, args.port, args.tls_cert, args.tls_key, args.tls_client_ca, args.health_port
         )
+    if args.command == "listen":
+        return _listen(args.namespace, args.metrics_port)
     if args.command in plugins:
         return plugins[args.command](args)
     return _crds(args.dir, args.check)
@@ -146,6 +167,39 @@ def _serve(
                 credentials.not_ready_reason(),
             )
     serve(create_app(settings), host, port, tls, health_port or settings.health_port)
+    return 0
+
+
+def _listen(namespace: str | None, metrics_port: int) -> int:
+    import signal
+
+    from prometheus_client import start_http_server
+
+    from hooks.listener.metrics import LISTENER_REGISTRY
+    from hooks.listener.run import listener_from_settings
+    from hooks.logs import configure_logging
+    from hooks.settings import Settings
+
+    settings = Settings()
+    secrets = [
+        s.get_secret_value()
+        for s in (settings.github_token, settings.github_app_private_key)
+        if s is not None
+    ]
+    configure_logging(settings.log_level, secrets)
+    if not settings.has_github_credentials:
+        print(
+            "arc-hooks listen: no GitHub credentials: set GITHUB_TOKEN, or GITHUB_APP_ID, "
+            "GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY",
+            file=sys.stderr,
+        )
+        return 2
+    process = listener_from_settings(settings, namespace)
+    if metrics_port:
+        start_http_server(metrics_port, registry=LISTENER_REGISTRY)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: process.stop_requested.set())
+    process.run()  # a clean stop deletes the sessions: another replica takes over at once
     return 0
 
 

@@ -20,6 +20,7 @@ from hooks.events import EventRecorder
 from hooks.github.clients import PortBuilder
 from hooks.github.credentials import ApiCredentials
 from hooks.github.port import GitHubPort
+from hooks.github.scaleset.service import ScaleSetPort, scale_sets_from_settings
 from hooks.github.shared_lists import RunnerListBoard
 from hooks.health import health_routes
 from hooks.hook_auth import HookAuthMiddleware, HookCredentials
@@ -48,6 +49,7 @@ def create_app(
     github_blocks: bool = True,
     kube: KubePort | None = None,
     build_credentials_port: PortBuilder | None = None,
+    scale_sets: ScaleSetPort | None = None,
 ) -> Starlette:
     """The hook server. `github_blocks=False` says the GitHub port never waits on I/O (the
     simulated world's in-process GitHub): hooks then run on the event loop, without threads.
@@ -62,12 +64,15 @@ def create_app(
         board = _runner_list_board(settings, kube, clock)
         github = _github_from_settings(settings, clock, board)
         build_credentials_port = build_credentials_port or _credentials_ports(settings, clock)
+        if scale_sets is None and settings.has_github_credentials:
+            scale_sets = scale_sets_from_settings(settings, clock)
     deps = HookDeps(
         github,
         clock,
         settings,
         observe_autoscaler=record_autoscaler,
         build_credentials_port=build_credentials_port,
+        scale_sets=scale_sets,
     )
     workers = WorkerThreads() if github_blocks else InlineCalls()
     credentials = HookCredentials.from_settings(settings)

@@ -19,6 +19,7 @@ from hooks.settings import Settings
 
 if TYPE_CHECKING:
     from hooks.autoscaler.controller import AutoscalerObservation
+    from hooks.github.scaleset.service import ScaleSetPort
 
 PARSED_PARENTS_MEMO_ENTRIES = 1024
 """Parsed Runners (and their pods) kept per process, about 25 KB each for a small spec: a
@@ -62,6 +63,8 @@ class HookDeps:
     )
     # Builds the port for a resource's own credentials Secret (None: the server has no way to).
     build_credentials_port: PortBuilder | None = field(default=None, compare=False, repr=False)
+    # Runner scale sets (None: the server cannot reach them; scale-set mode reports that).
+    scale_sets: ScaleSetPort | None = field(default=None, compare=False, repr=False)
     github_clients: GitHubClients = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:

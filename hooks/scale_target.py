@@ -34,8 +34,9 @@ def scaled_replicas(hra: KubeObject | None, spec_replicas: int | None) -> int:
 def later_effective_time(hra: KubeObject | None, own: str | None) -> str | None:
     """ARC's HRA writes the newest reservation's effectiveTime into the target's spec; here the
     HRA reports it in its status and the target passes the later of the two on."""
-    reported = object_or_empty(hra.get("status")).get("newestReservationTime") if hra else None
-    times = {text: observed_time(text) for text in (own, reported) if isinstance(text, str)}
+    status = object_or_empty(hra.get("status")) if hra else {}
+    reported = (status.get("newestReservationTime"), status.get("assignedJobsTime"))
+    times = {text: observed_time(text) for text in (own, *reported) if isinstance(text, str)}
     readable = {text: time for text, time in times.items() if time is not None}
     return max(readable, key=lambda text: readable[text]) if readable else None
 

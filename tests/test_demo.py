@@ -111,3 +111,36 @@ def test_hook_errors_during_the_outage_are_called_expected_and_harmless() -> Non
     assert int(counted[2]) == summary.hooks.errors  # every error fell within the outage
     assert "They are expected and harmless" in text
     assert "No call failed outside the outage." in text
+
+
+@functools.cache
+def scale_set_demo() -> tuple[str, Summary]:
+    out = io.StringIO()
+    logging.disable(logging.WARNING)
+    try:
+        summary = run_demo(out, scale_set=True)
+    finally:
+        logging.disable(logging.NOTSET)
+    return out.getvalue(), summary
+
+
+def test_the_scale_set_demo_is_the_same_deployment_with_one_annotation() -> None:
+    webhook, scale_set = demo_scenario(), demo_scenario(scale_set=True)
+    changed = [
+        (a["kind"], b["metadata"])
+        for a, b in zip(webhook.objects, scale_set.objects, strict=True)
+        if a != b
+    ]
+    ((kind, metadata),) = changed
+    assert kind == "RunnerDeployment"
+    assert metadata["annotations"] == {"arc-hooks.dev/scale-set": "octo-runners"}
+    assert scale_set.jobs == webhook.jobs and scale_set.webhooks.loss_rate == 1.0
+
+
+def test_the_scale_set_demo_runs_every_job_with_no_webhook_delivered() -> None:
+    text, summary = scale_set_demo()
+    assert summary.invariants.hold()
+    assert summary.jobs.completed == summary.jobs.submitted == 50
+    explained = " ".join(text.partition("What the figures mean:")[2].split())
+    assert re.search(r"\d+ workflow_job deliveries were sent and 0 arrived", explained)
+    assert re.search(r"acquired 50 jobs", explained)

@@ -1,5 +1,5 @@
 """The README's deploy story, checked against what it describes: the image overlay builds and
-points both Deployments at the image, the uninstall names the real resources and finalizers, and
+points every Deployment at the image, the uninstall names the real resources and finalizers, and
 every field, answer, metric and setting the troubleshooting guide quotes is one the code has."""
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 MANIFESTS = ROOT / "metacontroller"
 HOOKS = ROOT / "hooks"
-DEPLOYMENTS = ("arc-hooks", "arc-hooks-webhook")
+HOOK_SERVERS = ("arc-hooks", "arc-hooks-webhook")
+DEPLOYMENTS = (*HOOK_SERVERS, "arc-hooks-listener")
 
 
 def section(heading: str) -> str:
@@ -192,7 +193,7 @@ def test_the_upgrade_facts_match_the_manifests() -> None:
         for version in obj["spec"]["versions"]
     }
     assert versions == {"v1alpha1"} and "`v1alpha1`" in text
-    for name in DEPLOYMENTS:
+    for name in HOOK_SERVERS:
         (deployment,) = [
             o for o in manifests() if o["kind"] == "Deployment" and o["metadata"]["name"] == name
         ]

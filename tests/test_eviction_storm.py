@@ -131,8 +131,9 @@ def test_teardown_converges(seed: int | str) -> None:
         f"seed {seed}: left after a {run.scenario.quiet_period / 60:.0f}-minute teardown "
         f"(node {run.lost_node} lost):\n{describe_leftovers(run.world)}"
     )
-    # Under stress a replica restarting mid-call loses that call's answer: an error each.
-    assert run.summary.hooks.errors <= run.world.transport.restarts
+    # Under stress a replica restarting mid-call loses the answers of the calls it was
+    # answering (overlapping calls may share a restart): an error each.
+    assert run.summary.hooks.errors <= run.world.transport.answers_lost
 
 
 @pytest.mark.parametrize("seed", SEEDS)

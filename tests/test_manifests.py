@@ -43,6 +43,7 @@ APP_HOOK_PATHS = {
     "/sync/runnerreplicaset",
     "/sync/runnerdeployment",
     "/customize/runnerdeployment",
+    "/finalize/runnerdeployment",
     "/sync/runnerset",
     "/finalize/runnerset",
     "/customize/runnerset",
@@ -409,6 +410,7 @@ def test_runnerdeployment_controller() -> None:
     assert spec["resyncPeriodSeconds"] == 60
     assert _hook_paths(controller) == {
         "sync": "/sync/runnerdeployment",
+        "finalize": "/finalize/runnerdeployment",
         "customize": "/customize/runnerdeployment",
     }
 

@@ -155,6 +155,8 @@ class AsgiTransport:
         self.clock = clock
         self.calls_by_replica = [0] * len(self.apps)
         self.restarts = 0
+        # Calls whose replica restarted while answering them (several may share a restart).
+        self.answers_lost = 0
         self._restart = restart
         self._restart_rate = restart_rate if restart is not None else 0.0
         self._restart_rng = restart_rng or random.Random(0)
@@ -223,6 +225,8 @@ class AsgiTransport:
     def _restarted(self, routes: Sequence[_Route]) -> None:
         for route in routes:
             restarted_already = self.apps[route.index] is not route.app
+            if route.restarts and route.fault is None:
+                self.answers_lost += 1
             if route.restarts and route.fault is None and not restarted_already:
                 assert self._restart is not None
                 self.apps[route.index] = self._restart(route.index)

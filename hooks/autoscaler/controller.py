@@ -69,6 +69,7 @@ from hooks.resources.autoscaler import (
 from hooks.resources.replicaset import RunnerDeployment
 from hooks.resources.reservation import KIND as RESERVATION_KIND
 from hooks.resources.runner import API_VERSION, RunnerConfig
+from hooks.scale_set_mode import assigned_jobs, assigned_jobs_time, declared_scale_set
 
 RUNNER_DEPLOYMENT = "RunnerDeployment"
 RUNNER_SET = "RunnerSet"
@@ -76,6 +77,8 @@ DEFAULT_SYNC_PERIOD = 60.0  # ARC's --sync-period
 FINISHED_JOB_CHECK_AFTER = 60.0  # seconds a reservation stands before GitHub is asked about it
 
 SCALING_ACTIVE = "ScalingActive"
+COUNT_STALE = timedelta(minutes=3)
+"""A listener republishes its count at least every minute (hooks/listener/worker.py)."""
 _PLURALS = {RUNNER_DEPLOYMENT: "runnerdeployments", RUNNER_SET: "runnersets"}
 
 
@@ -199,6 +202,9 @@ class _Sync:
             _ObservedReservation.read(obj) for obj in request.objects(RESERVATION_KIND)
         ]
         self.finished: set[str] = set()  # reservations whose job GitHub says is over
+        self.scale_set_mode = False  # the target's runners are a scale set's members
+        self.assigned: int | None = None  # the listener's count, in scale-set mode
+        self.assigned_time: str | None = None
         # ARC reads an HRA's pull metrics with the HRA's own credentials, if it names some.
         credentials = requested_credentials(
             request, hra.metadata.namespace, spec_secret_name(request.parent)
@@ -233,10 +239,26 @@ class _Sync:
         )
         counts = _runner_counts(kind, target_obj, self.request.objects("Runner", related=True))
         activity = _HookActivity(self.github, counts.busy)
-        target = ScaleTarget(scope=scope, replicas=self._replicas_in_effect(kind, target_obj))
+        scale_set = kind == RUNNER_DEPLOYMENT and _in_scale_set_mode(target_obj)
+        self.scale_set_mode = scale_set
+        annotations = self.hra.metadata.annotations
+        self.assigned = assigned_jobs(annotations) if scale_set else None
+        self.assigned_time = assigned_jobs_time(annotations) if scale_set else None
+        counted_at = observed_time(self.assigned_time)
+        if counted_at is not None and self.now - counted_at > COUNT_STALE:
+            # No listener has counted for a while: the count would keep runners no job waits
+            # for (nothing is acquired meanwhile); the deployment falls back to minReplicas.
+            self.assigned = None
+        target = ScaleTarget(
+            scope=scope,
+            replicas=self._replicas_in_effect(kind, target_obj),
+            scale_set=scale_set,
+            assigned_jobs=self.assigned,
+        )
         try:
-            self.finished = self._finished_jobs(counts.idle)
-            reservations = self._active_reservations()
+            self.finished = set() if scale_set else self._finished_jobs(counts.idle)
+            # In scale-set mode the assigned jobs count every job: reservations would too.
+            reservations = [] if scale_set else self._active_reservations()
             decision = desired_replicas(
                 self.hra,
                 target,
@@ -328,6 +350,8 @@ class _Sync:
         return finished
 
     def _children(self, decision: Decision) -> list[KubeObject]:
+        if self.scale_set_mode:
+            return []  # webhook reservations are not used: the assigned jobs count the jobs
         expired = set(decision.reservations.expired)
         started = set(decision.reservations.started)
         children = []
@@ -381,6 +405,8 @@ class _Sync:
                 "observed_generation": self.hra.metadata.generation or None,
                 "newest_reservation_time": self._newest_reservation_time(reservations, decision),
                 "reserved_replicas": decision.reservations.reserved,
+                "assigned_jobs": self.assigned,
+                "assigned_jobs_time": self.assigned_time,
                 "conditions": merge_conditions(
                     previous.conditions,
                     {SCALING_ACTIVE: ("True", decision.reason, decision.message)},
@@ -483,6 +509,14 @@ def _runner_counts(kind: str, target: KubeObject, runners: Sequence[KubeObject])
         busy=sum(1 for runner in runners if _status(runner).get("busy") is True),
         idle=idle,
     )
+
+
+def _in_scale_set_mode(target: KubeObject) -> bool:
+    annotations = object_or_empty(object_or_empty(target.get("metadata")).get("annotations"))
+    try:
+        return declared_scale_set(annotations) is not None
+    except ValueError:
+        return False  # the deployment reports it; sized as without a scale set meanwhile
 
 
 def _count(value: object) -> int:

@@ -2,11 +2,14 @@
 
 1. min: the first active scheduled override's `minReplicas`, else `spec.minReplicas` (1 when
    unset or negative);
-2. suggested: from the metrics (none: nothing suggested, so min);
+2. suggested: from the metrics (none: nothing suggested, so min); for a target in scale-set
+   mode, min + the jobs GitHub assigned to its scale set, as GitHub's listener sizes a scale
+   set (the metrics and webhook reservations are not read: the count already holds them);
 3. desired = suggested + the replicas of the reservations that count;
 4. clamped: below min gives min, else above max gives max (so min wins only from below);
 5. anti-flap: within `scaleDownDelaySecondsAfterScaleOut` (default 10 minutes) of the last
-   scale-out, a value not above the current `status.desiredReplicas` keeps the current one;
+   scale-out, a value not above the current `status.desiredReplicas` keeps the current one
+   (not in scale-set mode);
 6. `lastSuccessfulScaleOutTime` becomes now when the value goes up (from nothing: above 1).
 """
 
@@ -52,6 +55,7 @@ SUGGESTED = "Suggested"
 RAISED_TO_MIN = "MinReplicas"
 CAPPED_AT_MAX = "MaxReplicas"
 SCALE_DOWN_DELAYED = "ScaleDownDelay"
+ASSIGNED_JOBS = "ScaleSetAssignedJobs"  # the suggestion's source in scale-set mode
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ class ScaleTarget:
 
     scope: RunnerScope
     replicas: int | None = None  # in effect now: what PercentageRunnersBusy scales from
+    scale_set: bool = False  # sized by the jobs assigned to its runner scale set
+    assigned_jobs: int | None = None  # as the listener last counted them (None: not yet)
 
 
 @dataclass(frozen=True)
@@ -111,11 +117,16 @@ def desired_replicas(
         spec.max_replicas,
         now,
     )
-    suggestion = suggest_replicas(hra, target, activity, reserved=counted.reserved)
+    if target.scale_set:
+        suggestion = suggest_by_assigned_jobs(hra, target, minimum)
+    else:
+        suggestion = suggest_replicas(hra, target, activity, reserved=counted.reserved)
     suggested = minimum if suggestion.replicas is None else suggestion.replicas
     clamped, reason = _clamp(suggested + counted.reserved, minimum, spec.max_replicas)
     delay = _scale_down_delay(hra, default_scale_down_delay)
-    hold = _scale_down_hold(hra.status, clamped, delay, now)
+    # An assigned job is a fact, not an estimate: nothing to smooth, and an ephemeral member
+    # kept past its job would only be replaced by an idle one (GitHub's listener holds none).
+    hold = None if target.scale_set else _scale_down_hold(hra.status, clamped, delay, now)
     desired = hold.replicas if hold else clamped
     message = _message(suggestion, minimum, counted.reserved, spec.max_replicas, desired)
     if hold:
@@ -149,11 +160,7 @@ def suggest_replicas(
     suggests nothing (0), which is how PercentageRunnersBusy scales up from zero. `reserved`
     is what reservations add on top of the suggestion (PercentageRunnersBusy discounts it)."""
     spec = hra.spec
-    name = f"{hra.metadata.namespace}/{hra.metadata.name}"
-    if spec.min_replicas is None:
-        raise AutoscalingError(f"horizontalrunnerautoscaler {name} is missing minReplicas")
-    if spec.max_replicas is None:
-        raise AutoscalingError(f"horizontalrunnerautoscaler {name} is missing maxReplicas")
+    _check_bounds(hra)
     check_metric_types(spec.metrics)
     suggestion = Suggestion(replicas=None)
     busy: int | None = None
@@ -168,6 +175,25 @@ def suggest_replicas(
         if suggestion.replicas is not None and suggestion.replicas > 0:
             break
     return suggestion
+
+
+def suggest_by_assigned_jobs(
+    hra: HorizontalRunnerAutoscaler, target: ScaleTarget, minimum: int
+) -> Suggestion:
+    """min + assigned jobs: every assigned job gets a runner, and min runners wait idle."""
+    _check_bounds(hra)
+    if target.assigned_jobs is None:
+        return Suggestion(replicas=None, metric=ASSIGNED_JOBS)
+    return Suggestion(replicas=minimum + target.assigned_jobs, metric=ASSIGNED_JOBS)
+
+
+def _check_bounds(hra: HorizontalRunnerAutoscaler) -> None:
+    spec = hra.spec
+    name = f"{hra.metadata.namespace}/{hra.metadata.name}"
+    if spec.min_replicas is None:
+        raise AutoscalingError(f"horizontalrunnerautoscaler {name} is missing minReplicas")
+    if spec.max_replicas is None:
+        raise AutoscalingError(f"horizontalrunnerautoscaler {name} is missing maxReplicas")
 
 
 def _clamp(value: int, minimum: int, maximum: int | None) -> tuple[int, str]:

@@ -9,6 +9,12 @@ so a rollout never cuts off a job and never leaves a registration behind.
 Effective replicas: `status.desiredReplicas` of the HorizontalRunnerAutoscaler whose
 `scaleTargetRef` names this RunnerDeployment (a related object, read, never written), else
 `spec.replicas`, else 1.
+
+Scale-set mode (`hooks.scale_set_mode`): the deployment keeps its runner scale set (looked up
+by name, created, labels kept in sync), records it in `status.scaleSet` and gives its id to its
+Runners through the template. Its finalize hook scales its sets to zero, waits until they
+report no Runner (each leaves through its own finalize hook, unregistered), then deletes the
+scale set. A deployment without a scale set is finalized at once, as before.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from hooks.children import (
     merge_conditions,
 )
 from hooks.deps import HookDeps
+from hooks.github.port import GitHubError, RateLimitedError, Scope
 from hooks.kube.port import RUNNER_DEPLOYMENTS
 from hooks.metacontroller import (
     CompositeHookRequest,
@@ -42,24 +49,52 @@ from hooks.resources.replicaset import (
     RunnerDeployment,
     RunnerDeploymentStatus,
     RunnerTemplate,
+    ScaleSetStatus,
 )
 from hooks.resources.runner import API_VERSION
 from hooks.runner.validation import validate_runner_template
+from hooks.scale_set_mode import (
+    SCALE_SET_ANNOTATION,
+    SCALE_SET_ID_ANNOTATION,
+    ScaleSetDeclaration,
+    declared_scale_set,
+)
 from hooks.scale_target import autoscaler_targeting, later_effective_time, scaled_replicas
+
+SCALE_SET_READY = "ScaleSetReady"
+SCALE_SET_RETRY_SECONDS = 30.0
+FINALIZE_RESYNC_SECONDS = 5.0
 
 
 def customize_runner_deployment(request: dict[str, Any]) -> dict[str, Any]:
-    """Ask for the HorizontalRunnerAutoscalers of the deployment's namespace."""
-    metadata = object_or_empty(object_or_empty(request.get("parent")).get("metadata"))
+    """Ask for the HorizontalRunnerAutoscalers of the deployment's namespace; and, once a
+    deployment with a scale set is being deleted, for its Runners (its finalize hook waits
+    until none is left, busy ones being stopped included, before deleting the scale set)."""
+    parent = object_or_empty(request.get("parent"))
+    metadata = object_or_empty(parent.get("metadata"))
     namespace = metadata.get("namespace")
-    rule: dict[str, Any] = {
-        "apiVersion": API_VERSION,
-        "resource": "horizontalrunnerautoscalers",
-        "labelSelector": {},
-    }
+    rules: list[dict[str, Any]] = [
+        {"apiVersion": API_VERSION, "resource": "horizontalrunnerautoscalers", "labelSelector": {}}
+    ]
+    name = metadata.get("name")
+    if metadata.get("deletionTimestamp") and isinstance(name, str) and _has_scale_set(parent):
+        rules.append(
+            {
+                "apiVersion": API_VERSION,
+                "resource": "runners",
+                "labelSelector": {"matchLabels": {DEPLOYMENT_NAME_LABEL: name}},
+            }
+        )
     if isinstance(namespace, str) and namespace:
-        rule["namespace"] = namespace
-    return {"relatedResources": [rule]}
+        for rule in rules:
+            rule["namespace"] = namespace
+    return {"relatedResources": rules}
+
+
+def _has_scale_set(parent: KubeObject) -> bool:
+    annotations = object_or_empty(object_or_empty(parent.get("metadata")).get("annotations"))
+    status = object_or_empty(parent.get("status"))
+    return SCALE_SET_ANNOTATION in annotations or bool(status.get("scaleSet"))
 
 
 @dataclass(frozen=True)
@@ -137,10 +172,38 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
         problems.append("spec.replicas must not be negative")
     if not readable_time(deployment.spec.effective_time):
         problems.append("spec.effectiveTime must be an RFC 3339 time")
+    try:
+        declaration = declared_scale_set(deployment.metadata.annotations)
+    except ValueError as error:
+        problems.append(str(error))
+        declaration = None
     if problems:
         return invalid_answer(request, problems, now, ["RunnerReplicaSet"])
 
-    template = _runner_template(deployment, deps.common_runner_labels)
+    previous_status = deployment.status or RunnerDeploymentStatus()
+    scale_set: ScaleSetStatus | None = None
+    conditions: dict[str, ConditionValue] = {"Valid": ("True", "Valid", "")}
+    if declaration is not None:
+        kept = _keep_scale_set(deployment, declaration, deps)
+        if isinstance(kept, _ScaleSetProblem):
+            # Its runners cannot register without it: the sets stay as they are.
+            conditions[SCALE_SET_READY] = ("False", kept.reason, kept.message)
+            status = previous_status.model_copy(
+                update={"conditions": merge_conditions(previous_status.conditions, conditions, now)}
+            )
+            return CompositeHookResponse(
+                status=status.to_wire(),
+                children=[as_kept(obj) for obj in request.objects("RunnerReplicaSet")],
+                resync_after_seconds=kept.retry_after,
+            )
+        scale_set = kept
+        conditions[SCALE_SET_READY] = (
+            "True",
+            "ScaleSetKept",
+            f"runner scale set {kept.name} (id {kept.id})",
+        )
+
+    template = _runner_template(deployment, deps.common_runner_labels, scale_set)
     hash_ = template_hash(template)
     autoscalers = request.objects("HorizontalRunnerAutoscaler", related=True)
     desired = effective_replicas(deployment, autoscalers)
@@ -155,7 +218,6 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
     children: list[KubeObject] = [
         _replica_set(deployment, template, hash_, desired, effective_time(deployment, autoscalers))
     ]
-    conditions: dict[str, ConditionValue] = {"Valid": ("True", "Valid", "")}
     newest_ready = newest is not None and (desired == 0 or newest.ready >= desired)
     for previous in old:
         if not newest_ready:
@@ -172,7 +234,6 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
     else:
         conditions["RollingOut"] = ("False", "UpToDate", "")
 
-    previous_status = deployment.status or RunnerDeploymentStatus()
     status = RunnerDeploymentStatus(
         available_replicas=sum(s.available for s in sets),
         ready_replicas=sum(s.ready for s in sets),
@@ -182,21 +243,125 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
         registered_replicas=sum(s.registered for s in sets),
         busy_replicas=sum(s.busy for s in sets),
         conditions=merge_conditions(previous_status.conditions, conditions, now),
+        scale_set=scale_set,
     )
     return CompositeHookResponse(status=status.to_wire(), children=children)
 
 
+@dataclass(frozen=True)
+class _ScaleSetProblem:
+    reason: str
+    message: str
+    retry_after: float
+
+
+def _scope(deployment: RunnerDeployment) -> Scope:
+    spec = deployment.spec.template.spec
+    return Scope(
+        enterprise=spec.enterprise or "",
+        organization=spec.organization or "",
+        repository=spec.repository or "",
+    )
+
+
+def _keep_scale_set(
+    deployment: RunnerDeployment, declaration: ScaleSetDeclaration, deps: HookDeps
+) -> ScaleSetStatus | _ScaleSetProblem:
+    if deps.scale_sets is None:
+        return _ScaleSetProblem(
+            "ScaleSetsUnavailable",
+            "this server has no GitHub credentials to reach runner scale sets with",
+            deps.sync_period,
+        )
+    labels = [*deployment.spec.template.spec.labels, *deps.common_runner_labels]
+    recorded = deployment.status.scale_set if deployment.status else None
+    try:
+        record = deps.scale_sets.ensure_scale_set(
+            _scope(deployment),
+            declaration.name,
+            declaration.runner_group,
+            labels,
+            known_id=recorded.id if recorded is not None else None,
+        )
+    except RateLimitedError as error:
+        return _ScaleSetProblem("GitHubRateLimited", str(error), max(error.retry_after, 1.0))
+    except GitHubError as error:
+        return _ScaleSetProblem("ScaleSetError", str(error), SCALE_SET_RETRY_SECONDS)
+    return ScaleSetStatus(
+        id=record.id, name=record.name, runner_group=record.runner_group_name or None
+    )
+
+
+def finalize_runner_deployment(
+    request: CompositeHookRequest, deps: HookDeps
+) -> CompositeHookResponse:
+    """A deployment with a scale set: its sets go to zero, then the scale set is deleted. Any
+    other deployment is finalized at once (its sets are garbage-collected, as before)."""
+    now = deps.clock.now()
+    sets = [_Set.read(obj) for obj in request.objects("RunnerReplicaSet")]
+    # A composite answer's status replaces the old one (null wipes it): it is given back.
+    observed_status = request.parent.get("status")
+    unchanged = observed_status if isinstance(observed_status, dict) else None
+    try:
+        deployment = RunnerDeployment.model_validate(request.parent)
+        declaration = declared_scale_set(deployment.metadata.annotations)
+    except (ValidationError, ValueError):
+        return CompositeHookResponse(status=unchanged, children=[], finalized=True)
+    recorded = deployment.status.scale_set if deployment.status else None
+    if declaration is None and recorded is None:
+        return CompositeHookResponse(status=unchanged, children=[], finalized=True)
+    previous = deployment.status or RunnerDeploymentStatus()
+    runners = request.objects("Runner", related=True)
+    remaining = sum(max(s.replicas, s.spec_replicas) for s in sets) + len(runners)
+    if remaining:
+        return CompositeHookResponse(
+            status=unchanged,
+            children=[_scaled_to_zero(s.obj) for s in sets],
+            resync_after_seconds=FINALIZE_RESYNC_SECONDS,
+        )
+    problem: _ScaleSetProblem | None = None
+    if recorded is not None and deps.scale_sets is not None:
+        try:
+            deps.scale_sets.delete_scale_set(_scope(deployment), recorded.id)
+        except RateLimitedError as error:
+            problem = _ScaleSetProblem("GitHubRateLimited", str(error), error.retry_after)
+        except GitHubError as error:
+            problem = _ScaleSetProblem("ScaleSetError", str(error), SCALE_SET_RETRY_SECONDS)
+    if problem is not None:
+        condition: ConditionValue = ("False", problem.reason, problem.message)
+        status = previous.model_copy(
+            update={
+                "conditions": merge_conditions(
+                    previous.conditions, {SCALE_SET_READY: condition}, now
+                )
+            }
+        )
+        return CompositeHookResponse(
+            status=status.to_wire(),
+            children=[as_kept(s.obj) for s in sets],
+            resync_after_seconds=max(problem.retry_after, 1.0),
+        )
+    return CompositeHookResponse(status=unchanged, children=[], finalized=True)
+
+
 def _runner_template(
-    deployment: RunnerDeployment, common_labels: tuple[str, ...]
+    deployment: RunnerDeployment,
+    common_labels: tuple[str, ...],
+    scale_set: ScaleSetStatus | None = None,
 ) -> RunnerTemplate:
-    """The template with ARC's --common-runner-labels appended (they take part in the hash)."""
+    """The template with ARC's --common-runner-labels appended and, in scale-set mode, the
+    scale set's id (both take part in the hash: a new scale set rolls its runners over)."""
     template = deployment.spec.template
-    if not common_labels:
-        return template
-    labels = list(template.spec.labels)
-    labels += [label for label in common_labels if label not in labels]
-    spec = template.spec.model_copy(update={"labels": labels})
-    return template.model_copy(update={"spec": spec})
+    if common_labels:
+        labels = list(template.spec.labels)
+        labels += [label for label in common_labels if label not in labels]
+        spec = template.spec.model_copy(update={"labels": labels})
+        template = template.model_copy(update={"spec": spec})
+    if scale_set is not None:
+        annotations = {**template.metadata.annotations, SCALE_SET_ID_ANNOTATION: str(scale_set.id)}
+        metadata = template.metadata.model_copy(update={"annotations": annotations})
+        template = template.model_copy(update={"metadata": metadata})
+    return template
 
 
 def _replica_set(
@@ -242,8 +407,15 @@ def routes(deps: HookDeps) -> list[HookRoute]:
             "/sync/runnerdeployment",
             HookKind.COMPOSITE,
             partial(sync_runner_deployment, deps=deps),
+            blocking=True,  # keeps its runner scale set, if it declares one
             # A RunnerDeployment deleted since the cache saw it asks for no set again.
             fresh_parent=lambda _request: RUNNER_DEPLOYMENTS,
+        ),
+        HookRoute(
+            "/finalize/runnerdeployment",
+            HookKind.COMPOSITE,
+            partial(finalize_runner_deployment, deps=deps),
+            blocking=True,
         ),
         HookRoute("/customize/runnerdeployment", HookKind.CUSTOMIZE, customize_runner_deployment),
     ]

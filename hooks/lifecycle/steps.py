@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from hooks.github.port import (
     GitHubError,
@@ -28,6 +28,9 @@ from hooks.github.port import (
     RunnerListing,
     Scope,
 )
+
+if TYPE_CHECKING:
+    from hooks.github.scaleset.service import ScaleSetPort
 
 MAX_STEPS = 64
 """More GitHub calls than any decision makes in one hook call: a loop is a bug."""
@@ -78,7 +81,25 @@ class GenerateJitConfig:
     work_folder: str
 
 
-Step = ListRunners | FindRunner | RemoveRunner | IssueToken | LookUpRunnerGroup | GenerateJitConfig
+@dataclass(frozen=True)
+class GenerateScaleSetJitConfig:
+    """A member of a runner scale set, registered through the scale-set API."""
+
+    scope: Scope
+    scale_set_id: int
+    name: str
+    work_folder: str
+
+
+Step = (
+    ListRunners
+    | FindRunner
+    | RemoveRunner
+    | IssueToken
+    | LookUpRunnerGroup
+    | GenerateJitConfig
+    | GenerateScaleSetJitConfig
+)
 Answer = (
     RunnerListing
     | tuple[GitHubRunner, ...]
@@ -177,6 +198,12 @@ class Answers:
         step = GenerateJitConfig(scope, name, tuple(labels), runner_group_id, work_folder)
         return _typed(self._answer(step), JitConfig)
 
+    def scale_set_jit_config(
+        self, scope: Scope, scale_set_id: int, name: str, work_folder: str
+    ) -> JitConfig:
+        step = GenerateScaleSetJitConfig(scope, scale_set_id, name, work_folder)
+        return _typed(self._answer(step), JitConfig)
+
     def _answer(self, step: Step) -> Answer:
         try:
             answer = self._given[step]
@@ -193,7 +220,7 @@ def _typed(answer: Answer, kind: type[T]) -> T:
     return answer
 
 
-def carry_out(step: Step, github: GitHubPort) -> Answer:
+def carry_out(step: Step, github: GitHubPort, scale_sets: ScaleSetPort | None = None) -> Answer:
     """Ask GitHub. Its refusals (GitHubError) are answers too; anything else is a bug."""
     try:
         match step:
@@ -209,6 +236,10 @@ def carry_out(step: Step, github: GitHubPort) -> Answer:
                 return github.runner_group_id(scope, group_name)
             case GenerateJitConfig(scope, name, labels, group_id, work_folder):
                 return github.generate_jit_config(scope, name, labels, group_id, work_folder)
+            case GenerateScaleSetJitConfig(scope, scale_set_id, name, work_folder):
+                if scale_sets is None:
+                    return GitHubError("runner scale sets are not available on this server")
+                return scale_sets.generate_jit_config(scope, scale_set_id, name, work_folder)
     except GitHubError as error:
         return error
     raise AssertionError(f"unknown step {step!r}")
@@ -219,6 +250,7 @@ def resolve(
     github: GitHubPort,
     *,
     ahead: Callable[[Answers], Step | None] | None = None,
+    scale_sets: ScaleSetPort | None = None,
 ) -> T:
     """Run a decision to its end, carrying out each step it asks for. `ahead` names, from the
     answers so far, a step the decision is certain to ask next (the runner list is usually
@@ -231,7 +263,7 @@ def resolve(
                 return decide(answers)
             except NeedAnswer as need:
                 for asked in need.steps:
-                    answers = answers.with_answer(asked, carry_out(asked, github))
+                    answers = answers.with_answer(asked, carry_out(asked, github, scale_sets))
                 continue
-        answers = answers.with_answer(step, carry_out(step, github))
+        answers = answers.with_answer(step, carry_out(step, github, scale_sets))
     raise RuntimeError(f"a decision asked more than {MAX_STEPS} questions: {answers.steps}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property, partial
 from typing import Any
 
@@ -52,9 +52,16 @@ from hooks.resources.replicaset import (
 )
 from hooks.resources.runner import API_VERSION
 from hooks.runner.validation import validate_runner_template
+from hooks.scale_set_mode import (
+    COUNT_VERSION_ANNOTATION,
+    JOB_STARTED_ANNOTATION,
+    SCALE_SET_ID_ANNOTATION,
+)
 from hooks.scale_target import RECREATION_DELAY
 from hooks.unobserved import asked_for, grace_left, still_unobserved
 
+COUNT_WAIT = timedelta(minutes=5)
+"""How long scale-set members wait for a new count before the set creates them anyway."""
 MAX_NEW_RUNNERS_PER_SYNC = 500
 """At most this many Runners are created by one answer (Kubernetes' ReplicaSet controller
 creates pods in the same bursts); a larger set grows over the next syncs."""
@@ -122,7 +129,8 @@ def read_child(obj: KubeObject) -> RunnerChild:
         phase=_text(status.get("phase")),
         ready=status.get("ready") is True,
         online=flag("online"),
-        busy=flag("busy"),
+        # A member the listener saw start a job is busy before GitHub's list says so.
+        busy=flag("busy") or bool(_annotation(obj, JOB_STARTED_ANNOTATION)),
         template_hash=template_hash if isinstance(template_hash, str) else None,
     )
 
@@ -197,6 +205,7 @@ class _ReplicaSetSync:
         observed = {child.name for child in self.children}
         self.unobserved = still_unobserved(self.status.unobserved_runners, observed, now)
         self.resync: list[float] = []
+        self.count_done = True  # every member the count asks for is created by this sync
         self.conditions: dict[str, ConditionValue] = {"Valid": ("True", "Valid", "")}
 
     def answer(self) -> CompositeHookResponse:
@@ -229,6 +238,7 @@ class _ReplicaSetSync:
         if missing > MAX_NEW_RUNNERS_PER_SYNC:
             missing = MAX_NEW_RUNNERS_PER_SYNC
             self.resync.append(NEXT_BURST_SECONDS)
+            self.count_done = False  # the rest comes from the next sync, for the same count
         hold = self._recreation_hold()
         if hold is not None:
             self.resync.append(hold)
@@ -243,6 +253,36 @@ class _ReplicaSetSync:
         return [self._runner(self._name(start + i)) for i in range(missing)]
 
     def _recreation_hold(self) -> float | None:
+        if SCALE_SET_ID_ANNOTATION in self.replica_set.spec.template.metadata.annotations:
+            return self._count_hold()
+        return self._webhook_recreation_hold()
+
+    def _count_hold(self) -> float | None:
+        """Scale-set members are created once per count: for a count newer than the one the
+        set last acted on (`status.countTime`) and than any member was created for
+        (`hooks.scale_set_mode`). A finished job's member is thus replaced only if the next
+        count still asks for it. A count that does not come (a listener gone) holds for
+        `COUNT_WAIT` after the newest member at most."""
+        effective = observed_time(self.replica_set.spec.effective_time)
+        if effective is None:
+            return None
+        counted = [
+            version
+            for child in self.children
+            if (version := observed_time(_annotation(child.obj, COUNT_VERSION_ANNOTATION)))
+        ]
+        acted = observed_time(self.status.count_time)
+        if acted is not None:
+            counted.append(acted)
+        if not counted or max(counted) < effective:
+            return None
+        last = self._last_sync_time()
+        if last is None:
+            return None
+        remaining = (last + COUNT_WAIT - self.now).total_seconds()
+        return remaining if remaining > 0 else None
+
+    def _webhook_recreation_hold(self) -> float | None:
         """ARC #1180: with webhook-driven scaling (effectiveTime set), an ephemeral set does not
         recreate runners within 10 minutes of its last creation when that creation is newer
         than effectiveTime, so a finished job does not leave a useless new runner behind."""
@@ -285,6 +325,9 @@ class _ReplicaSetSync:
         template = self.replica_set.spec.template
         labels = {**template.metadata.labels, TEMPLATE_HASH_LABEL: self.hash}
         annotations = {**template.metadata.annotations, SYNC_TIME_ANNOTATION: format_time(self.now)}
+        effective = self.replica_set.spec.effective_time
+        if SCALE_SET_ID_ANNOTATION in annotations and effective:
+            annotations[COUNT_VERSION_ANNOTATION] = effective
         return {
             "apiVersion": API_VERSION,
             "kind": "Runner",
@@ -314,8 +357,22 @@ class _ReplicaSetSync:
             next_runner_index=self._next_index() + created,
             unobserved_runners=unobserved or None,
             conditions=merge_conditions(self.status.conditions, self.conditions, self.now),
+            count_time=self._count_time(),
         )
         return status.to_wire()
+
+    def _count_time(self) -> str | None:
+        """The count this sync acted on (scale-set members), else the one recorded before."""
+        spec = self.replica_set.spec
+        if SCALE_SET_ID_ANNOTATION not in spec.template.metadata.annotations:
+            return None
+        recorded, effective = self.status.count_time, spec.effective_time
+        recorded_at, effective_at = observed_time(recorded), observed_time(effective)
+        if not self.count_done or effective_at is None:
+            return recorded
+        if recorded_at is not None and recorded_at > effective_at:
+            return recorded
+        return effective
 
 
 def readable_time(text: str | None) -> bool:
@@ -333,3 +390,9 @@ def routes(deps: HookDeps) -> list[HookRoute]:
             "/sync/runnerreplicaset", HookKind.COMPOSITE, handler, fresh_parent=lambda _r: fresh
         )
     ]
+
+
+def _annotation(obj: KubeObject, key: str) -> str | None:
+    annotations = object_or_empty(object_or_empty(obj.get("metadata")).get("annotations"))
+    value = annotations.get(key)
+    return value if isinstance(value, str) else None

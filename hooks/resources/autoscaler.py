@@ -149,6 +149,17 @@ class HorizontalRunnerAutoscalerStatus(ResourceModel):
     reserved_replicas: int | None = Field(
         default=None, description="Replicas of the capacity reservations counted now."
     )
+    assigned_jobs: int | None = Field(
+        default=None,
+        description="Scale-set mode: the jobs assigned to the target's runner scale set.",
+    )
+    assigned_jobs_time: DateTime | None = Field(
+        default=None,
+        description=(
+            "Scale-set mode: when the listener counted them; the scale target's "
+            "effectiveTime, so that a new count is needed before more runners are created."
+        ),
+    )
 
 
 class HorizontalRunnerAutoscaler(ResourceModel):

@@ -61,6 +61,8 @@ class RunnerReplicaSetStatus(ResourceModel):
     unobserved_runners: list[CreatedRunner] | None = None
     conditions: list[Condition] = []
     observed_generation: int | None = None
+    # Scale-set members: the listener's count (`effectiveTime`) the set last acted on.
+    count_time: DateTime | None = None
 
 
 class RunnerReplicaSet(ResourceModel):
@@ -78,6 +80,14 @@ class RunnerDeploymentSpec(ResourceModel):
     template: RunnerTemplate = RunnerTemplate()
 
 
+class ScaleSetStatus(ResourceModel):
+    """The runner scale set a RunnerDeployment keeps (scale-set mode)."""
+
+    id: int
+    name: str
+    runner_group: str | None = None
+
+
 class RunnerDeploymentStatus(ResourceModel):
     available_replicas: int | None = None
     ready_replicas: int | None = None
@@ -88,6 +98,7 @@ class RunnerDeploymentStatus(ResourceModel):
     busy_replicas: int | None = None
     conditions: list[Condition] = []
     observed_generation: int | None = None
+    scale_set: ScaleSetStatus | None = None
 
 
 class RunnerDeployment(ResourceModel):

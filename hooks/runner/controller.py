@@ -61,7 +61,7 @@ def sync_runner(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookR
         return _invalid(request, list(parsed.problems), deps.clock)
     facts, github = _facts(request, parsed, deps)
     ahead = partial(next_certain_question, facts, finalizing=False)
-    plan = resolve(partial(decide_sync, facts), github, ahead=ahead)
+    plan = resolve(partial(decide_sync, facts), github, ahead=ahead, scale_sets=deps.scale_sets)
     return runner_response(facts, plan)
 
 
@@ -78,7 +78,7 @@ def finalize_runner(request: CompositeHookRequest, deps: HookDeps) -> CompositeH
         )
     facts, github = _facts(request, parsed, deps)
     ahead = partial(next_certain_question, facts, finalizing=True)
-    plan = resolve(partial(decide_finalize, facts), github, ahead=ahead)
+    plan = resolve(partial(decide_finalize, facts), github, ahead=ahead, scale_sets=deps.scale_sets)
     return runner_response(facts, plan)
 
 

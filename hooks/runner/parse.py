@@ -23,6 +23,7 @@ from hooks.runner.pod import PodDefaults, build_runner_pod
 from hooks.runner.registration import registration_mode
 from hooks.runner.secret import registration_secret_name
 from hooks.runner.validation import validate_runner_spec
+from hooks.scale_set_mode import member_of_scale_set
 
 
 class ParsedRunner:
@@ -32,15 +33,21 @@ class ParsedRunner:
     Shared by concurrent calls through the memo: nothing here is ever changed once built (the
     pod included: callers only read it and serialize it)."""
 
-    __slots__ = ("_pod", "defaults", "jit", "problems", "runner")
+    __slots__ = ("_pod", "defaults", "jit", "problems", "runner", "scale_set_id")
 
     def __init__(
-        self, runner: Runner | None, problems: tuple[str, ...], jit: bool, defaults: PodDefaults
+        self,
+        runner: Runner | None,
+        problems: tuple[str, ...],
+        jit: bool,
+        defaults: PodDefaults,
+        scale_set_id: int | None = None,
     ) -> None:
         self.runner = runner
         self.problems = problems
         self.jit = jit
         self.defaults = defaults
+        self.scale_set_id = scale_set_id  # a member of this runner scale set (always JIT)
         self._pod: KubeObject | None = None
 
     def pod(self) -> KubeObject:
@@ -111,10 +118,11 @@ def _parse_now(
         return ParsedRunner(
             None, (describe_validation_error(error, "Runner"),), jit=False, defaults=defaults
         )
-    jit = registration_mode(runner.metadata.annotations, mode) == "jit"
+    scale_set_id = member_of_scale_set(runner.metadata.annotations)
+    jit = scale_set_id is not None or registration_mode(runner.metadata.annotations, mode) == "jit"
     if problems is None:
         problems = tuple(validate_runner_spec(runner.spec, jit=jit, metadata=runner.metadata))
-    return ParsedRunner(runner, problems, jit=jit, defaults=defaults)
+    return ParsedRunner(runner, problems, jit=jit, defaults=defaults, scale_set_id=scale_set_id)
 
 
 def observed_status(parent: KubeObject, deps: HookDeps) -> RunnerStatus:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from hooks.naming import CONTROLLER_UID_LABEL  # on a Runner it names the Runner's parent
 from hooks.resources.runner import Runner, RunnerSpec, WorkVolumeClaimTemplate
 from hooks.runner.secret import JIT_CONFIG_KEY, TOKEN_KEY
+from hooks.scale_set_mode import JOB_STARTED_ANNOTATION
 from hooks.settings import Settings
 
 Manifest = dict[str, Any]
@@ -63,12 +64,14 @@ DOCKER_PRESTOP_SCRIPT = (
     '" >/proc/1/fd/1 2>&1'
 )
 
-# Annotations that record how the Runner itself was applied; copied onto the pod they would
-# describe the wrong object and confuse the next apply.
+# Annotations that record how the Runner itself was applied (copied onto the pod they would
+# describe the wrong object and confuse the next apply), or that change during the runner's
+# life (on the pod they would change its template, and so replace a busy runner's pod).
 _RUNNER_ONLY_ANNOTATIONS = frozenset(
     {
         "metacontroller.k8s.io/last-applied-configuration",
         "kubectl.kubernetes.io/last-applied-configuration",
+        JOB_STARTED_ANNOTATION,
     }
 )
 
