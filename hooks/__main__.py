@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     listen = commands.add_parser(
         "listen",
         help="run the scale-set listener",
-        description="For each RunnerDeployment in scale-set mode (annotation "
+        description="For each RunnerDeployment or RunnerSet in scale-set mode (annotation "
         "arc-hooks.dev/scale-set), hold its runner scale set's message session, acquire the "
         "jobs GitHub offers it and write how many are assigned on its "
         "HorizontalRunnerAutoscaler. No public endpoint is needed. GitHub credentials come "

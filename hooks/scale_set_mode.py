@@ -1,7 +1,9 @@
-"""Scale-set mode: a RunnerDeployment whose runners are members of a GitHub runner scale set,
-sized by the jobs GitHub assigned to it (counted by `arc-hooks listen`), with no webhook.
+"""Scale-set mode: a RunnerDeployment (or RunnerSet) whose runners are members of a GitHub
+runner scale set, sized by the jobs GitHub assigned to it (counted by `arc-hooks listen`), with
+no webhook.
 
-The opt-in is one annotation on the RunnerDeployment, so ARC manifests stay valid as they are:
+The opt-in is one annotation on the RunnerDeployment (or RunnerSet), so ARC manifests stay
+valid as they are:
 
     metadata:
       annotations:
@@ -10,9 +12,10 @@ The opt-in is one annotation on the RunnerDeployment, so ARC manifests stay vali
 
 What each party writes, so that no hook writes to another object:
 
-- the RunnerDeployment hook keeps the scale set (created, or adopted by name, labels kept in
-  sync, deleted by its finalize hook), records it in `status.scaleSet`, and passes its id to its
-  Runners through their template (`SCALE_SET_ID_ANNOTATION`);
+- the RunnerDeployment (or RunnerSet) hook keeps the scale set (created, or adopted by name,
+  labels kept in sync, deleted by its finalize hook) and records it in `status.scaleSet`; a
+  RunnerDeployment passes its id to its Runners through their template
+  (`SCALE_SET_ID_ANNOTATION`), a RunnerSet registers its runners itself;
 - a Runner with that annotation registers as a member, with a JIT config the scale-set API
   generates;
 - the listener writes the scale set's assigned jobs on the HorizontalRunnerAutoscaler
@@ -33,6 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from hooks.clock import parse_time
 
@@ -43,6 +47,9 @@ ASSIGNED_JOBS_ANNOTATION = "arc-hooks.dev/assigned-jobs"
 ASSIGNED_JOBS_TIME_ANNOTATION = "arc-hooks.dev/assigned-jobs-time"
 COUNT_VERSION_ANNOTATION = "arc-hooks.dev/count-time"
 JOB_STARTED_ANNOTATION = "arc-hooks.dev/job-started"
+
+COUNT_WAIT = timedelta(minutes=5)
+"""How long scale-set members wait for a newer count before a set creates them anyway."""
 
 MAX_NAME_LENGTH = 100
 _COUNT = re.compile(r"[0-9]{1,10}")

@@ -8,9 +8,14 @@ import io
 import logging
 import re
 
+import pytest
+
 from arc_sim.demo import demo_scenario, run_demo
 from arc_sim.progress import MARK
 from arc_sim.summary import Summary
+
+# The runs are cached per process: one worker runs every test of the file.
+pytestmark = pytest.mark.xdist_group("demo")
 
 
 @functools.cache

@@ -155,3 +155,41 @@ def test_scenario_no_object_ever_holds_a_registration_token() -> None:
     assert len(seen_configs) >= 24  # a config of its own for every runner that ran a job
     token_calls = [r for r in world.github.requests if r.route and "registration-token" in r.route]
     assert token_calls == []
+
+
+def test_a_secret_in_view_before_its_statefulset_is_kept(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """Children reach Metacontroller's informer one by one: a sync may see a new runner's
+    Secret and not yet its StatefulSet. Left out of the answer, the Secret would be deleted,
+    and the pod, which reads its JIT config from it, could never start."""
+    world = jit_world(client, github, clock)
+    world.scale(1)
+    world.sync()
+    (name,) = world.statefulsets()
+    world.children.pop(("StatefulSet", name))
+    world.pods.clear()
+    answer = world.sync()
+
+    secrets = of_kind(answer, "Secret")
+    assert f"{name}-registration" in secrets
+    assert "jitConfig" in (world.secret_data(name) or {})
+    assert github.count("generate_jit_config") == 1  # not registered a second time
+
+
+def test_a_jit_config_deleted_by_hand_replaces_the_runner_once_it_had_time_to_show_up(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    world = jit_world(client, github, clock)
+    world.scale(1)
+    world.sync()
+    (name,) = world.statefulsets()
+    world.children.pop(("Secret", f"{name}-registration"))
+    stop = "arc-hooks.dev/graceful-stop"
+
+    world.sync()  # not seen yet: it may still be on its way to the informer
+    assert stop not in world.statefulsets()[name]["metadata"]["annotations"]
+    clock.advance(61)
+    world.sync()
+    recorded = json.loads(world.statefulsets()[name]["metadata"]["annotations"][stop])
+    assert recorded["reason"] == "RegistrationLost"

@@ -32,9 +32,11 @@ from hooks.scale_set_mode import (
 )
 from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub
+from tests.test_runnerset_hooks import RunnerSetWorld, runner_set
 
 API = "actions.summerwind.dev/v1alpha1"
 ORG = Scope(organization="acme")
+ORG_SCOPE = ORG
 
 
 @dataclass
@@ -401,3 +403,31 @@ def test_a_count_no_listener_has_renewed_for_3_minutes_counts_for_nothing(
     assert size(hooks, annotations)["desiredReplicas"] == 4
     clock.advance(2)
     assert size(hooks, annotations)["desiredReplicas"] == 1  # min: the listener is gone
+
+
+# ------------------------------------------------------------------ RunnerSet
+
+
+def test_a_runner_set_keeps_its_scale_set_registers_members_and_deletes_it_last(
+    clock: ManualClock, scale_sets: FakeScaleSets
+) -> None:
+    github = InMemoryGitHub(clock)
+    app = create_app(hook_settings(), github=github, clock=clock, scale_sets=scale_sets)
+    parent = runner_set(replicas=0)
+    parent["metadata"]["annotations"] = {SCALE_SET_ANNOTATION: "arc-builds"}
+    world = RunnerSetWorld(hook_client(app), github, clock, parent)
+    world.scale(2)
+    answer = world.sync()
+    assert scale_sets.ensured == [(ORG_SCOPE, "arc-builds", None, ("linux",))]
+    assert [scale_set_id for scale_set_id, _ in scale_sets.generated] == [42, 42]
+    assert github.count("generate_jit_config") == github.count("registration_token") == 0
+    assert answer["status"]["scaleSet"]["id"] == 42
+    assert "countTime" not in answer["status"]  # no listener count: none acted on
+    answer = world.finalize()
+    assert not answer.get("finalized") and scale_sets.deleted == []  # members still there
+    for _ in range(8):
+        answer = world.finalize()
+        if answer.get("finalized"):
+            break
+    assert answer["finalized"] is True and scale_sets.deleted == [42]
+    assert world.statefulsets() == {}

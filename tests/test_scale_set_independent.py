@@ -36,6 +36,9 @@ from hooks.scale_set_mode import (
     SCALE_SET_ANNOTATION,
 )
 
+# Its tests share module-scoped runs: one worker runs them all, each run once.
+pytestmark = pytest.mark.xdist_group("scale_set_independent")
+
 ARC = "actions.summerwind.dev/v1alpha1"
 NAMESPACE = "default"
 SAMPLE_SECONDS = 10.0

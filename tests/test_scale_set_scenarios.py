@@ -53,18 +53,19 @@ class Run:
         return bad
 
 
-def run(name: str) -> Run:
+def run(name: str, autoscaler: str = "burst") -> Run:
     world = World(load_scenario(SCENARIOS / f"{name}.yaml"))
     samples: list[Sample] = []
 
     def sample() -> None:
-        hra = world.store.get("HorizontalRunnerAutoscaler", "default", "burst") or {}
+        hra = world.store.get("HorizontalRunnerAutoscaler", "default", autoscaler) or {}
         desired = (hra.get("status") or {}).get("desiredReplicas")
         scale_sets = list(world.broker._scale_sets)
         assigned = world.broker.statistics(scale_sets[0])["totalAssignedJobs"] if scale_sets else 0
         runners = [
             r
-            for r in world.store.list_objects("Runner")
+            for kind in ("Runner", "StatefulSet")  # a RunnerDeployment's, a RunnerSet's
+            for r in world.store.list_objects(kind)
             if not r["metadata"].get("deletionTimestamp")
         ]
         samples.append(Sample(world.clock.now(), desired, assigned, len(runners)))
@@ -143,3 +144,13 @@ def test_two_listener_replicas_never_add_to_each_others_count() -> None:
     assert standby.counts.conflicts >= 1 and standby.counts.sessions_opened == 1
     # While the first held the session, the standby published nothing.
     assert standby.counts.published[0:1] != [] and first.listeners[0].counts.published
+
+
+def test_a_runner_set_switches_with_the_same_annotation() -> None:
+    result = run("scale-set-runnerset", autoscaler="builds")
+    check_jobs_and_runners(result, minimum=0)
+    assert result.desired_above_assigned(0, []) == []
+    runner_set = result.world.store.get("RunnerSet", "default", "builds")
+    assert runner_set is None  # torn down, and with it its scale set
+    assert result.world.broker._scale_sets == {}
+    assert result.summary.runners.created <= 1.3 * result.summary.jobs.submitted

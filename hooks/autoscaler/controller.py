@@ -239,7 +239,7 @@ class _Sync:
         )
         counts = _runner_counts(kind, target_obj, self.request.objects("Runner", related=True))
         activity = _HookActivity(self.github, counts.busy)
-        scale_set = kind == RUNNER_DEPLOYMENT and _in_scale_set_mode(target_obj)
+        scale_set = _in_scale_set_mode(target_obj)
         self.scale_set_mode = scale_set
         annotations = self.hra.metadata.annotations
         self.assigned = assigned_jobs(annotations) if scale_set else None

@@ -33,7 +33,7 @@ from hooks.children import (
     merge_conditions,
 )
 from hooks.deps import HookDeps
-from hooks.github.port import GitHubError, RateLimitedError, Scope
+from hooks.github.port import Scope
 from hooks.kube.port import RUNNER_DEPLOYMENTS
 from hooks.metacontroller import (
     CompositeHookRequest,
@@ -45,24 +45,28 @@ from hooks.metacontroller import (
 )
 from hooks.naming import DEPLOYMENT_NAME_LABEL, TEMPLATE_HASH_LABEL
 from hooks.replicaset.controller import readable_time, template_hash
+from hooks.resources.common import ScaleSetStatus
 from hooks.resources.replicaset import (
     RunnerDeployment,
     RunnerDeploymentStatus,
     RunnerTemplate,
-    ScaleSetStatus,
 )
 from hooks.resources.runner import API_VERSION
 from hooks.runner.validation import validate_runner_template
+from hooks.scale_set_keeper import (
+    SCALE_SET_READY,
+    ScaleSetProblem,
+    delete_scale_set,
+    keep_scale_set,
+    kept_condition,
+)
 from hooks.scale_set_mode import (
     SCALE_SET_ANNOTATION,
     SCALE_SET_ID_ANNOTATION,
-    ScaleSetDeclaration,
     declared_scale_set,
 )
 from hooks.scale_target import autoscaler_targeting, later_effective_time, scaled_replicas
 
-SCALE_SET_READY = "ScaleSetReady"
-SCALE_SET_RETRY_SECONDS = 30.0
 FINALIZE_RESYNC_SECONDS = 5.0
 
 
@@ -184,10 +188,12 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
     scale_set: ScaleSetStatus | None = None
     conditions: dict[str, ConditionValue] = {"Valid": ("True", "Valid", "")}
     if declaration is not None:
-        kept = _keep_scale_set(deployment, declaration, deps)
-        if isinstance(kept, _ScaleSetProblem):
+        recorded = previous_status.scale_set
+        labels = deployment.spec.template.spec.labels
+        kept = keep_scale_set(deps, _scope(deployment), declaration, labels, recorded)
+        if isinstance(kept, ScaleSetProblem):
             # Its runners cannot register without it: the sets stay as they are.
-            conditions[SCALE_SET_READY] = ("False", kept.reason, kept.message)
+            conditions[SCALE_SET_READY] = kept.condition
             status = previous_status.model_copy(
                 update={"conditions": merge_conditions(previous_status.conditions, conditions, now)}
             )
@@ -197,11 +203,7 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
                 resync_after_seconds=kept.retry_after,
             )
         scale_set = kept
-        conditions[SCALE_SET_READY] = (
-            "True",
-            "ScaleSetKept",
-            f"runner scale set {kept.name} (id {kept.id})",
-        )
+        conditions[SCALE_SET_READY] = kept_condition(kept)
 
     template = _runner_template(deployment, deps.common_runner_labels, scale_set)
     hash_ = template_hash(template)
@@ -248,47 +250,12 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
     return CompositeHookResponse(status=status.to_wire(), children=children)
 
 
-@dataclass(frozen=True)
-class _ScaleSetProblem:
-    reason: str
-    message: str
-    retry_after: float
-
-
 def _scope(deployment: RunnerDeployment) -> Scope:
     spec = deployment.spec.template.spec
     return Scope(
         enterprise=spec.enterprise or "",
         organization=spec.organization or "",
         repository=spec.repository or "",
-    )
-
-
-def _keep_scale_set(
-    deployment: RunnerDeployment, declaration: ScaleSetDeclaration, deps: HookDeps
-) -> ScaleSetStatus | _ScaleSetProblem:
-    if deps.scale_sets is None:
-        return _ScaleSetProblem(
-            "ScaleSetsUnavailable",
-            "this server has no GitHub credentials to reach runner scale sets with",
-            deps.sync_period,
-        )
-    labels = [*deployment.spec.template.spec.labels, *deps.common_runner_labels]
-    recorded = deployment.status.scale_set if deployment.status else None
-    try:
-        record = deps.scale_sets.ensure_scale_set(
-            _scope(deployment),
-            declaration.name,
-            declaration.runner_group,
-            labels,
-            known_id=recorded.id if recorded is not None else None,
-        )
-    except RateLimitedError as error:
-        return _ScaleSetProblem("GitHubRateLimited", str(error), max(error.retry_after, 1.0))
-    except GitHubError as error:
-        return _ScaleSetProblem("ScaleSetError", str(error), SCALE_SET_RETRY_SECONDS)
-    return ScaleSetStatus(
-        id=record.id, name=record.name, runner_group=record.runner_group_name or None
     )
 
 
@@ -319,20 +286,12 @@ def finalize_runner_deployment(
             children=[_scaled_to_zero(s.obj) for s in sets],
             resync_after_seconds=FINALIZE_RESYNC_SECONDS,
         )
-    problem: _ScaleSetProblem | None = None
-    if recorded is not None and deps.scale_sets is not None:
-        try:
-            deps.scale_sets.delete_scale_set(_scope(deployment), recorded.id)
-        except RateLimitedError as error:
-            problem = _ScaleSetProblem("GitHubRateLimited", str(error), error.retry_after)
-        except GitHubError as error:
-            problem = _ScaleSetProblem("ScaleSetError", str(error), SCALE_SET_RETRY_SECONDS)
+    problem = delete_scale_set(deps, _scope(deployment), recorded)
     if problem is not None:
-        condition: ConditionValue = ("False", problem.reason, problem.message)
         status = previous.model_copy(
             update={
                 "conditions": merge_conditions(
-                    previous.conditions, {SCALE_SET_READY: condition}, now
+                    previous.conditions, {SCALE_SET_READY: problem.condition}, now
                 )
             }
         )

@@ -27,7 +27,7 @@ class ListenerFleet:
         self.owner = owner
         self.clock = clock
         self.observer = observer
-        self.listeners: dict[tuple[str, str], ScaleSetListener] = {}
+        self.listeners: dict[tuple[str, str, str], ScaleSetListener] = {}
 
     def reconcile(
         self, targets: Iterable[ListenerTarget]

@@ -10,11 +10,12 @@ from hooks.kube.config_maps import CoroutineRunner
 from hooks.kube.port import (
     HORIZONTAL_RUNNER_AUTOSCALERS,
     RUNNER_DEPLOYMENTS,
+    RUNNER_SETS,
     RUNNERS,
     KubePort,
     NotFound,
 )
-from hooks.listener.targets import ListenerTarget, find_targets
+from hooks.listener.targets import RUNNER_DEPLOYMENT, ListenerTarget, find_targets
 from hooks.scale_set_mode import (
     ASSIGNED_JOBS_ANNOTATION,
     ASSIGNED_JOBS_TIME_ANNOTATION,
@@ -34,7 +35,8 @@ class KubeListenerSink:
     def targets(self) -> list[ListenerTarget]:
         deployments = self.run(self.kube.list(RUNNER_DEPLOYMENTS, self.namespace))
         autoscalers = self.run(self.kube.list(HORIZONTAL_RUNNER_AUTOSCALERS, self.namespace))
-        return find_targets(deployments, autoscalers)
+        runner_sets = self.run(self.kube.list(RUNNER_SETS, self.namespace))
+        return find_targets(deployments, autoscalers, runner_sets)
 
     def write_assigned_jobs(self, target: ListenerTarget, assigned: int, counted_at: str) -> None:
         if target.autoscaler is None:
@@ -51,8 +53,9 @@ class KubeListenerSink:
         )
 
     def mark_job_started(self, target: ListenerTarget, job: JobStarted) -> None:
-        """The Runner named as the runner that took the job (a member's name is its Runner's)."""
-        if not job.runner_name:
+        """The Runner named as the runner that took the job (a member's name is its Runner's).
+        A RunnerSet's members are pods of StatefulSets, with no Runner to mark."""
+        if not job.runner_name or target.kind != RUNNER_DEPLOYMENT:
             return
         value = str(job.runner_request_id)
         patch = {"metadata": {"annotations": {JOB_STARTED_ANNOTATION: value}}}

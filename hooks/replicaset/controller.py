@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cached_property, partial
 from typing import Any
 
@@ -54,14 +54,13 @@ from hooks.resources.runner import API_VERSION
 from hooks.runner.validation import validate_runner_template
 from hooks.scale_set_mode import (
     COUNT_VERSION_ANNOTATION,
+    COUNT_WAIT,
     JOB_STARTED_ANNOTATION,
     SCALE_SET_ID_ANNOTATION,
 )
 from hooks.scale_target import RECREATION_DELAY
 from hooks.unobserved import asked_for, grace_left, still_unobserved
 
-COUNT_WAIT = timedelta(minutes=5)
-"""How long scale-set members wait for a new count before the set creates them anyway."""
 MAX_NEW_RUNNERS_PER_SYNC = 500
 """At most this many Runners are created by one answer (Kubernetes' ReplicaSet controller
 creates pods in the same bursts); a larger set grows over the next syncs."""

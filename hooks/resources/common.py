@@ -100,3 +100,11 @@ class Condition(ResourceModel):
     reason: str = ""
     message: str = ""
     last_transition_time: DateTime | None = None
+
+
+class ScaleSetStatus(ResourceModel):
+    """The runner scale set a RunnerDeployment or RunnerSet keeps (scale-set mode)."""
+
+    id: int
+    name: str
+    runner_group: str | None = None

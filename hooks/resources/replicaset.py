@@ -11,6 +11,7 @@ from hooks.resources.common import (
     DateTime,
     ObjectMeta,
     ResourceModel,
+    ScaleSetStatus,
 )
 from hooks.resources.runner import API_VERSION, RunnerSpec
 
@@ -78,14 +79,6 @@ class RunnerDeploymentSpec(ResourceModel):
     effective_time: DateTime | None = None
     selector: LabelSelector | None = None
     template: RunnerTemplate = RunnerTemplate()
-
-
-class ScaleSetStatus(ResourceModel):
-    """The runner scale set a RunnerDeployment keeps (scale-set mode)."""
-
-    id: int
-    name: str
-    runner_group: str | None = None
 
 
 class RunnerDeploymentStatus(ResourceModel):

@@ -13,6 +13,7 @@ from hooks.resources.common import (
     FreeFormObject,
     ObjectMeta,
     ResourceModel,
+    ScaleSetStatus,
 )
 from hooks.resources.replicaset import LabelSelector, TemplateMeta
 from hooks.resources.runner import API_VERSION, RunnerConfig, WorkVolumeClaimTemplate
@@ -71,6 +72,9 @@ class RunnerSetStatus(ResourceModel):
     unobserved_runners: list[CreatedRunner] | None = None
     conditions: list[Condition] = []
     observed_generation: int | None = None
+    # Scale-set mode: the scale set kept, and the listener's count the set last acted on.
+    scale_set: ScaleSetStatus | None = None
+    count_time: DateTime | None = None
 
 
 class RunnerSet(ResourceModel):

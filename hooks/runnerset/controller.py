@@ -38,7 +38,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from hooks.children import ConditionValue, as_kept, invalid_status, label_value
+from hooks.children import ConditionValue, as_kept, invalid_status, label_value, merge_conditions
 from hooks.deps import HookDeps
 from hooks.github.credentials import (
     CREDENTIALS_CONDITION,
@@ -57,6 +57,7 @@ from hooks.metacontroller import (
     HookRoute,
     observed_int,
 )
+from hooks.resources.common import ScaleSetStatus
 from hooks.resources.runner import API_VERSION
 from hooks.resources.runnerset import RunnerSet
 from hooks.runner.pod import PodDefaults
@@ -66,11 +67,20 @@ from hooks.runnerset.decide import (
     decide_finalize,
     decide_sync,
     next_certain_question,
+    scope_of,
 )
 from hooks.runnerset.member import read_members
 from hooks.runnerset.parse import observed_status, parse_runner_set, uses_jit
 from hooks.runnerset.report import runner_set_response
 from hooks.runnerset.statefulset import RUNNERSET_NAME_LABEL, VOLUME_SLOT_LABEL
+from hooks.scale_set_keeper import (
+    SCALE_SET_READY,
+    ScaleSetProblem,
+    delete_scale_set,
+    keep_scale_set,
+    kept_condition,
+)
+from hooks.scale_set_mode import declared_scale_set
 from hooks.scale_target import autoscaler_targeting, later_effective_time, scaled_replicas
 
 CHILD_KINDS = ["StatefulSet", "Secret", "PersistentVolumeClaim"]
@@ -99,11 +109,37 @@ def customize_runner_set(request: dict[str, Any]) -> dict[str, Any]:
 
 def sync_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
     runner_set, problems = parse_runner_set(request, deps)
+    declaration = None
+    if runner_set is not None:
+        try:
+            declaration = declared_scale_set(runner_set.metadata.annotations)
+        except ValueError as error:
+            problems = [*problems, str(error)]
     if runner_set is None or problems:
         return _invalid(request, problems, deps.clock.now())
-    facts, github = _facts(request, runner_set, deps)
-    plan = resolve(partial(decide_sync, facts), github, ahead=partial(next_certain_question, facts))
-    return runner_set_response(facts, plan, request.objects("PersistentVolumeClaim"))
+    scale_set = None
+    if declaration is not None:
+        assert runner_set.spec is not None
+        recorded = observed_status(request.parent).scale_set
+        kept = keep_scale_set(
+            deps, scope_of(runner_set.spec), declaration, runner_set.spec.labels, recorded
+        )
+        if isinstance(kept, ScaleSetProblem):
+            # Its runners cannot register without it: everything stays as it is.
+            return _kept_as_they_are(request, kept, deps.clock.now())
+        scale_set = kept
+    facts, github = _facts(request, runner_set, deps, scale_set)
+    plan = resolve(
+        partial(decide_sync, facts),
+        github,
+        ahead=partial(next_certain_question, facts),
+        scale_sets=deps.scale_sets,
+    )
+    if scale_set is not None:
+        plan.conditions[SCALE_SET_READY] = kept_condition(scale_set)
+    return runner_set_response(
+        facts, plan, request.objects("PersistentVolumeClaim"), request.objects("Secret")
+    )
 
 
 def finalize_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
@@ -113,11 +149,24 @@ def finalize_runner_set(request: CompositeHookRequest, deps: HookDeps) -> Compos
     facts, github = _facts(request, runner_set, deps)
     ahead = partial(next_certain_question, facts)
     plan = resolve(partial(decide_finalize, facts), github, ahead=ahead)
-    return runner_set_response(facts, plan, request.objects("PersistentVolumeClaim"))
+    if plan.finalized:
+        # Every member is gone: its scale set, if it kept one, goes last.
+        assert runner_set.spec is not None
+        problem = delete_scale_set(deps, scope_of(runner_set.spec), facts.status.scale_set)
+        if problem is not None:
+            plan.finalized = False
+            plan.conditions[SCALE_SET_READY] = problem.condition
+            plan.wait(problem.retry_after)
+    return runner_set_response(
+        facts, plan, request.objects("PersistentVolumeClaim"), request.objects("Secret")
+    )
 
 
 def _facts(
-    request: CompositeHookRequest, runner_set: RunnerSet, deps: HookDeps
+    request: CompositeHookRequest,
+    runner_set: RunnerSet,
+    deps: HookDeps,
+    scale_set: ScaleSetStatus | None = None,
 ) -> tuple[RunnerSetFacts, GitHubPort]:
     """The decision's facts, and the GitHub port of the set's credentials."""
     assert runner_set.spec is not None
@@ -151,6 +200,7 @@ def _facts(
         settings=deps.settings,
         timing=deps.timing,
         conditions=conditions,
+        scale_set=scale_set,
     )
     return facts, deps.github_for(credentials)
 
@@ -162,6 +212,20 @@ def _invalid(
     kept = [as_kept(obj) for kind in CHILD_KINDS for obj in request.objects(kind)]
     return CompositeHookResponse(
         status=invalid_status(request.parent, problems, now), children=kept
+    )
+
+
+def _kept_as_they_are(
+    request: CompositeHookRequest, problem: ScaleSetProblem, now: datetime
+) -> CompositeHookResponse:
+    status = observed_status(request.parent)
+    conditions = {SCALE_SET_READY: problem.condition}
+    status = status.model_copy(
+        update={"conditions": merge_conditions(status.conditions, conditions, now)}
+    )
+    kept = [as_kept(obj) for kind in CHILD_KINDS for obj in request.objects(kind)]
+    return CompositeHookResponse(
+        status=status.to_wire(), children=kept, resync_after_seconds=problem.retry_after
     )
 
 

@@ -24,7 +24,7 @@ from hooks.lifecycle.leftover import LeftoverCheck, remove_leftover_registration
 from hooks.lifecycle.steps import Answers, ListRunners, Step, questions_of
 from hooks.metacontroller import KubeObject, object_or_empty
 from hooks.naming import BASE36_NAME, SYNC_TIME_ANNOTATION, base36, newest_first, uid_tag
-from hooks.resources.common import CreatedRunner
+from hooks.resources.common import CreatedRunner, ScaleSetStatus
 from hooks.resources.runner import GracefulStopStatus
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
 from hooks.runner.pod import PodDefaults
@@ -36,9 +36,10 @@ from hooks.runnerset.statefulset import (
     template_hash,
     volume_claims,
 )
+from hooks.scale_set_mode import COUNT_WAIT
 from hooks.scale_target import RECREATION_DELAY
 from hooks.settings import Settings
-from hooks.unobserved import asked_for, grace_left, still_unobserved
+from hooks.unobserved import UNOBSERVED_GRACE, asked_for, grace_left, still_unobserved
 
 RELEASE_RESYNC_SECONDS = 5.0
 """After scaling a runner's StatefulSet to 0, look again soon: the pod goes within seconds."""
@@ -71,6 +72,7 @@ class RunnerSetFacts:
     settings: Settings
     timing: StopTiming
     conditions: dict[str, ConditionValue] = field(default_factory=dict)
+    scale_set: ScaleSetStatus | None = None  # its runners are members of this scale set
 
     @property
     def spec(self) -> RunnerSetSpec:
@@ -119,6 +121,7 @@ class RunnerSetPlan:
     """Runners asked for and not seen yet, these included (hooks.unobserved)."""
     next_index: int = 0
     finalized: bool | None = None
+    count_time: str | None = None  # scale-set mode: the listener's count this sync acted on
 
     def wait(self, seconds: float | None) -> None:
         if seconds is not None and seconds > 0:
@@ -159,7 +162,12 @@ class _Decision:
         self.scope = scope_of(self.spec)
         self.members = [Member(observed, observed.stop) for observed in facts.members]
         self.out = RunnerSetPlan(
-            hash=template_hash(facts.runner_set, facts.defaults, jit=facts.jit),
+            hash=template_hash(
+                facts.runner_set,
+                facts.defaults,
+                jit=facts.jit,
+                scale_set_id=facts.scale_set.id if facts.scale_set else None,
+            ),
             members=self.members,
             conditions={"Valid": ("True", "Valid", ""), **facts.conditions},
         )
@@ -267,6 +275,12 @@ class _Decision:
             if not self.facts.jit:
                 self._refresh_token(member)
         elif not pod.runner_started and self.facts.jit:
+            # Created with its StatefulSet in one answer, the Secret may reach the informer a
+            # moment after the pod does: missing only counts once it had time to show up.
+            created = _created_at(member)
+            if created is not None and self.now - created < UNOBSERVED_GRACE:
+                self.out.wait((created + UNOBSERVED_GRACE - self.now).total_seconds())
+                return
             # Its JIT config is gone (deleted by hand) and cannot be generated again under the
             # same name: the runner is replaced, its registration removed.
             member.stop = begin_stop("RegistrationLost", self._subject(member), self.now)
@@ -363,8 +377,9 @@ class _Decision:
         missing = self.facts.desired - len(self._active()) - len(out.unobserved)
         if missing <= 0:
             out.conditions["Scaling"] = ("True", "Steady", "")
+            self._acted_on_count()
             return
-        hold = self._recreation_hold()
+        hold = self._count_hold() if self.facts.scale_set else self._recreation_hold()
         if hold is not None:
             out.wait(hold)
             out.conditions["Scaling"] = (
@@ -383,6 +398,8 @@ class _Decision:
             if material is None:
                 break  # the condition says why; the rest on a later sync
             self._add_runner(name, material, next(free_slots))
+        else:
+            self._acted_on_count()
         if out.created:
             created = f"created {out.created} runner(s)"
             out.conditions.setdefault("Scaling", ("True", "Created", created))
@@ -422,8 +439,15 @@ class _Decision:
     def _jit_material(self, runner_name: str) -> RegistrationMaterial | None:
         """A just-in-time config for one new runner: a registration of its own, so no pod of
         this set ever holds a token that could register others."""
-        spec = self.spec
+        spec, scale_set = self.spec, self.facts.scale_set
         try:
+            if scale_set is not None:
+                config = self.github.scale_set_jit_config(
+                    self.scope, scale_set.id, runner_name, spec.work_dir or "_work"
+                )
+                return RegistrationMaterial(
+                    jit_config=config.encoded_jit_config, runner_id=config.runner.id
+                )
             return new_jit_config(
                 self.github,
                 self.scope,
@@ -461,6 +485,28 @@ class _Decision:
             member.new_material = new_token(self.github, self.scope)
         except GitHubError:
             return  # tried again on the next sync; an expired token only fails that start
+
+    def _acted_on_count(self) -> None:
+        if self.facts.scale_set is not None:
+            self.out.count_time = self.facts.effective_time
+
+    def _count_hold(self) -> float | None:
+        """Scale-set members are created once per count of the listener (`effectiveTime`):
+        a finished job's runner is replaced only if a newer count still asks for it
+        (`hooks.scale_set_mode`). Without a newer count, after `COUNT_WAIT` anyway."""
+        effective = parse_optional_time(self.facts.effective_time)
+        acted = parse_optional_time(self.facts.status.count_time)
+        if effective is None or acted is None or acted < effective:
+            return None
+        last = self._last_creation()
+        if last is None:
+            return None
+        remaining = (last + COUNT_WAIT - self.now).total_seconds()
+        return remaining if remaining > 0 else None
+
+    def _last_creation(self) -> datetime | None:
+        times = [t for t in (_created_at(m) for m in self.members) if t is not None]
+        return max(times) if times else None
 
     def _recreation_hold(self) -> float | None:
         """ARC #1180, as for RunnerReplicaSets: with webhook scaling (effectiveTime set), an
@@ -514,3 +560,9 @@ class _Decision:
             if slot not in held:
                 yield slot
             slot += 1
+
+
+def _created_at(member: Member) -> datetime | None:
+    """When this hook created the member's StatefulSet (its sync-time annotation)."""
+    annotations = (member.observed.sts.get("metadata") or {}).get("annotations") or {}
+    return parse_optional_time(annotations.get(SYNC_TIME_ANNOTATION))

@@ -13,6 +13,7 @@ from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
 from hooks.runner.registration import registration_mode
 from hooks.runner.validation import validate_runner_spec
 from hooks.runnerset.statefulset import runner_spec
+from hooks.scale_set_mode import SCALE_SET_ANNOTATION
 
 
 def parse_runner_set(
@@ -28,8 +29,10 @@ def parse_runner_set(
 
 
 def uses_jit(runner_set: RunnerSet, deps: HookDeps) -> bool:
+    """JIT when asked for, and always for a scale set's members."""
+    annotations = runner_set.metadata.annotations
     mode = deps.settings.runner_registration_mode
-    return registration_mode(runner_set.metadata.annotations, mode) == "jit"
+    return SCALE_SET_ANNOTATION in annotations or registration_mode(annotations, mode) == "jit"
 
 
 def observed_status(parent: KubeObject) -> RunnerSetStatus:

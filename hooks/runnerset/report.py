@@ -3,6 +3,7 @@ status that counts them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hooks.children import as_kept, merge_conditions
@@ -10,11 +11,14 @@ from hooks.lifecycle.graceful_stop import GRACEFUL_STOP_ANNOTATION, stop_annotat
 from hooks.metacontroller import CompositeHookResponse, KubeObject
 from hooks.resources.runnerset import RunnerSetStatus
 from hooks.runnerset.decide import Member, RunnerSetFacts, RunnerSetPlan
-from hooks.runnerset.statefulset import registration_secret
+from hooks.runnerset.statefulset import registration_secret, secret_name
 
 
 def runner_set_response(
-    facts: RunnerSetFacts, plan: RunnerSetPlan, claims: list[KubeObject]
+    facts: RunnerSetFacts,
+    plan: RunnerSetPlan,
+    claims: list[KubeObject],
+    secrets: Sequence[KubeObject] = (),
 ) -> CompositeHookResponse:
     children: list[KubeObject] = []
     for member in plan.members:
@@ -26,6 +30,12 @@ def runner_set_response(
             material = member.new_material or observed.material
             children.append(registration_secret(facts.runner_set, observed.name, material))
     children += [as_kept(claim) for claim in claims]
+    # A runner asked for whose StatefulSet is not in view yet may have its Secret in view
+    # (children reach the informer one by one): left out, the Secret would be deleted and its
+    # pod could never start.
+    pending = {secret_name(runner.name) for runner in plan.unobserved}
+    pending -= {child["metadata"]["name"] for child in plan.new_children}
+    children += [as_kept(s) for s in secrets if s["metadata"].get("name") in pending]
     children += plan.new_children
     return CompositeHookResponse(
         status=_status(facts, plan),
@@ -68,5 +78,7 @@ def _status(facts: RunnerSetFacts, plan: RunnerSetPlan) -> dict[str, Any]:
         next_runner_index=plan.next_index,
         unobserved_runners=plan.unobserved or None,
         conditions=merge_conditions(facts.status.conditions, plan.conditions, facts.now),
+        scale_set=facts.scale_set or facts.status.scale_set,
+        count_time=plan.count_time or facts.status.count_time,
     )
     return status.to_wire()

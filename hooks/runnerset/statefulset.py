@@ -61,15 +61,24 @@ _BUILDER_FIELDS = {
 }
 
 
-def template_hash(runner_set: RunnerSet, defaults: PodDefaults, *, jit: bool = False) -> str:
+def template_hash(
+    runner_set: RunnerSet,
+    defaults: PodDefaults,
+    *,
+    jit: bool = False,
+    scale_set_id: int | None = None,
+) -> str:
     """A digest of everything a runner's pod is built from: the spec without the fields that
-    size the set, the pod defaults of the settings, and the registration mode."""
+    size the set, the pod defaults of the settings, the registration mode and the scale set
+    its runners are members of (another scale set: other runners)."""
     spec = _spec(runner_set).model_dump(
         by_alias=True, exclude_none=True, exclude={"replicas", "effective_time"}, mode="json"
     )
     subject: dict[str, Any] = {"spec": spec, "defaults": repr(defaults)}
     if jit:  # only then: token-mode hashes stay what they were
         subject["registration"] = "jit"
+    if scale_set_id is not None:
+        subject["scaleSet"] = scale_set_id
     return hashlib.sha256(orjson.dumps(subject, option=orjson.OPT_SORT_KEYS)).hexdigest()[:10]
 
 

@@ -1,0 +1,81 @@
+"""Keeping a target's runner scale set, for the RunnerDeployment and RunnerSet hooks: looked
+up (or created, or updated) through the scale-set port, and deleted when the target goes.
+Failures become a `ScaleSetReady` condition and a time to try again, never an exception."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hooks.children import ConditionValue
+from hooks.deps import HookDeps
+from hooks.github.port import GitHubError, RateLimitedError, Scope
+from hooks.resources.common import ScaleSetStatus
+from hooks.scale_set_mode import ScaleSetDeclaration
+
+SCALE_SET_READY = "ScaleSetReady"
+SCALE_SET_RETRY_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class ScaleSetProblem:
+    reason: str
+    message: str
+    retry_after: float
+
+    @property
+    def condition(self) -> ConditionValue:
+        return ("False", self.reason, self.message)
+
+
+def kept_condition(kept: ScaleSetStatus) -> ConditionValue:
+    return ("True", "ScaleSetKept", f"runner scale set {kept.name} (id {kept.id})")
+
+
+def keep_scale_set(
+    deps: HookDeps,
+    scope: Scope,
+    declaration: ScaleSetDeclaration,
+    labels: Sequence[str],
+    recorded: ScaleSetStatus | None,
+) -> ScaleSetStatus | ScaleSetProblem:
+    """The scale set as declared; `recorded` (the target's status) is renamed or moved rather
+    than a new one made."""
+    if deps.scale_sets is None:
+        return ScaleSetProblem(
+            "ScaleSetsUnavailable",
+            "this server has no GitHub credentials to reach runner scale sets with",
+            deps.sync_period,
+        )
+    try:
+        record = deps.scale_sets.ensure_scale_set(
+            scope,
+            declaration.name,
+            declaration.runner_group,
+            [*labels, *deps.common_runner_labels],
+            known_id=recorded.id if recorded is not None else None,
+        )
+    except GitHubError as error:
+        return _problem(error)
+    return ScaleSetStatus(
+        id=record.id, name=record.name, runner_group=record.runner_group_name or None
+    )
+
+
+def delete_scale_set(
+    deps: HookDeps, scope: Scope, recorded: ScaleSetStatus | None
+) -> ScaleSetProblem | None:
+    """Delete the recorded scale set (nothing recorded: nothing to do)."""
+    if recorded is None or deps.scale_sets is None:
+        return None
+    try:
+        deps.scale_sets.delete_scale_set(scope, recorded.id)
+    except GitHubError as error:
+        return _problem(error)
+    return None
+
+
+def _problem(error: GitHubError) -> ScaleSetProblem:
+    if isinstance(error, RateLimitedError):
+        return ScaleSetProblem("GitHubRateLimited", str(error), max(error.retry_after, 1.0))
+    return ScaleSetProblem("ScaleSetError", str(error), SCALE_SET_RETRY_SECONDS)
