@@ -9,7 +9,8 @@ The decision table follows ARC's `runner_graceful_stop.go`:
 1. already complete                                  -> done
 2. pod stopped (succeeded, failed, runner exited)    -> done (PodStopped)
 3. ephemeral runner known busy (422 seen before)     -> wait for completion, no GitHub call
-4. runner id unknown and not on GitHub:
+4. runner id unknown and not on GitHub (for a pod that looks pending, asked anew: the view
+   may lag a runner that started and registered since):
      pod never started                               -> done (NotRegistered)
      pod ready longer than the registration timeout  -> done (NotRegistered)
      otherwise it may be registering right now       -> wait (grace period)
@@ -124,6 +125,15 @@ def tick_graceful_stop(
             return _retry(state, error.retry_after, str(error))
         except GitHubError as error:
             return _retry(state, timing.retry_delay, str(error))
+        if found is None and pod.pending:
+            # A pending pod in view may have started since (the view lags): its runner could
+            # have registered, even taken a job, after the cached list was made. Asked anew.
+            try:
+                found = github.find_runner(subject.scope, subject.runner_name, not_before=now)
+            except RateLimitedError as error:
+                return _retry(state, error.retry_after, str(error))
+            except GitHubError as error:
+                return _retry(state, timing.retry_delay, str(error))
         if found is None:
             return _not_registered(state, pod, now, timing)
         runner_id = found.id

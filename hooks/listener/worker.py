@@ -24,7 +24,6 @@ opened again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -239,6 +238,3 @@ class ScaleSetListener:
 def precise_time(when: datetime) -> str:
     """RFC 3339 with microseconds (a valid date-time for the CRDs)."""
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-ClientFor = Callable[[ListenerTarget], ScaleSetClient]
