@@ -10,6 +10,7 @@ to see its count is stale.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -38,17 +39,36 @@ class Run:
     world: World
     summary: Summary
     samples: list[Sample] = field(default_factory=list)
+    # Each job's time assigned to the scale set: (assigned, finished or None).
+    assignments: list[tuple[datetime, datetime | None]] = field(default_factory=list)
 
     def desired_above_assigned(
         self, minimum: int, excused: list[tuple[datetime, datetime]]
     ) -> list[Sample]:
-        """Samples whose desired count exceeds min + the assigned jobs of the last LAG."""
+        """Samples whose desired count exceeds min + the most jobs assigned at any moment of
+        the last LAG (counted exactly from the service's job records, not from samples: a job
+        may end and the next be assigned between two samples)."""
+        changes = sorted(
+            [(start, 1) for start, _ in self.assignments]
+            + [(end, -1) for _, end in self.assignments if end is not None]
+        )
+        times, counts, count = [], [], 0
+        for moment, step in changes:  # the assigned count from each change on
+            count += step
+            times.append(moment)
+            counts.append(count)
+
+        def most_assigned(since: datetime, until: datetime) -> int:
+            first = bisect.bisect_right(times, since)
+            last = bisect.bisect_right(times, until)
+            at_start = counts[first - 1] if first else 0
+            return max([at_start, *counts[first:last]])
+
         bad = []
         for sample in self.samples:
             if sample.desired is None or any(a <= sample.at <= b for a, b in excused):
                 continue
-            recent = [s.assigned for s in self.samples if sample.at - LAG <= s.at <= sample.at]
-            if sample.desired > minimum + max(recent):
+            if sample.desired > minimum + most_assigned(sample.at - LAG, sample.at):
                 bad.append(sample)
         return bad
 
@@ -74,10 +94,16 @@ def run(name: str, autoscaler: str = "burst") -> Run:
     world.begin()
     world.loop.call_later(SAMPLE_SECONDS, sample)
     world.run_to(world.scenario.duration)
-    # Sampling ends with the scenario: the teardown deletes the autoscaler.
+    # Sampling ends with the scenario: the teardown deletes the autoscaler, and with the scale
+    # set the service forgets its jobs.
     samples_taken = list(samples)
+    assignments = [
+        (job.assigned_at, job.finished_at)
+        for job in world.broker._jobs.values()
+        if job.assigned_at is not None
+    ]
     summary = world.finish()
-    return Run(world, summary, samples_taken)
+    return Run(world, summary, samples_taken, assignments)
 
 
 def last_completion(world: World) -> datetime:
