@@ -24,6 +24,11 @@ from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest simulated runs first: started last, one would keep a worker busy alone."""
+    items.sort(key=lambda item: item.get_closest_marker("long_run") is None)
+
+
 @pytest.fixture
 def clock() -> ManualClock:
     """Virtual time at 2026-01-01T00:00Z (ManualClock's start; files' START and T0 name it)."""

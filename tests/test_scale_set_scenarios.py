@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from arc_sim.scenario import load_scenario
 from arc_sim.summary import Summary
 from arc_sim.world import START, World
@@ -127,6 +129,7 @@ def window(start_seconds: float, seconds: float) -> tuple[datetime, datetime]:
     return begin, begin + timedelta(seconds=seconds) + COUNT_STALE + LAG
 
 
+@pytest.mark.long_run
 def test_a_burst_of_500_jobs_from_zero_with_no_webhook() -> None:
     result = run("scale-set-burst-from-zero")
     check_jobs_and_runners(result, minimum=0)
