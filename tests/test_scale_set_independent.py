@@ -321,28 +321,56 @@ def tracking_errors(
 BURST_START = 300.0
 
 
-def run_burst() -> Run:
-    """60 jobs of 2 minutes, one every 3 s, for a scale set of 1 to 12 runners; GitHub loses
-    every webhook delivery, so only the listener can make it scale."""
-    scenario = Scenario.model_validate(
+def burst_scenario(
+    name: str,
+    *,
+    seed: int,
+    duration: str,
+    bounds: tuple[int, int],
+    count: int,
+    every: str,
+    **extra: Any,
+) -> Scenario:
+    """A deployment `burst` in scale-set mode (scale set `arc-burst`) sized by an HRA within
+    `bounds`, one listener unless `extra` says otherwise, and `count` jobs of 2 minutes for the
+    scale set from BURST_START on, one every `every`."""
+    minimum, maximum = bounds
+    return Scenario.model_validate(
         {
-            "name": "independent-scale-set-burst",
-            "seed": 11,
-            "duration": "30m",
+            "name": name,
+            "seed": seed,
+            "duration": duration,
             "listeners": {"replicas": 1},
-            "webhooks": {"lossRate": 1.0},
-            "objects": [deployment("burst", scale_set="arc-burst"), autoscaler("burst", 1, 12)],
+            "objects": [
+                deployment("burst", scale_set="arc-burst"),
+                autoscaler("burst", minimum, maximum),
+            ],
             "jobs": [
                 {
                     "repository": "acme/app",
                     "labels": ["arc-burst"],
-                    "count": 60,
+                    "count": count,
                     "start": BURST_START,
-                    "every": "3s",
+                    "every": every,
                     "duration": "2m",
                 }
             ],
+            **extra,
         }
+    )
+
+
+def run_burst() -> Run:
+    """60 jobs of 2 minutes, one every 3 s, for a scale set of 1 to 12 runners; GitHub loses
+    every webhook delivery, so only the listener can make it scale."""
+    scenario = burst_scenario(
+        "independent-scale-set-burst",
+        seed=11,
+        duration="30m",
+        bounds=(1, 12),
+        count=60,
+        every="3s",
+        webhooks={"lossRate": 1.0},
     )
     return simulate(scenario, deployment="burst", minimum=1, maximum=12, until=29 * 60)
 
@@ -425,27 +453,15 @@ def run_takeover() -> Run:
     """Two listener replicas; the one holding the session crashes at 7 minutes (its session is
     left behind, to expire after 5 minutes, the service's default) and comes back a minute
     later."""
-    scenario = Scenario.model_validate(
-        {
-            "name": "independent-scale-set-takeover",
-            "seed": 7,
-            "duration": "30m",
-            "listeners": {"replicas": 2, "sessionTimeout": SESSION_TIMEOUT},
-            "objects": [deployment("burst", scale_set="arc-burst"), autoscaler("burst", 0, 12)],
-            "timeline": [
-                {"at": CRASH_AT, "restartListener": {"replica": 0, "down": "1m", "crash": True}}
-            ],
-            "jobs": [
-                {
-                    "repository": "acme/app",
-                    "labels": ["arc-burst"],
-                    "count": 60,
-                    "start": BURST_START,
-                    "every": "5s",
-                    "duration": "2m",
-                }
-            ],
-        }
+    scenario = burst_scenario(
+        "independent-scale-set-takeover",
+        seed=7,
+        duration="30m",
+        bounds=(0, 12),
+        count=60,
+        every="5s",
+        listeners={"replicas": 2, "sessionTimeout": SESSION_TIMEOUT},
+        timeline=[{"at": CRASH_AT, "restartListener": {"replica": 0, "down": "1m", "crash": True}}],
     )
     return simulate(scenario, deployment="burst", minimum=0, maximum=12, until=29 * 60)
 
@@ -457,24 +473,13 @@ def takeover() -> Run:
 
 def run_from_zero() -> Run:
     """50 jobs of 2 minutes, one every 4 s, for a scale set of 0 to 10 runners."""
-    scenario = Scenario.model_validate(
-        {
-            "name": "independent-scale-set-from-zero",
-            "seed": 4,
-            "duration": "35m",
-            "listeners": {"replicas": 1},
-            "objects": [deployment("burst", scale_set="arc-burst"), autoscaler("burst", 0, 10)],
-            "jobs": [
-                {
-                    "repository": "acme/app",
-                    "labels": ["arc-burst"],
-                    "count": 50,
-                    "start": BURST_START,
-                    "every": "4s",
-                    "duration": "2m",
-                }
-            ],
-        }
+    scenario = burst_scenario(
+        "independent-scale-set-from-zero",
+        seed=4,
+        duration="35m",
+        bounds=(0, 10),
+        count=50,
+        every="4s",
     )
     return simulate(scenario, deployment="burst", minimum=0, maximum=10, until=34 * 60)
 
@@ -651,25 +656,14 @@ OUTAGE_SECONDS = 300.0
 
 
 def test_an_outage_of_the_scale_set_service_delays_jobs_but_loses_none() -> None:
-    scenario = Scenario.model_validate(
-        {
-            "name": "independent-scale-set-broker-outage",
-            "seed": 5,
-            "duration": "35m",
-            "listeners": {"replicas": 1},
-            "objects": [deployment("burst", scale_set="arc-burst"), autoscaler("burst", 0, 10)],
-            "timeline": [{"at": OUTAGE_AT, "brokerOutage": {"duration": OUTAGE_SECONDS}}],
-            "jobs": [
-                {
-                    "repository": "acme/app",
-                    "labels": ["arc-burst"],
-                    "count": 50,
-                    "start": BURST_START,
-                    "every": "4s",
-                    "duration": "2m",
-                }
-            ],
-        }
+    scenario = burst_scenario(
+        "independent-scale-set-broker-outage",
+        seed=5,
+        duration="35m",
+        bounds=(0, 10),
+        count=50,
+        every="4s",
+        timeline=[{"at": OUTAGE_AT, "brokerOutage": {"duration": OUTAGE_SECONDS}}],
     )
     run = simulate(scenario, deployment="burst", minimum=0, maximum=10, until=34 * 60)
     world, summary = run.world, run.finished_summary()
