@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import Any, Concatenate, Literal, ParamSpec, Protocol, TypeVar
 
 import jwt
@@ -715,7 +716,7 @@ class GitHubState:
             records = [r for runners in self._runners.values() for r in runners.values()]
         else:
             records = list(self._runners_of(scope).values())
-        return sorted(records, key=lambda r: r.id)
+        return sorted(records, key=attrgetter("id"))
 
     @property
     def next_runner_id(self) -> int:
@@ -1092,14 +1093,21 @@ class GitHubState:
     def _dispatch(self) -> None:
         """Hand queued jobs, oldest first, to online idle runners that may take them; among
         several, the runner with the lowest id (deterministic)."""
-        idle = [
-            r
-            for r in self.runner_records()
-            if r.status == "online" and not r.busy and r.id not in self._spent
-        ]
+        queued = self.job_book.queued()
+        if not queued:
+            return  # most calls: no runner list to look through
+        idle = sorted(
+            (
+                r
+                for runners in self._runners.values()
+                for r in runners.values()
+                if r.status == "online" and not r.busy and r.id not in self._spent
+            ),
+            key=attrgetter("id"),
+        )
         if not idle:
             return
-        for job in self.job_book.queued():
+        for job in queued:
             runner = next((r for r in idle if self._can_take(r, job)), None)
             if runner is None:
                 continue

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from arc_sim.admission import Admission, crds_under
+from arc_sim.collector import collecting_rarely
 from arc_sim.events import EventLoop
 from arc_sim.fake_github import FakeGitHub
 from arc_sim.github_port import InProcessGitHub
@@ -316,10 +317,11 @@ class World:
 
     def _run_until(self, end: datetime, progress: Callable[[World], None] | None) -> None:
         step = timedelta(minutes=1)
-        while self.clock.now() < end:
-            self.loop.run_until(min(self.clock.now() + step, end))
-            if progress is not None:
-                progress(self)
+        with collecting_rarely():
+            while self.clock.now() < end:
+                self.loop.run_until(min(self.clock.now() + step, end))
+                if progress is not None:
+                    progress(self)
 
     def teardown(self, progress: Callable[[World], None] | None = None) -> bool:
         """Uninstall as the README says: delete the runner resources the scenario applied, wait

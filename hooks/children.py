@@ -1,13 +1,16 @@
-"""Helpers every controller's answer uses: conditions, kept children, readable errors."""
+"""Helpers every controller's answer uses: conditions, kept children, children read once per
+state, readable errors."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from hooks.clock import format_time
+from hooks.memo import Memo
 from hooks.metacontroller import (
     CompositeHookRequest,
     CompositeHookResponse,
@@ -18,6 +21,8 @@ from hooks.metacontroller import (
 from hooks.resources.common import Condition
 
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
+
+T = TypeVar("T")
 
 ConditionValue = tuple[str, str, str]
 """(status "True"/"False", reason, message)."""
@@ -117,3 +122,31 @@ def invalid_answer(
     return CompositeHookResponse(
         status=invalid_status(request.parent, problems, now), children=kept
     )
+
+
+def read_once_per_state(
+    objects: list[KubeObject],
+    kind: str,
+    read: Callable[[KubeObject], T],
+    reading: type[T],
+    memo: Memo[Hashable, Any],
+) -> list[T]:
+    """Every object read, those read before taken from the memo: a uid and a resourceVersion
+    name one state of an object, so a parent with a thousand children, synced at every change
+    of any of them, reads only what changed. What the memo holds is shared: read-only."""
+    readings = []
+    for obj in objects:
+        metadata = object_or_empty(obj.get("metadata"))
+        uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+        if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
+            readings.append(read(obj))
+            continue
+        key = (kind, uid, version)
+        reading_before = memo.get(key)
+        if isinstance(reading_before, reading):
+            readings.append(reading_before)
+            continue
+        fresh = read(obj)
+        memo.put(key, fresh)
+        readings.append(fresh)
+    return readings

@@ -306,14 +306,21 @@ def _groups_of_objects(value: object) -> object:
         if not isinstance(members, dict):
             raise ValueError(f"group {_shown(group_key)} must map keys to objects")
         for key, obj in members.items():
-            member = f"{_shown(group_key)} member {_shown(key)}"
+            # The member's description is only built for an error: a set has a thousand.
             if not isinstance(obj, dict):
-                raise ValueError(f"{member} must be an object")
-            _identified(obj, member)
+                raise ValueError(f"{_member(group_key, key)} must be an object")
+            try:
+                _identified(obj, "")
+            except ValueError as error:
+                raise ValueError(f"{_member(group_key, key)}{error}") from None
             problem = _observed_parts_problem(obj)
             if problem:
-                raise ValueError(f"{member}: {problem}")
+                raise ValueError(f"{_member(group_key, key)}: {problem}")
     return groups
+
+
+def _member(group_key: str, key: str) -> str:
+    return f"{_shown(group_key)} member {_shown(key)}"
 
 
 def _shown(key: str) -> str:

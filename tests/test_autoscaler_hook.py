@@ -21,10 +21,11 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
+from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import WorkflowJob, WorkflowRun
 from hooks.settings import Settings
-from tests.hook_app import hook_settings
+from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub, rate_limited
 
 API = "actions.summerwind.dev/v1alpha1"
@@ -101,6 +102,17 @@ def deployment(
         "metadata": {"name": name, "namespace": namespace, "uid": f"rd-uid-{name}"},
         "spec": {"replicas": 1, "template": {"spec": spec}},
     }
+
+
+def reporting(*, registered: int, busy: int) -> dict[str, Any]:
+    """The deployment with its status's runner counts (what its RunnerReplicaSets report)."""
+    target = deployment()
+    target["status"] = {
+        "replicas": registered,
+        "registeredReplicas": registered,
+        "busyReplicas": busy,
+    }
+    return target
 
 
 def runner(name: str, busy: object) -> dict[str, Any]:
@@ -796,6 +808,58 @@ def test_the_scale_down_delay_holds_the_answer_and_only_scale_out_is_recorded(
     assert scaled_out["status"]["lastSuccessfulScaleOutTime"] == format_time(clock.now())
 
 
+def test_an_hra_reads_again_only_the_reservations_whose_state_changed(
+    clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hooks.autoscaler import controller
+
+    read: list[str] = []
+    read_reservation = controller._ObservedReservation.read.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[Any], obj: dict[str, Any]) -> Any:
+        read.append(obj["metadata"]["name"])
+        return read_reservation(cls, obj)
+
+    monkeypatch.setattr(controller._ObservedReservation, "read", classmethod(counting))
+
+    def versioned(obj: dict[str, Any], version: str) -> dict[str, Any]:
+        return {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
+
+    hra = autoscaler(maxReplicas=2)
+    waiting = {
+        name: versioned(reservation(name, ago(clock, 60 - index), started=None), "1")
+        for index, name in enumerate(("job-1", "job-2", "job-3"))
+    }
+    started = ago(clock, 60)
+    rounds = [
+        [versioned(reservation("job-1", started, started=started), "2"), waiting["job-2"]],
+        [versioned(reservation("job-1", started, started=started), "2"), waiting["job-2"]],
+        # job 1 completed (a new resourceVersion), job 3 queued: job 3 waits beyond two.
+        [
+            versioned(reservation("job-1", started, started=started, completed=clock.now()), "3"),
+            waiting["job-2"],
+            waiting["job-3"],
+        ],
+    ]
+
+    def answers(client: TestClient) -> list[dict[str, Any]]:
+        results = []
+        for children in rounds:
+            cluster = Cluster(client, clock, copy.deepcopy(hra))
+            cluster.add(*copy.deepcopy(children))
+            results.append(cluster.sync())
+        return results
+
+    warm = answers(make_client(clock))
+    assert read == ["job-1", "job-2", "job-1", "job-3"]
+    assert warm == answers(make_client(clock))  # the same answers as without the memo
+    assert warm[2]["status"]["reservedReplicas"] == 2
+
+
+def make_client(clock: ManualClock) -> TestClient:
+    return hook_client(create_app(hook_settings({}), github=InMemoryGitHub(clock), clock=clock))
+
+
 # ------------------------------------------------------------------ customize
 
 
@@ -854,13 +918,40 @@ RUNNERS_RULE = {
 def test_customize_asks_for_the_scale_target_and_its_runners(
     client: TestClient, ref: dict[str, Any] | None, rules: list[dict[str, Any]]
 ) -> None:
-    hra = autoscaler(scaleTargetRef=ref)
+    hra = autoscaler(scaleTargetRef=ref, metrics=[BUSY_METRIC])
     if ref is None:
         del hra["spec"]["scaleTargetRef"]
 
     answer = post(client, CUSTOMIZE, {"controller": CONTROLLER, "parent": hra})
 
     assert answer == {"relatedResources": rules}
+
+
+@pytest.mark.parametrize(
+    "metrics",
+    [
+        [],
+        [{"type": "TotalNumberOfQueuedAndInProgressWorkflowRuns", "repositoryNames": ["app"]}],
+        ["PercentageRunnersBusy", {"type": "percentagerunnersbusy"}],  # not the metric itself
+    ],
+)
+def test_an_hra_that_does_not_measure_busy_runners_is_not_sent_them(
+    client: TestClient, metrics: list[Any]
+) -> None:
+    # A thousand Runners would otherwise make every sync of the HRA large, and each of their
+    # status changes one more sync.
+    hra = autoscaler(metrics=metrics)
+
+    answer = post(client, CUSTOMIZE, {"controller": CONTROLLER, "parent": hra})
+
+    assert answer["relatedResources"] == [
+        {
+            "apiVersion": API,
+            "resource": "runnerdeployments",
+            "names": [TARGET],
+            "namespace": NAMESPACE,
+        }
+    ]
 
 
 # ------------------------------------------------------------------ metrics
@@ -904,8 +995,7 @@ def test_a_reservation_whose_job_is_over_is_settled_once_runners_sit_idle(
     webhook_only = autoscaler(
         minReplicas=0, scaleUpTriggers=[{"githubEvent": {"workflowJob": {}}, "duration": "30m"}]
     )
-    cluster = Cluster(client, clock, webhook_only)
-    cluster.related += [runner("r-1", False), runner("r-2", True)]
+    cluster = Cluster(client, clock, webhook_only, related=[reporting(registered=2, busy=1)])
     cluster.add(reservation("job-1", ago(clock, 300)), reservation("job-2", ago(clock, 300)))
     # GitHub: job 1 is over (its `completed` delivery was lost), job 2 still runs.
     github.workflow_jobs[("example/myrepo", 1)] = [WorkflowJob("completed", ("linux",), 1)]
@@ -926,8 +1016,7 @@ def test_no_github_call_while_every_runner_is_busy(
     webhook_only = autoscaler(
         minReplicas=0, scaleUpTriggers=[{"githubEvent": {"workflowJob": {}}, "duration": "30m"}]
     )
-    cluster = Cluster(client, clock, webhook_only)
-    cluster.related += [runner("r-1", True), runner("r-2", True)]
+    cluster = Cluster(client, clock, webhook_only, related=[reporting(registered=2, busy=2)])
     cluster.add(reservation("job-1", ago(clock, 300)), reservation("job-2", ago(clock, 300)))
 
     answer = cluster.sync()

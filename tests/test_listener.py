@@ -38,6 +38,7 @@ from hooks.listener.run import ListenerProcess
 from hooks.listener.sink import KubeListenerSink
 from hooks.listener.targets import ListenerTarget, find_targets
 from hooks.listener.worker import (
+    DIP_HOLD_SECONDS,
     MIN_BACKOFF_SECONDS,
     STANDBY_SECONDS,
     ScaleSetListener,
@@ -176,7 +177,32 @@ def test_the_runner_that_starts_a_job_is_marked_and_completion_lowers_the_count(
     assert setup.github.job(job_id).runner_id == runner_id
     setup.github.complete_job(job_id)
     run(listener)
+    assert sink.assigned[-1] == 1  # a lower count stands a moment before it is published
+    setup.clock.advance(DIP_HOLD_SECONDS)
+    run(listener)
     assert sink.assigned[-1] == 0
+
+
+def test_a_moments_dip_in_the_count_is_never_published(setup: Setup) -> None:
+    """A job ends and the next is assigned a moment later, in another message: the set must
+    not shrink for the dip between them (it would delete an idle runner, then create one)."""
+    sink = RecordingSink()
+    listener = setup.listener(sink)
+    setup.runner("arc-runner-1")
+    (first,) = setup.queue(1)
+    run(listener)
+    assert sink.assigned[-1] == 1
+    setup.github.complete_job(first)
+    run(listener)  # the completion's message: the count is 0
+    setup.clock.advance(DIP_HOLD_SECONDS / 2)
+    setup.queue(1)
+    run(listener)  # the next job's: 1 again, before the dip stood long enough
+    setup.clock.advance(DIP_HOLD_SECONDS * 2)
+    run(listener)
+
+    assert sink.assigned[-1] == 1
+    first_assigned = sink.assigned.index(1)
+    assert 0 not in sink.assigned[first_assigned:]
 
 
 def test_counts_are_published_with_strictly_increasing_times(setup: Setup) -> None:

@@ -5,9 +5,11 @@ The hook counts the active ones, records when a waiting one starts (`spec.startT
 deletes expired and long-completed ones by leaving them out.
 
 Related objects (asked for by `customize_horizontal_runner_autoscaler`): the scale target, and
-for a RunnerDeployment its Runners, whose `status.busy` (mirrored from GitHub's runner list)
-is what PercentageRunnersBusy measures, so that metric costs no extra GitHub call. A RunnerSet
-reports the same counts in its own status (`registeredReplicas`, `busyReplicas`).
+when PercentageRunnersBusy scales a RunnerDeployment, its Runners, whose `status.busy`
+(mirrored from GitHub's runner list) is what that metric measures, so it costs no extra GitHub
+call. Otherwise the counts come from the target's status (`registeredReplicas`,
+`busyReplicas`), as for a RunnerSet: an HRA of a thousand runners is then not sent, and synced
+again for, every change of every Runner.
 
 The answer goes to the HRA's own status: `desiredReplicas`, which the target's hook reads. No
 hook writes to another object. The hook asks to be called again at the next moment its answer
@@ -41,6 +43,7 @@ from hooks.children import (
     describe_validation_error,
     invalid_answer,
     merge_conditions,
+    read_once_per_state,
 )
 from hooks.clock import format_time, parse_time
 from hooks.deps import HookDeps
@@ -63,6 +66,7 @@ from hooks.metacontroller import (
 )
 from hooks.naming import DEPLOYMENT_NAME_LABEL
 from hooks.resources.autoscaler import (
+    METRIC_PERCENTAGE_RUNNERS_BUSY,
     HorizontalRunnerAutoscaler,
     HorizontalRunnerAutoscalerStatus,
 )
@@ -98,7 +102,8 @@ class AutoscalerObservation:
 
 
 def customize_horizontal_runner_autoscaler(request: dict[str, Any]) -> dict[str, Any]:
-    """Ask for the scale target and, for a RunnerDeployment, its Runners."""
+    """Ask for the scale target and, for a RunnerDeployment that PercentageRunnersBusy
+    scales, its Runners."""
     parent = object_or_empty(request.get("parent"))
     namespace = object_or_empty(parent.get("metadata")).get("namespace") or ""
     ref = object_or_empty(object_or_empty(parent.get("spec")).get("scaleTargetRef"))
@@ -109,7 +114,7 @@ def customize_horizontal_runner_autoscaler(request: dict[str, Any]) -> dict[str,
     rules: list[dict[str, Any]] = [
         {"apiVersion": API_VERSION, "resource": _PLURALS[kind], "names": [name]}
     ]
-    if kind == RUNNER_DEPLOYMENT:
+    if kind == RUNNER_DEPLOYMENT and _measures_busy_runners(parent):
         rules.append(
             {
                 "apiVersion": API_VERSION,
@@ -122,6 +127,14 @@ def customize_horizontal_runner_autoscaler(request: dict[str, Any]) -> dict[str,
             rule["namespace"] = namespace
     rules += credentials_rules(str(namespace), spec_secret_name(parent))
     return {"relatedResources": rules}
+
+
+def _measures_busy_runners(parent: dict[str, Any]) -> bool:
+    metrics = object_or_empty(parent.get("spec")).get("metrics")
+    return isinstance(metrics, list) and any(
+        isinstance(metric, dict) and metric.get("type") == METRIC_PERCENTAGE_RUNNERS_BUSY
+        for metric in metrics
+    )
 
 
 def sync_horizontal_runner_autoscaler(
@@ -143,9 +156,9 @@ def sync_horizontal_runner_autoscaler(
 @dataclass(frozen=True)
 class _ObservedReservation:
     """A CapacityReservation child, read without a model: an HRA may hold hundreds, and is
-    synced at every change of any of them."""
+    synced at every change of any of them. Shared through the memo: read-only."""
 
-    obj: KubeObject
+    kept: KubeObject  # the object as an answer keeps it unchanged
     name: str
     reservation: Reservation | None  # None: unreadable, kept and not counted
     completed: bool
@@ -173,8 +186,21 @@ class _ObservedReservation:
                 replicas=replicas,
             )
         except (KeyError, TypeError, ValueError):
-            return cls(obj, name, None, False, None)
-        return cls(obj, name, reservation, bool(spec.get("completionTime")), expiration)
+            return cls(as_kept(obj), name, None, False, None)
+        completed = bool(spec.get("completionTime"))
+        return cls(as_kept(obj), name, reservation, completed, expiration)
+
+
+def _observed_reservations(objects: list[KubeObject], deps: HookDeps) -> list[_ObservedReservation]:
+    """Every reservation read, each state once: a burst syncs the HRA at every change of any
+    of its reservations (`read_once_per_state`)."""
+    return read_once_per_state(
+        objects,
+        RESERVATION_KIND,
+        _ObservedReservation.read,
+        _ObservedReservation,
+        deps.observed_children,
+    )
 
 
 def _time(value: object) -> datetime:
@@ -198,9 +224,7 @@ class _Sync:
         self.deps = deps
         self.now = now
         self.previous = hra.status or HorizontalRunnerAutoscalerStatus()
-        self.observed = [
-            _ObservedReservation.read(obj) for obj in request.objects(RESERVATION_KIND)
-        ]
+        self.observed = _observed_reservations(request.objects(RESERVATION_KIND), deps)
         self.finished: set[str] = set()  # reservations whose job GitHub says is over
         self.scale_set_mode = False  # the target's runners are a scale set's members
         self.assigned: int | None = None  # the listener's count, in scale-set mode
@@ -237,7 +261,9 @@ class _Sync:
             repository=config.repository or "",
             labels=tuple(config.labels),
         )
-        counts = _runner_counts(kind, target_obj, self.request.objects("Runner", related=True))
+        counts = _runner_counts(
+            kind, target_obj, self.request.objects("Runner", related=True), self.request.parent
+        )
         activity = _HookActivity(self.github, counts.busy)
         scale_set = _in_scale_set_mode(target_obj)
         self.scale_set_mode = scale_set
@@ -337,7 +363,7 @@ class _Sync:
         )
         finished = set()
         for _, _, observed in candidates[:idle]:
-            job = (observed.obj.get("spec") or {}).get("job") or {}
+            job = object_or_empty(object_or_empty(observed.kept.get("spec")).get("job"))
             repository, run_id, job_id = job.get("repository"), job.get("runID"), job.get("id")
             if not (isinstance(repository, str) and isinstance(run_id, int) and job_id):
                 continue
@@ -362,11 +388,14 @@ class _Sync:
                     continue
             elif observed.name in expired and observed.name not in self.finished:
                 continue
-            kept = as_kept(observed.obj)
+            kept = observed.kept
+            updates = {}
             if observed.name in self.finished:
-                kept["spec"] = {**kept.get("spec", {}), "completionTime": format_time(self.now)}
+                updates["completionTime"] = format_time(self.now)
             if observed.name in started:
-                kept["spec"] = {**kept.get("spec", {}), "startTime": format_time(self.now)}
+                updates["startTime"] = format_time(self.now)
+            if updates:  # a copy: the memo's stays as observed
+                kept = {**kept, "spec": {**object_or_empty(kept.get("spec")), **updates}}
             children.append(kept)
         return children
 
@@ -450,7 +479,7 @@ class _Sync:
         )
         return CompositeHookResponse(
             status=status.to_wire(),
-            children=[as_kept(observed.obj) for observed in self.observed],
+            children=[observed.kept for observed in self.observed],
             resync_after_seconds=retry_after or self.deps.sync_period,
         )
 
@@ -483,10 +512,13 @@ class _RunnerCounts:
     idle: int  # registered, not busy, not leaving
 
 
-def _runner_counts(kind: str, target: KubeObject, runners: Sequence[KubeObject]) -> _RunnerCounts:
-    """A RunnerDeployment's Runners report what GitHub says of each (status.busy); a RunnerSet
-    reports the counts of its runners in its own status."""
-    if kind == RUNNER_SET:
+def _runner_counts(
+    kind: str, target: KubeObject, runners: Sequence[KubeObject], hra: KubeObject
+) -> _RunnerCounts:
+    """A RunnerDeployment's Runners report what GitHub says of each (status.busy), read when
+    PercentageRunnersBusy measures them; otherwise the target's status has the counts, as a
+    RunnerSet's always does."""
+    if kind == RUNNER_SET or not _measures_busy_runners(hra):
         status = _status(target)
         registered = _count(status.get("registeredReplicas"))
         busy = _count(status.get("busyReplicas"))

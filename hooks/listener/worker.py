@@ -16,7 +16,9 @@ A step is one of:
 What is published is `totalAssignedJobs`, an absolute count, with the time it was counted
 (strictly increasing, in microseconds). It is written when it changed, after a message with
 job events (a finished job's runner is replaced only after a new count: `hooks.scale_set_mode`),
-and every `REPUBLISH_SECONDS` otherwise, to repair an annotation someone removed. A failed call
+and every `REPUBLISH_SECONDS` otherwise, to repair an annotation someone removed. A lower count
+is written only once it has stood `DIP_HOLD_SECONDS`: a job ending and the next one assigned a
+moment later is not a scale-down. A failed call
 backs off (doubling up to `MAX_BACKOFF_SECONDS`); a session the service no longer knows is
 opened again.
 """
@@ -45,6 +47,7 @@ STANDBY_SECONDS = 30.0
 MIN_BACKOFF_SECONDS = 5.0
 MAX_BACKOFF_SECONDS = 120.0
 REPUBLISH_SECONDS = 60.0  # the autoscaler takes a count older than 3 minutes for none
+DIP_HOLD_SECONDS = 5.0  # a lower count is published once it has stood this long
 _LOST_SESSION_STATUSES = (401, 404)
 
 
@@ -112,6 +115,7 @@ class ScaleSetListener:
         self._last_message_id = 0
         self._latest: RunnerScaleSetStatistic | None = None
         self._published: tuple[int, datetime] | None = None
+        self._lower_since: datetime | None = None  # since when the count is below the published
         self._failures = 0
 
     @property
@@ -212,6 +216,8 @@ class ScaleSetListener:
             self.observer.statistics(self.target, statistics)
         assigned = statistics.total_assigned_jobs
         now = self.clock.now()
+        if self._holds_dip(assigned, now):
+            return
         due = (
             news
             or self._published is None
@@ -229,6 +235,19 @@ class ScaleSetListener:
             return
         self._published = (assigned, now)
         self.counts.published.append(assigned)
+
+    def _holds_dip(self, assigned: int, now: datetime) -> bool:
+        """Whether a count lower than the one published is held back: it is published once it
+        has stood `DIP_HOLD_SECONDS` (at the next message or empty poll after that). GitHub
+        reports a finished job and the next one assigned in separate messages, so the count
+        often falls by one for a moment; published, the dip deletes an idle runner, and the
+        next count creates another."""
+        if self._published is None or assigned >= self._published[0]:
+            self._lower_since = None
+            return False
+        if self._lower_since is None:
+            self._lower_since = now
+        return (now - self._lower_since).total_seconds() < DIP_HOLD_SECONDS
 
     @property
     def _name(self) -> str:

@@ -25,6 +25,7 @@ from hooks.children import (
     describe_validation_error,
     invalid_answer,
     merge_conditions,
+    read_once_per_state,
 )
 from hooks.clock import format_time
 from hooks.deps import HookDeps
@@ -135,23 +136,8 @@ def read_child(obj: KubeObject) -> RunnerChild:
 
 
 def read_children(objects: list[KubeObject], deps: HookDeps) -> list[RunnerChild]:
-    """Every child read, those whose state was read before taken from the memo: a uid and a
-    resourceVersion name one state of an object, so a set's sync reads only what changed."""
-    memo = deps.observed_children
-    children = []
-    for obj in objects:
-        metadata = object_or_empty(obj.get("metadata"))
-        uid, version = metadata.get("uid"), metadata.get("resourceVersion")
-        if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
-            children.append(read_child(obj))
-            continue
-        key = ("Runner", uid, version)
-        child = memo.get(key)
-        if not isinstance(child, RunnerChild):
-            child = read_child(obj)
-            memo.put(key, child)
-        children.append(child)
-    return children
+    """Every child read, each state of a Runner once (`read_once_per_state`)."""
+    return read_once_per_state(objects, "Runner", read_child, RunnerChild, deps.observed_children)
 
 
 def _text(value: object) -> str:
