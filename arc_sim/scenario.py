@@ -26,6 +26,7 @@ from pydantic.alias_generators import to_camel
 from arc_sim.metacontroller.realism import (
     DEFAULT_HOOK_OVERHEAD,
     DEFAULT_INFORMER_LAG,
+    DEFAULT_PAYLOAD_SECONDS_PER_MEGABYTE,
     Concurrency,
     Delay,
     Realism,
@@ -111,6 +112,10 @@ class HookLatencyKnobs(_Model):
     per_github_call: Duration | None = Field(
         default=None, description="virtual time per GitHub API call; default github.latency"
     )
+    per_megabyte: Duration = Field(
+        default=DEFAULT_PAYLOAD_SECONDS_PER_MEGABYTE,
+        description="virtual time per MB of a call's request and answer together",
+    )
     wall_scale: float = Field(default=0.0, ge=0.0)
 
 
@@ -151,6 +156,7 @@ class MetacontrollerKnobs(_Model):
             "concurrency": self.concurrency,
             "hook_overhead": latency.overhead.delay(),
             "github_call_seconds": github_latency if per_call is None else per_call,
+            "payload_seconds_per_megabyte": latency.per_megabyte,
             "wall_scale": latency.wall_scale,
             "enforce_timeout": self.enforce_timeout,
             "informer_lag": self.informer_lag.delay(),
@@ -162,6 +168,7 @@ class MetacontrollerKnobs(_Model):
 _KNOB_OF = {
     "hook_overhead": "hook_latency",
     "github_call_seconds": "hook_latency",
+    "payload_seconds_per_megabyte": "hook_latency",
     "wall_scale": "hook_latency",
 }
 

@@ -47,6 +47,7 @@ def realism(**changes: Any) -> Realism:
         "concurrency": "interleaved",
         "hook_overhead": NO_DELAY,
         "github_call_seconds": 0.0,
+        "payload_seconds_per_megabyte": 0.0,
         "informer_lag": NO_DELAY,
         "conflict_rate": 0.0,
         "seed": 3,
@@ -158,6 +159,24 @@ def test_github_calls_made_while_answering_make_the_call_slower(closing: list[Si
     assert world.status().get("seen") is None
     world.loop.run_for(0.2)
     assert world.status().get("seen") == "yes"
+
+
+def test_a_large_request_and_answer_make_the_call_slower(closing: list[Sim]) -> None:
+    # A parent with thousands of children is not synced a hundred times a second: its JSON is
+    # encoded and decoded on both sides.
+    world = sim(closing, realism(payload_seconds_per_megabyte=1.0))
+    bulk = "x" * 400_000
+
+    world.hooks.on("/sync", lambda request: answer(status={"seen": "yes", "bulk": bulk}))
+    world.start(composite())
+    world.store.create(widget())
+    world.loop.run_for(0.39)
+    assert world.status().get("seen") is None, "0.4 MB of answer take 0.4 s"
+    world.loop.run_for(0.05)
+    assert world.status().get("seen") == "yes"
+    world.loop.run_for(1.0)
+    # The status write syncs again, and that request carries the 0.4 MB status as well.
+    assert world.emulator.stats.max_hook_latency == pytest.approx(0.8, abs=0.01)
 
 
 def test_a_call_slower_than_the_timeout_fails_after_the_timeout_with_its_side_effects_done(

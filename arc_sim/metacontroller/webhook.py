@@ -5,9 +5,10 @@ A sync running on a fiber (see `fibers`) suspends at its hook call. The calls ma
 virtual instant are sent together (`post_many`, overlapping in the hook server), and each
 answer is handed back to its sync `latency` later, in the order the calls were made. The
 latency is drawn from what the call cost (`Realism.hook_overhead`, the GitHub API calls the
-server made, optionally its wall time). A call slower than its hook's timeout fails as
-Metacontroller's http.Client does (`pkg/hooks/webhook.go`): after the timeout, with no answer,
-although the server's side effects are done; the sync is retried with backoff.
+server made, the size of its request and answer, optionally its wall time). A call slower than
+its hook's timeout fails as Metacontroller's http.Client does (`pkg/hooks/webhook.go`): after
+the timeout, with no answer, although the server's side effects are done; the sync is retried
+with backoff.
 
 Called from anywhere else (a test, or a world without latency) a call is answered at once.
 """
@@ -90,7 +91,7 @@ class HookCaller:
         fiber = fibers.current()
         if fiber is None or not self.waits:
             exchange = post_measured(self.transport, post)
-            latency = self._latency(exchange)
+            latency = self._latency(post, exchange)
             exchange = self._enforce_timeout(hook, exchange, latency)
         else:
             if not self._pending:
@@ -116,17 +117,19 @@ class HookCaller:
         self.stats.max_concurrent_calls = max(self.stats.max_concurrent_calls, len(batch))
         assert self._loop is not None
         for pending, exchange in zip(batch, exchanges, strict=True):
-            latency = self._latency(exchange)
+            latency = self._latency(pending.post, exchange)
             exchange = self._enforce_timeout(pending.hook, exchange, latency)
             if isinstance(exchange.error, HookTimeout):
                 latency = pending.hook.timeout
             assert pending.on_answer is not None
             self._loop.call_later(latency, partial(pending.on_answer, exchange), "hook answer")
 
-    def _latency(self, exchange: Exchange) -> float:
+    def _latency(self, post: HookPost, exchange: Exchange) -> float:
         realism = self.realism
         latency = realism.hook_overhead.draw(self._rng)
         latency += exchange.cost.github_calls * realism.github_call_seconds
+        payload = len(post.body) + (len(exchange.reply[2]) if exchange.reply is not None else 0)
+        latency += payload / 1e6 * realism.payload_seconds_per_megabyte
         latency += exchange.cost.wall_seconds * realism.wall_scale
         return latency
 
