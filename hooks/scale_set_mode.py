@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from hooks.clock import parse_time
 
@@ -62,6 +62,16 @@ class ScaleSetDeclaration:
 
     name: str
     runner_group: str | None
+
+
+def count_wait_left(last_creation: datetime | None, now: datetime) -> float | None:
+    """Seconds until a set that created members for the count it acted on creates more without
+    a newer count (`COUNT_WAIT` after its newest creation); None when that moment has passed
+    or nothing was created."""
+    if last_creation is None:
+        return None
+    remaining = (last_creation + COUNT_WAIT - now).total_seconds()
+    return remaining if remaining > 0 else None
 
 
 def declared_scale_set(annotations: Mapping[str, str]) -> ScaleSetDeclaration | None:

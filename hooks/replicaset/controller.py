@@ -55,9 +55,9 @@ from hooks.resources.runner import API_VERSION
 from hooks.runner.validation import validate_runner_template
 from hooks.scale_set_mode import (
     COUNT_VERSION_ANNOTATION,
-    COUNT_WAIT,
     JOB_STARTED_ANNOTATION,
     SCALE_SET_ID_ANNOTATION,
+    count_wait_left,
 )
 from hooks.scale_target import RECREATION_DELAY
 from hooks.unobserved import asked_for, grace_left, still_unobserved
@@ -261,11 +261,7 @@ class _ReplicaSetSync:
             counted.append(acted)
         if not counted or max(counted) < effective:
             return None
-        last = self._last_sync_time()
-        if last is None:
-            return None
-        remaining = (last + COUNT_WAIT - self.now).total_seconds()
-        return remaining if remaining > 0 else None
+        return count_wait_left(self._last_sync_time(), self.now)
 
     def _webhook_recreation_hold(self) -> float | None:
         """ARC #1180: with webhook-driven scaling (effectiveTime set), an ephemeral set does not

@@ -36,7 +36,7 @@ from hooks.runnerset.statefulset import (
     template_hash,
     volume_claims,
 )
-from hooks.scale_set_mode import COUNT_WAIT
+from hooks.scale_set_mode import count_wait_left
 from hooks.scale_target import RECREATION_DELAY
 from hooks.settings import Settings
 from hooks.unobserved import UNOBSERVED_GRACE, asked_for, grace_left, still_unobserved
@@ -498,11 +498,7 @@ class _Decision:
         acted = parse_optional_time(self.facts.status.count_time)
         if effective is None or acted is None or acted < effective:
             return None
-        last = self._last_creation()
-        if last is None:
-            return None
-        remaining = (last + COUNT_WAIT - self.now).total_seconds()
-        return remaining if remaining > 0 else None
+        return count_wait_left(self._last_creation(), self.now)
 
     def _last_creation(self) -> datetime | None:
         times = [t for t in (_created_at(m) for m in self.members) if t is not None]
