@@ -898,6 +898,43 @@ def test_a_namesake_of_a_force_deleted_pod_is_left_alone(
     assert kube.store.get("Pod", NAMESPACE, "runner-a") is not None
 
 
+def test_a_pod_let_go_while_its_runner_runs_is_looked_at_again_when_it_would_be_overdue(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """Its finalizer goes once the registration is gone, but its node may be lost before the
+    kubelet reports the runner's end: the answer asks for a call when the pod would be
+    overdue (grace period + a minute past deletionTimestamp), which Metacontroller makes for
+    a pod being deleted with or without the finalizer. Then it is force-deleted."""
+    kube = cluster(clock, runner_pod(ephemeral=False))
+    app = create_app(settings, github=github, clock=clock, github_blocks=False, kube=kube)
+    with hook_client(app) as client:
+        pod = PodDriver(client, clock, stored_pod(kube))
+        pod.start()
+        github.register(ORG, "runner-a")
+        pod.sync()
+
+        let_go = pod.finalize()  # the node is lost after this: the status stays "running"
+        clock.advance(pod.grace_seconds + 60)
+        overdue = pod.finalize()
+
+    assert let_go["finalized"] is True
+    assert let_go["resyncAfterSeconds"] == pod.grace_seconds + 60
+    assert overdue["finalized"] is True
+    assert kube.store.get("Pod", NAMESPACE, "runner-a") is None
+
+
+def test_a_pod_whose_runner_stopped_asks_for_no_further_call(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    pod = registered_driver(client, clock, github, ephemeral=False)
+    pod.runner_exits(0)
+
+    done = pod.finalize()
+
+    assert done["finalized"] is True
+    assert "resyncAfterSeconds" not in done
+
+
 def test_a_pod_whose_node_still_reports_is_never_force_deleted(
     settings: Settings, github: InMemoryGitHub, clock: ManualClock
 ) -> None:

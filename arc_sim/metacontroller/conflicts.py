@@ -7,7 +7,9 @@ same for its parent update (`Conflicts.strike`). How each write handles a confli
 controller's business, as in Metacontroller: the composite's status update retries with a fresh
 read (client-go's RetryOnConflict), the decorator's parent update gives up until the next event
 or resync (`pkg/controller/decorator/controller.go`, "ignoring update due to outdated
-resourceVersion"), keeping its finalizer even after `finalized: true`.
+resourceVersion"), keeping its finalizer even after `finalized: true`. The other writer's
+change would bring that event: after an injected conflict (`InjectedConflict`) the decorator
+syncs the object again `OTHER_WRITE_SEEN_AFTER` later, as its informer would make it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,13 @@ from typing import Any, cast
 
 from arc_sim.metacontroller.stats import EmulatorStats
 from arc_sim.store import Conflict, KubeObject, ObjectStore
+
+OTHER_WRITE_SEEN_AFTER = 1.0
+"""Seconds from an injected conflict to the event of the write it stands for."""
+
+
+class InjectedConflict(Conflict):
+    """A 409 standing for another writer's change, which is not made."""
 
 
 @dataclass(frozen=True)
@@ -31,7 +40,7 @@ class Conflicts:
         if self.rate > 0 and self.rng.random() < self.rate:
             self.stats.injected_conflicts += 1
             self.stats.conflicts += 1
-            raise Conflict(f"{what}: the object has been modified (simulated)")
+            raise InjectedConflict(f"{what}: the object has been modified (simulated)")
 
 
 class ConflictingStore:

@@ -16,6 +16,7 @@ from arc_sim.metacontroller.cache import (
     same_but_status,
 )
 from arc_sim.metacontroller.children import ChildMap, child_map, manage_children
+from arc_sim.metacontroller.conflicts import OTHER_WRITE_SEEN_AFTER, InjectedConflict
 from arc_sim.metacontroller.context import Context
 from arc_sim.metacontroller.customize import RelatedObjects
 from arc_sim.metacontroller.failures import SyncFailure
@@ -197,7 +198,7 @@ class DecoratorController:
             annotations[DECORATOR_ANNOTATION] = self.name
         if answer.resync_after > 0:
             self.queue.add_after(key, answer.resync_after)
-        if not self._update_object(obj, answer):
+        if not self._update_object(key, obj, answer):
             return  # a conflict or the object gone: nothing more until the next event
         desired, errors = child_map(answer.attachments)
         if not is_deleting(obj) or should_finalize(obj, finalizer):
@@ -225,7 +226,7 @@ class DecoratorController:
                 members[child_namespace, child_metadata["name"]] = child
         return observed
 
-    def _update_object(self, obj: KubeObject, answer: DecoratorAnswer) -> bool:
+    def _update_object(self, key: ObjectKey, obj: KubeObject, answer: DecoratorAnswer) -> bool:
         """Labels and annotations (null deletes a key), status (null keeps it) and the
         finalizer when finalized, written only when something changes, as Metacontroller does:
         on the object as this sync read it, status first, then the rest. A 409 Conflict (the
@@ -247,6 +248,9 @@ class DecoratorController:
             if metadata is not None:
                 self.context.conflicts.strike(f"{_describe(object_key(obj))} update")
             store.update(updated)
+        except InjectedConflict:
+            self.queue.add_after(key, OTHER_WRITE_SEEN_AFTER)  # the other write's event
+            return False
         except (Conflict, NotFound):
             return False
         return True

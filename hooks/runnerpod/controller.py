@@ -49,11 +49,15 @@ from hooks.runnerpod.facts import (
     controller_ref,
     force_deletion_at,
     read_runner_pod,
+    termination_overdue_at,
 )
 
 UNREGISTRATION_START_ANNOTATION = "actions-runner/unregistration-start-timestamp"
 UNREGISTRATION_COMPLETE_ANNOTATION = "actions-runner/unregistration-complete-timestamp"
 STATEFULSET_API_VERSION = "apps/v1"
+MIN_RESYNC_SECONDS = 1.0
+"""The shortest wait asked for: an answer's resyncAfterSeconds is rounded to milliseconds,
+and Metacontroller drops a wait of zero."""
 
 
 # ------------------------------------------------------------------------- sync
@@ -87,10 +91,19 @@ def _force_deleted_if_stuck(
 ) -> DecoratorHookResponse:
     """Once nothing else holds the pod, one whose node stopped answering is force-deleted a
     minute past its deadline (as ARC does); the finalizer is kept until then, so that this
-    hook is called again at the deadline."""
+    hook is called again at the deadline.
+
+    A pod whose runner still shows as running may yet lose its node. It goes now, but asks
+    to be looked at again when it would be overdue: Metacontroller calls this hook for a pod
+    being deleted with or without the finalizer, so one left Terminating on a lost node is
+    force-deleted then, not at some later periodic resync."""
     due = force_deletion_at(pod, now)
     if due is None:
-        return answer
+        overdue_at = termination_overdue_at(pod)
+        if overdue_at is None:
+            return answer
+        wait = max((overdue_at - now).total_seconds(), MIN_RESYNC_SECONDS)
+        return answer.model_copy(update={"resync_after_seconds": wait})
     if now < due:
         wait = (due - now).total_seconds()
         return answer.model_copy(update={"finalized": False, "resync_after_seconds": wait})

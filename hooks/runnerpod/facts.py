@@ -109,15 +109,23 @@ def _node_lost(status: dict[str, Any]) -> bool:
     )
 
 
-def _termination_overdue(facts: RunnerPod, now: datetime) -> bool:
-    """Terminating well past its grace period, yet the runner still shows as running."""
+def termination_overdue_at(facts: RunnerPod) -> datetime | None:
+    """When a terminating pod whose runner still shows as running becomes overdue: its node
+    has not reported the runner's end well past the grace period. None when the pod is not
+    terminating or its runner is not running.
+
+    The API server sets deletionTimestamp to the end of the grace period, so counting the
+    grace again from it waits at least grace + 60 s after the delete request whichever way
+    the timestamp was written: a kubelet still within the grace period is never overruled."""
     if facts.deletion_timestamp is None or not facts.runner_running:
-        return False
-    # The API server sets deletionTimestamp to the end of the grace period, so counting the
-    # grace again from it waits at least grace + 60 s after the delete request whichever way
-    # the timestamp was written: a kubelet still within the grace period is never overruled.
-    overdue_for = (now - facts.deletion_timestamp).total_seconds()
-    return overdue_for > facts.deletion_grace_seconds + UNREACHABLE_AFTER_SECONDS
+        return None
+    wait = timedelta(seconds=facts.deletion_grace_seconds + UNREACHABLE_AFTER_SECONDS)
+    return facts.deletion_timestamp + wait
+
+
+def _termination_overdue(facts: RunnerPod, now: datetime) -> bool:
+    overdue_at = termination_overdue_at(facts)
+    return overdue_at is not None and now >= overdue_at
 
 
 def _runner_state(pod: KubeObject) -> dict[str, Any]:
