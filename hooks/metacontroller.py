@@ -61,6 +61,14 @@ class _HookRequest(BaseModel):
                 found.extend(members.values())
         return sorted(found, key=_object_name)
 
+    def objects_by_name(self, kind: str, *, related: bool = False) -> dict[str, KubeObject]:
+        """`objects(kind)` by name, each name to the object `object_named` finds: one pass for
+        a parent that looks up a thousand of them."""
+        by_name: dict[str, KubeObject] = {}
+        for obj in self.objects(kind, related=related):
+            by_name.setdefault(_object_name(obj), obj)
+        return by_name
+
     def object_named(self, kind: str, name: str, *, related: bool = False) -> KubeObject | None:
         """The first of `objects(kind)` named `name`, found without sorting (the sort is stable)."""
         groups = self.related if related else self._owned()

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from hooks.app import create_app
@@ -320,3 +322,44 @@ def test_a_cancelled_caller_drops_the_answer_quietly() -> None:
 
     asyncio.run(main())
     assert problems == []
+
+
+# ----------------------------------------------------------- lookups by name
+
+_NAMES = st.sampled_from(["a", "b", "c", "a-0", ""])
+
+
+@st.composite
+def _observed_groups(draw: st.DrawFn) -> dict[str, dict[str, Any]]:
+    """Pods and Secrets under both inner-key formats and two apiVersions, names repeating
+    across namespaces and groups."""
+    groups: dict[str, dict[str, Any]] = {}
+    for group_key in draw(st.lists(st.sampled_from(["Pod.v1", "Pod.v2", "Secret.v1"]))):
+        members = groups.setdefault(group_key, {})
+        for index, (name, namespace) in enumerate(
+            draw(st.lists(st.tuples(_NAMES, st.sampled_from(["x", "y"])), max_size=6))
+        ):
+            members[f"{namespace}/{name}/{index}"] = {
+                "metadata": {"name": name, "namespace": namespace, "uid": f"{group_key}-{index}"}
+            }
+    return groups
+
+
+@given(groups=_observed_groups(), related=st.booleans())
+def test_objects_by_name_finds_what_object_named_finds(
+    groups: dict[str, dict[str, Any]], related: bool
+) -> None:
+    """A set's sync looks a thousand members up in one index; each lookup must find the very
+    object the one-by-one lookup finds, duplicates included."""
+    parent = {"metadata": {"name": "p", "namespace": "x"}}
+    request = CompositeHookRequest.model_validate(
+        {
+            "parent": parent,
+            "children": {} if related else groups,
+            "related": groups if related else {},
+        }
+    )
+    for kind in ("Pod", "Secret"):
+        index = request.objects_by_name(kind, related=related)
+        for name in ["a", "b", "c", "a-0", "", "missing"]:
+            assert index.get(name) is request.object_named(kind, name, related=related)
