@@ -79,7 +79,12 @@ def create_app(
     hooks: list[HookRoute] = [route for c in CONTROLLERS for route in c.routes(deps)]
     events = EventRecorder(kube, clock)
     routes = [
-        Route(h.path, hook_endpoint(h, workers, kube, events), methods=["POST"]) for h in hooks
+        Route(
+            h.path,
+            hook_endpoint(h, workers, kube, events, settings.hook_max_request_bytes),
+            methods=["POST"],
+        )
+        for h in hooks
     ]
     routes.append(webhook_route(settings, github, clock, kube, workers))
     routes += health_routes(settings, credentials)

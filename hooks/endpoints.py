@@ -43,9 +43,6 @@ R = TypeVar("R", CompositeHookRequest, DecoratorHookRequest)
 T = TypeVar("T")
 Fields = dict[str, Any]
 
-MAX_BODY_BYTES = 32 * 1024 * 1024
-"""Metacontroller sends every child in one request; 1,000 runner pods fit well inside this."""
-
 ORJSON_MAX_WRITTEN_DEPTH = 254
 """The deepest nesting orjson encodes (it decodes up to 1,024 levels)."""
 
@@ -68,23 +65,27 @@ class BadHookRequest(Exception):
 
 
 def hook_endpoint(
-    route: HookRoute, workers: CallRunner, kube: KubePort, events: EventRecorder
+    route: HookRoute,
+    workers: CallRunner,
+    kube: KubePort,
+    events: EventRecorder,
+    max_request_bytes: int,
 ) -> Endpoint:
     if route.kind is HookKind.CUSTOMIZE:
-        return _customize_endpoint(route, CompositeHookRequest)
+        return _customize_endpoint(route, CompositeHookRequest, max_request_bytes)
     if route.kind is HookKind.CUSTOMIZE_DECORATOR:
-        return _customize_endpoint(route, CustomizeHookRequest)
+        return _customize_endpoint(route, CustomizeHookRequest, max_request_bytes)
     if route.kind is HookKind.COMPOSITE:
         return _sync_endpoint(
             route,
-            _Edge(workers, kube, events),
+            _Edge(workers, kube, events, max_request_bytes),
             CompositeHookRequest,
             lambda r: r.parent,
             _composite_details,
         )
     return _sync_endpoint(
         route,
-        _Edge(workers, kube, events),
+        _Edge(workers, kube, events, max_request_bytes),
         DecoratorHookRequest,
         lambda r: r.object,
         _decorator_details,
@@ -99,6 +100,7 @@ class _Edge:
     workers: CallRunner
     kube: KubePort
     events: EventRecorder
+    max_request_bytes: int
 
 
 def _composite_details(response: Any) -> Fields:
@@ -126,7 +128,8 @@ def _sync_endpoint(
         started = time.perf_counter()
         key = "-"
         try:
-            hook_request = _validated(model, await _read_document(request))
+            document = await _read_document(request, edge.max_request_bytes)
+            hook_request = _validated(model, document)
             key = _object_key(subject(hook_request))
             gone = False
             if route.fresh_parent is not None and isinstance(hook_request, CompositeHookRequest):
@@ -251,7 +254,9 @@ async def _force_delete(
 
 
 def _customize_endpoint(
-    route: HookRoute, model: type[CompositeHookRequest] | type[CustomizeHookRequest]
+    route: HookRoute,
+    model: type[CompositeHookRequest] | type[CustomizeHookRequest],
+    max_request_bytes: int,
 ) -> Endpoint:
     """Customize hooks name the related objects a parent wants to see. A decorator's request
     names the object `parent` too; `object`, the name its sync requests use, is accepted."""
@@ -261,7 +266,8 @@ def _customize_endpoint(
         started = time.perf_counter()
         key = "-"
         try:
-            hook_request = _validated(model, await _read_document(request))
+            document = await _read_document(request, max_request_bytes)
+            hook_request = _validated(model, document)
             key = _object_key(hook_request.parent)
             answer = handler({"controller": hook_request.controller, "parent": hook_request.parent})
             body = orjson.dumps(answer)
@@ -282,10 +288,13 @@ def _failed(path: str, key: str, started: float, error: Exception) -> Response:
     return _finish(path, key, "error", started, 500, "internal error; see the logs")
 
 
-async def _read_document(request: Request) -> dict[str, Any]:
+async def _read_document(request: Request, limit: int) -> dict[str, Any]:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(int(declared), limit)  # refused before it is read
     body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        raise BadHookRequest("request body too large", status=413)
+    if len(body) > limit:
+        raise _too_large(len(body), limit)
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as error:
@@ -294,6 +303,13 @@ async def _read_document(request: Request) -> dict[str, Any]:
         raise BadHookRequest("request body must be a JSON object")
     _check_nesting(document)
     return document
+
+
+def _too_large(size: int, limit: int) -> BadHookRequest:
+    return BadHookRequest(
+        f"request body of {size} bytes is over the limit of {limit} (HOOK_MAX_REQUEST_BYTES)",
+        status=413,
+    )
 
 
 def _check_nesting(document: dict[str, Any]) -> None:

@@ -133,6 +133,17 @@ class Settings(BaseSettings):
     runner_groups_cache_ttl: float = Field(default=60.0, alias="GITHUB_RUNNER_GROUPS_CACHE_TTL")
     github_request_timeout: float = Field(default=5.0, alias="GITHUB_REQUEST_TIMEOUT")
 
+    hook_max_request_bytes: int = Field(
+        default=32 * 1024 * 1024,
+        ge=1024 * 1024,
+        alias="HOOK_MAX_REQUEST_BYTES",
+        description=(
+            "The largest hook request read (413 above it). Metacontroller sends every child "
+            "in one request: about 2 KB a Runner of a RunnerReplicaSet, 11 KB a member of a "
+            "RunnerSet (its StatefulSet, pod and Secret)."
+        ),
+    )
+
     # Who may call the hooks (Metacontroller), and how the server is reached.
     hook_bearer_token: SecretStr | None = Field(
         default=None,

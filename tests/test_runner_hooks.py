@@ -15,7 +15,7 @@ from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import Scope
 from hooks.settings import Settings
-from tests.hook_app import hook_client
+from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import HookDriver, new_runner, running_status
 from tests.in_memory_github import InMemoryGitHub
 
@@ -203,6 +203,33 @@ def test_malformed_hook_request_gets_a_4xx(
         response = client.post(path, content=body, headers={"content-type": "application/json"})
         assert response.status_code == status
         assert fragment in response.json()["error"]
+
+
+def test_a_request_over_the_size_limit_gets_413_naming_the_setting(
+    github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """Metacontroller sends every child in one request, so a very large set meets the limit:
+    the answer says which setting raises it. A request at the limit is read."""
+    limit = 1024 * 1024
+    settings = hook_settings({"HOOK_MAX_REQUEST_BYTES": limit})
+    runner = new_runner({"organization": "acme", "labels": ["linux"]})
+    request = {"parent": runner, "children": {}}
+    at_limit = json.dumps(request).encode()
+    at_limit += b" " * (limit - len(at_limit))  # JSON allows trailing whitespace
+    over = at_limit + b" "
+    headers = {"content-type": "application/json"}
+    with hook_client(create_app(settings, github=github, clock=clock)) as client:
+        accepted = client.post("/sync/runner", content=at_limit, headers=headers)
+        refused = {
+            path: client.post(path, content=over, headers=headers)
+            for path in ("/sync/runner", "/finalize/runner", "/customize/runnerset")
+        }
+
+    assert accepted.status_code == 200
+    for response in refused.values():
+        assert response.status_code == 413
+        assert "HOOK_MAX_REQUEST_BYTES" in response.json()["error"]
+        assert f"{limit + 1} bytes" in response.json()["error"]
 
 
 # ---------------------------------------------------------------- finalize
