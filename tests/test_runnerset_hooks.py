@@ -1410,3 +1410,121 @@ def test_arc_sample_syncs_to_valid_statefulsets(
         assert sample_labels.items() <= sts["spec"]["template"]["metadata"]["labels"].items()
     valid = condition(answer["status"], "Valid")
     assert valid["status"] == "True"
+
+
+# ------------------------------------------------------------ members read once per state
+
+
+def _member_objects(index: int, versions: tuple[str, str, str]) -> dict[str, dict[str, Any]]:
+    from hooks.runnerset.statefulset import secret_name
+
+    name = f"set-{index}"
+    meta = {"namespace": "default"}
+    sts_version, pod_version, secret_version = versions
+    return {
+        "sts": {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {
+                **meta,
+                "name": name,
+                "uid": f"sts-{index}",
+                "resourceVersion": sts_version,
+            },
+            "spec": {"replicas": 1},
+        },
+        "pod": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                **meta,
+                "name": f"{name}-0",
+                "uid": f"pod-{index}",
+                "resourceVersion": pod_version,
+            },
+            "spec": {"containers": [{"name": "runner"}]},
+            "status": {"phase": "Running" if pod_version != "1" else "Pending"},
+        },
+        "secret": {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                **meta,
+                "name": secret_name(name),
+                "uid": f"secret-{index}",
+                "resourceVersion": secret_version,
+            },
+            "data": {},
+        },
+    }
+
+
+def _members_request(states: list[tuple[str, str, str]]) -> Any:
+    from hooks.metacontroller import CompositeHookRequest
+
+    objects = [_member_objects(index, versions) for index, versions in enumerate(states)]
+
+    def key(obj: dict[str, Any]) -> str:
+        return f"default/{obj['metadata']['name']}"
+
+    return CompositeHookRequest.model_validate(
+        {
+            "parent": {"metadata": {"name": "set", "namespace": "default"}},
+            "children": {
+                "StatefulSet.apps/v1": {key(o["sts"]): o["sts"] for o in objects},
+                "Secret.v1": {key(o["secret"]): o["secret"] for o in objects},
+            },
+            "related": {"Pod.v1": {key(o["pod"]): o["pod"] for o in objects}},
+        }
+    )
+
+
+def test_a_set_reads_again_only_the_members_whose_objects_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A member is read again when its StatefulSet, its pod or its Secret is in a new state,
+    and what the memo gives is what a reading now gives."""
+    from hooks.memo import Memo
+    from hooks.runnerset import member
+
+    read: list[str] = []
+    read_member = member._read_member
+
+    def counting(sts: dict[str, Any], *rest: Any) -> Any:
+        read.append(sts["metadata"]["name"])
+        return read_member(sts, *rest)
+
+    monkeypatch.setattr(member, "_read_member", counting)
+    memo: Memo[Any, Any] = Memo(64)
+    rounds = [
+        [("1", "1", "1"), ("1", "1", "1"), ("1", "1", "1")],
+        [("1", "1", "1"), ("1", "1", "1"), ("1", "1", "1")],
+        [("1", "2", "1"), ("1", "1", "1"), ("2", "1", "1")],  # a pod and a StatefulSet change
+        [("1", "2", "1"), ("1", "1", "2"), ("2", "1", "1")],  # a Secret changes
+    ]
+    read_per_round = []
+    for states in rounds:
+        request = _members_request(states)
+        read.clear()
+        warm = member.read_members(request, memo)
+        read_per_round.append(sorted(read))
+        assert warm == member.read_members(request)  # as read without the memo
+
+    assert read_per_round == [
+        ["set-0", "set-1", "set-2"],
+        [],
+        ["set-0", "set-2"],
+        ["set-1"],
+    ]
+
+
+def test_a_member_whose_objects_name_no_state_is_read_every_time() -> None:
+    from hooks.memo import Memo
+    from hooks.runnerset import member
+
+    memo: Memo[Any, Any] = Memo(64)
+    request = _members_request([("", "1", "1")])  # no resourceVersion on the StatefulSet
+
+    member.read_members(request, memo)
+
+    assert len(memo) == 0

@@ -186,7 +186,7 @@ def _facts(
     facts = RunnerSetFacts(
         runner_set=runner_set,
         status=observed_status(request.parent),
-        members=read_members(request),
+        members=read_members(request, deps.observed_children),
         pod_slots=frozenset(slot for slot in slots if slot is not None),
         pods_observed=bool(pods),
         claim_names=frozenset(

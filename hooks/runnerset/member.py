@@ -3,10 +3,13 @@ and the stop recorded on the StatefulSet (`arc-hooks.dev/graceful-stop`)."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any
 
 from hooks.lifecycle.graceful_stop import GRACEFUL_STOP_ANNOTATION, read_stop
-from hooks.metacontroller import CompositeHookRequest, KubeObject, observed_int
+from hooks.memo import Memo
+from hooks.metacontroller import CompositeHookRequest, KubeObject, object_or_empty, observed_int
 from hooks.naming import RUNNER_ID_ANNOTATION, TEMPLATE_HASH_LABEL
 from hooks.resources.runner import GracefulStopStatus
 from hooks.runner.observed_pod import ObservedPod, observe_pod
@@ -50,23 +53,59 @@ class ObservedMember:
         return observed_int(annotations.get(RUNNER_ID_ANNOTATION))
 
 
-def read_members(request: CompositeHookRequest) -> tuple[ObservedMember, ...]:
+def read_members(
+    request: CompositeHookRequest, memo: Memo[Hashable, Any] | None = None
+) -> tuple[ObservedMember, ...]:
+    """Every member, those whose StatefulSet, pod and Secret were all read before in the same
+    states (uid and resourceVersion) taken from `memo`: a set is synced at every change of any
+    member, and reads again only the members that changed."""
     # Indexed once: looking each member's pod and Secret up in the lists would make a sync of
     # a thousand members cost a million comparisons.
     pods = request.objects_by_name("Pod", related=True)
     secrets = request.objects_by_name("Secret")
-    return tuple(_read_member(sts, pods, secrets) for sts in request.objects("StatefulSet"))
+    members = []
+    for sts in request.objects("StatefulSet"):
+        name = _name(sts)
+        pod, secret = pods.get(f"{name}-0"), secrets.get(secret_name(name))
+        key = _state_key(sts, pod, secret)
+        member = memo.get(key) if memo is not None and key is not None else None
+        if not isinstance(member, ObservedMember):
+            member = _read_member(sts, pod, secret)
+            if memo is not None and key is not None:
+                memo.put(key, member)
+        members.append(member)
+    return tuple(members)
+
+
+def _state_key(
+    sts: KubeObject, pod: KubeObject | None, secret: KubeObject | None
+) -> tuple[str, ...] | None:
+    """The states a member's reading comes from; None when one of them is not named by a uid
+    and a resourceVersion (then it is read every time)."""
+    key = ["RunnerSetMember"]
+    for obj in (sts, pod, secret):
+        if obj is None:
+            key += ["", ""]
+            continue
+        metadata = object_or_empty(obj.get("metadata"))
+        uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+        if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
+            return None
+        key += [uid, version]
+    return tuple(key)
+
+
+def _name(sts: KubeObject) -> str:
+    return str(object_or_empty(sts.get("metadata")).get("name") or "")
 
 
 def _read_member(
-    sts: KubeObject, pods: dict[str, KubeObject], secrets: dict[str, KubeObject]
+    sts: KubeObject, pod_object: KubeObject | None, secret: KubeObject | None
 ) -> ObservedMember:
     metadata = sts.get("metadata") or {}
-    name = str(metadata.get("name") or "")
+    name = _name(sts)
     labels = metadata.get("labels") or {}
     annotations = metadata.get("annotations") or {}
-    pod_object = pods.get(f"{name}-0")
-    secret = secrets.get(secret_name(name))
     return ObservedMember(
         sts=sts,
         name=name,
