@@ -44,6 +44,8 @@ def scenario(runners: int, minutes: float) -> Scenario:
             "name": f"{runners}-runners",
             "seed": 1,
             "duration": minutes * 60,
+            # As the README asks of a deployment this large: every Runner fits in the memo.
+            "settings": {"HOOK_MEMO_RUNNERS": max(4096, runners)},
             "objects": [
                 {
                     "apiVersion": "actions.summerwind.dev/v1alpha1",

@@ -21,21 +21,15 @@ if TYPE_CHECKING:
     from hooks.autoscaler.controller import AutoscalerObservation
     from hooks.github.scaleset.service import ScaleSetPort
 
-PARSED_PARENTS_MEMO_ENTRIES = 1024
-"""Parsed Runners (and their pods) kept per process, about 25 KB each for a small spec: a
-steady-state sync parses nothing and builds no pod."""
-
-
-PARSED_PROBLEMS_MEMO_ENTRIES = 16384
-"""The problems of Runner specs, by a digest of the parent: about 200 bytes each, for more
-Runners than the parsed parents memo holds."""
-
-OBSERVED_CHILDREN_MEMO_ENTRIES = 8192
+# Memo sizes, per Runner a replica keeps parsed (`HOOK_MEMO_RUNNERS`). Metacontroller syncs
+# every Runner in turn, so a memo smaller than the Runners it serves evicts each entry before
+# it is used again: all of them must fit, or the memo spares nothing.
+CHILDREN_PER_RUNNER = 2
 """Children of large sets read before, by uid and resourceVersion (a few KB each): a set's
-sync reads again only the children that changed since it last saw them."""
-
-PARSED_STATUSES_MEMO_ENTRIES = 4096
-"""Parsed Runner statuses kept per process, a few KB each."""
+Runners and members, an HRA's reservations."""
+PROBLEMS_PER_RUNNER = 4
+"""Spec problems, by a digest of the parent (about 200 bytes each): kept for more Runners
+than are kept parsed."""
 
 
 @dataclass(frozen=True)
@@ -46,21 +40,13 @@ class HookDeps:
     # Receives each HorizontalRunnerAutoscaler's answer (the server records ARC's gauges).
     observe_autoscaler: Callable[[AutoscalerObservation], None] | None = None
     # Parents parsed before, by their stable JSON text: a parse costs more than the sync.
-    parsed_parents: Memo[Hashable, Any] = field(
-        default_factory=lambda: Memo(PARSED_PARENTS_MEMO_ENTRIES), compare=False, repr=False
-    )
+    parsed_parents: Memo[Hashable, Any] = field(init=False, compare=False, repr=False)
     # Spec problems found before, by a digest of what parsed parents are keyed by.
-    parsed_problems: Memo[bytes, tuple[str, ...]] = field(
-        default_factory=lambda: Memo(PARSED_PROBLEMS_MEMO_ENTRIES), compare=False, repr=False
-    )
+    parsed_problems: Memo[bytes, tuple[str, ...]] = field(init=False, compare=False, repr=False)
     # Children read before, by (uid, resourceVersion), which name one state of an object.
-    observed_children: Memo[Hashable, Any] = field(
-        default_factory=lambda: Memo(OBSERVED_CHILDREN_MEMO_ENTRIES), compare=False, repr=False
-    )
+    observed_children: Memo[Hashable, Any] = field(init=False, compare=False, repr=False)
     # Statuses parsed before, by their JSON text: most syncs find the status they last wrote.
-    parsed_statuses: Memo[Hashable, Any] = field(
-        default_factory=lambda: Memo(PARSED_STATUSES_MEMO_ENTRIES), compare=False, repr=False
-    )
+    parsed_statuses: Memo[Hashable, Any] = field(init=False, compare=False, repr=False)
     # Builds the port for a resource's own credentials Secret (None: the server has no way to).
     build_credentials_port: PortBuilder | None = field(default=None, compare=False, repr=False)
     # Runner scale sets (None: the server cannot reach them; scale-set mode reports that).
@@ -70,6 +56,14 @@ class HookDeps:
     def __post_init__(self) -> None:
         clients = GitHubClients(self.github, self.build_credentials_port)
         object.__setattr__(self, "github_clients", clients)
+        runners = self.settings.hook_memo_runners
+        for name, entries in (
+            ("parsed_parents", runners),
+            ("parsed_problems", runners * PROBLEMS_PER_RUNNER),
+            ("observed_children", runners * CHILDREN_PER_RUNNER),
+            ("parsed_statuses", runners),
+        ):
+            object.__setattr__(self, name, Memo(entries))
 
     def github_for(self, credentials: Credentials) -> GitHubPort:
         """The port for a resource: its own credentials Secret's, or (None) the server's."""

@@ -133,6 +133,16 @@ class Settings(BaseSettings):
     runner_groups_cache_ttl: float = Field(default=60.0, alias="GITHUB_RUNNER_GROUPS_CACHE_TTL")
     github_request_timeout: float = Field(default=5.0, alias="GITHUB_REQUEST_TIMEOUT")
 
+    hook_memo_runners: int = Field(
+        default=4096,
+        ge=1,
+        alias="HOOK_MEMO_RUNNERS",
+        description=(
+            "Runners a hook replica keeps parsed, with their pods (about 20 KB each), and "
+            "twice as many children of large sets: at least the number of Runners it serves. "
+            "Metacontroller syncs each Runner in turn, so a smaller memo spares nothing."
+        ),
+    )
     hook_max_request_bytes: int = Field(
         default=32 * 1024 * 1024,
         ge=1024 * 1024,

@@ -202,7 +202,7 @@ def test_more_runners_than_the_memo_holds_are_validated_once_each(
         return validate(spec, **kwargs)
 
     monkeypatch.setattr(parse, "validate_runner_spec", counting)
-    small = HookDeps(github, clock, deps.settings, parsed_parents=Memo(1))
+    small = HookDeps(github, clock, deps.settings.model_copy(update={"hook_memo_runners": 1}))
     parents = [
         new_runner(SPEC, name="first"),
         new_runner({"organization": "acme", "repository": "acme/app"}, name="invalid"),
@@ -219,6 +219,36 @@ def test_more_runners_than_the_memo_holds_are_validated_once_each(
         assert (again.runner, again.problems, again.jit) == (now.runner, now.problems, now.jit)
         assert again.runner is None or again.pod() == now.pod()
     assert parsed[1].problems and not parsed[0].problems and parsed[2].jit
+
+
+def test_the_memo_holds_as_many_runners_as_the_setting_says(
+    deps: HookDeps, github: InMemoryGitHub, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Metacontroller syncs each Runner in turn: with HOOK_MEMO_RUNNERS at least their number,
+    the second round parses none of them."""
+    from hooks.runner import parse
+
+    parsed: list[str] = []
+    parse_now = parse._parse_now
+
+    def counting(parent: dict[str, Any], *args: Any) -> Any:
+        parsed.append(parent["metadata"]["name"])
+        return parse_now(parent, *args)
+
+    monkeypatch.setattr(parse, "_parse_now", counting)
+    parents = [new_runner(SPEC, name=f"runner-{index}") for index in range(5)]
+
+    def parsed_in_two_rounds(memo_runners: int) -> int:
+        parsed.clear()
+        update = {"hook_memo_runners": memo_runners}
+        sized = HookDeps(github, clock, deps.settings.model_copy(update=update))
+        for _ in range(2):
+            for parent in parents:
+                parse.parse_runner(_request(parent), sized)
+        return len(parsed)
+
+    assert parsed_in_two_rounds(5) == 5
+    assert parsed_in_two_rounds(4) == 10  # one short: each is evicted before its next turn
 
 
 # ---------------------------------------------------------------- worker threads
