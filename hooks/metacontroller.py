@@ -114,8 +114,9 @@ class CompositeHookResponse(BaseModel):
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {"status": self.status, "children": self.children}
-        if self.resync_after_seconds is not None and self.resync_after_seconds > 0:
-            wire["resyncAfterSeconds"] = round(self.resync_after_seconds, 3)
+        resync = _wire_resync(self.resync_after_seconds)
+        if resync is not None:
+            wire["resyncAfterSeconds"] = resync
         if self.finalized is not None:
             wire["finalized"] = self.finalized
         return wire
@@ -166,11 +167,25 @@ class DecoratorHookResponse(BaseModel):
             "status": self.status,
             "attachments": self.attachments,
         }
-        if self.resync_after_seconds is not None and self.resync_after_seconds > 0:
-            wire["resyncAfterSeconds"] = round(self.resync_after_seconds, 3)
+        resync = _wire_resync(self.resync_after_seconds)
+        if resync is not None:
+            wire["resyncAfterSeconds"] = resync
         if self.finalized is not None:
             wire["finalized"] = self.finalized
         return wire
+
+
+MAX_RESYNC_AFTER_SECONDS = 86_400.0
+"""The longest wait an answer asks for. Waits follow from times in observed objects, which may
+be years away (a far deadline, an edited timestamp); Metacontroller turns the seconds into a
+Go Duration, which ends at 292 years, and a day-long wait only costs one early call."""
+
+
+def _wire_resync(seconds: float | None) -> float | None:
+    """`resyncAfterSeconds` as sent: milliseconds, at most a day; None for no wait."""
+    if seconds is None or not seconds > 0:
+        return None
+    return round(min(seconds, MAX_RESYNC_AFTER_SECONDS), 3)
 
 
 class CustomizeHookRequest(BaseModel):
