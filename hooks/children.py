@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -124,6 +125,41 @@ def invalid_answer(
     )
 
 
+def state_key(kind: str, *objects: KubeObject | None) -> tuple[str, ...] | None:
+    """`kind`, then the uid and resourceVersion of each object (empty for an absent one): a
+    uid and a resourceVersion name one state of an object, so what is read from these states
+    can be kept under this key. None when an object present lacks either."""
+    key = [kind]
+    for obj in objects:
+        if obj is None:
+            key += ["", ""]
+            continue
+        metadata = object_or_empty(obj.get("metadata"))
+        uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+        if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
+            return None
+        key += [uid, version]
+    return tuple(key)
+
+
+def read_once(
+    key: tuple[str, ...] | None,
+    read: Callable[[], T],
+    reading: type[T],
+    memo: Memo[Hashable, Any],
+) -> T:
+    """What `read` gives, from the memo when these states (`state_key`) were read before. What
+    the memo holds is shared: read-only."""
+    if key is None:
+        return read()
+    before = memo.get(key)
+    if isinstance(before, reading):
+        return before
+    fresh = read()
+    memo.put(key, fresh)
+    return fresh
+
+
 def read_once_per_state(
     objects: list[KubeObject],
     kind: str,
@@ -131,22 +167,6 @@ def read_once_per_state(
     reading: type[T],
     memo: Memo[Hashable, Any],
 ) -> list[T]:
-    """Every object read, those read before taken from the memo: a uid and a resourceVersion
-    name one state of an object, so a parent with a thousand children, synced at every change
-    of any of them, reads only what changed. What the memo holds is shared: read-only."""
-    readings = []
-    for obj in objects:
-        metadata = object_or_empty(obj.get("metadata"))
-        uid, version = metadata.get("uid"), metadata.get("resourceVersion")
-        if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
-            readings.append(read(obj))
-            continue
-        key = (kind, uid, version)
-        reading_before = memo.get(key)
-        if isinstance(reading_before, reading):
-            readings.append(reading_before)
-            continue
-        fresh = read(obj)
-        memo.put(key, fresh)
-        readings.append(fresh)
-    return readings
+    """Every object read, those read before taken from the memo: a parent with a thousand
+    children, synced at every change of any of them, reads only what changed."""
+    return [read_once(state_key(kind, obj), partial(read, obj), reading, memo) for obj in objects]

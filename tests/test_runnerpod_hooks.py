@@ -8,6 +8,8 @@ import asyncio
 import copy
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -847,12 +849,12 @@ def stored_pod(kube: StoreKube) -> dict[str, Any]:
     return copy.deepcopy(stored)
 
 
-def test_a_pod_on_a_lost_node_is_force_deleted_a_minute_past_its_deadline(
+@contextmanager
+def running_stored_pod(
     settings: Settings, github: InMemoryGitHub, clock: ManualClock
-) -> None:
-    """ARC's deletionTimeout: the kubelet will never confirm the pod's end, so once its
-    registration is gone it is force-deleted (grace period 0) a minute past its
-    deletionTimestamp; until then the finalizer stays, so that the hook is called again."""
+) -> Iterator[tuple[PodDriver, StoreKube]]:
+    """A registered runner's pod as the API server holds it, served by a hook server that
+    force-deletes through that API server."""
     kube = cluster(clock, runner_pod(ephemeral=False))
     app = create_app(settings, github=github, clock=clock, github_blocks=False, kube=kube)
     with hook_client(app) as client:
@@ -860,6 +862,16 @@ def test_a_pod_on_a_lost_node_is_force_deleted_a_minute_past_its_deadline(
         pod.start()
         github.register(ORG, "runner-a")
         pod.sync()
+        yield pod, kube
+
+
+def test_a_pod_on_a_lost_node_is_force_deleted_a_minute_past_its_deadline(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """ARC's deletionTimeout: the kubelet will never confirm the pod's end, so once its
+    registration is gone it is force-deleted (grace period 0) a minute past its
+    deletionTimestamp; until then the finalizer stays, so that the hook is called again."""
+    with running_stored_pod(settings, github, clock) as (pod, kube):
         asyncio.run(kube.delete(PODS, NAMESPACE, "runner-a"))  # the node controller evicts
         pod.node_stops_reporting()
 
@@ -905,14 +917,7 @@ def test_a_pod_let_go_while_its_runner_runs_is_looked_at_again_when_it_would_be_
     kubelet reports the runner's end: the answer asks for a call when the pod would be
     overdue (grace period + a minute past deletionTimestamp), which Metacontroller makes for
     a pod being deleted with or without the finalizer. Then it is force-deleted."""
-    kube = cluster(clock, runner_pod(ephemeral=False))
-    app = create_app(settings, github=github, clock=clock, github_blocks=False, kube=kube)
-    with hook_client(app) as client:
-        pod = PodDriver(client, clock, stored_pod(kube))
-        pod.start()
-        github.register(ORG, "runner-a")
-        pod.sync()
-
+    with running_stored_pod(settings, github, clock) as (pod, kube):
         let_go = pod.finalize()  # the node is lost after this: the status stays "running"
         clock.advance(pod.grace_seconds + 60)
         overdue = pod.finalize()
@@ -938,14 +943,7 @@ def test_a_pod_whose_runner_stopped_asks_for_no_further_call(
 def test_a_pod_whose_node_still_reports_is_never_force_deleted(
     settings: Settings, github: InMemoryGitHub, clock: ManualClock
 ) -> None:
-    kube = cluster(clock, runner_pod(ephemeral=False))
-    app = create_app(settings, github=github, clock=clock, github_blocks=False, kube=kube)
-    with hook_client(app) as client:
-        pod = PodDriver(client, clock, stored_pod(kube))
-        pod.start()
-        github.register(ORG, "runner-a")
-        pod.sync()
-
+    with running_stored_pod(settings, github, clock) as (pod, kube):
         done = pod.finalize()
 
     assert done["finalized"] is True

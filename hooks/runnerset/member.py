@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from hooks.children import read_once, state_key
 from hooks.lifecycle.graceful_stop import GRACEFUL_STOP_ANNOTATION, read_stop
 from hooks.memo import Memo
 from hooks.metacontroller import CompositeHookRequest, KubeObject, object_or_empty, observed_int
@@ -67,32 +69,13 @@ def read_members(
     for sts in request.objects("StatefulSet"):
         name = _name(sts)
         pod, secret = pods.get(f"{name}-0"), secrets.get(secret_name(name))
-        key = _state_key(sts, pod, secret)
-        member = memo.get(key) if memo is not None and key is not None else None
-        if not isinstance(member, ObservedMember):
-            member = _read_member(sts, pod, secret)
-            if memo is not None and key is not None:
-                memo.put(key, member)
-        members.append(member)
+        read = partial(_read_member, sts, pod, secret)
+        if memo is None:
+            members.append(read())
+        else:
+            key = state_key("RunnerSetMember", sts, pod, secret)
+            members.append(read_once(key, read, ObservedMember, memo))
     return tuple(members)
-
-
-def _state_key(
-    sts: KubeObject, pod: KubeObject | None, secret: KubeObject | None
-) -> tuple[str, ...] | None:
-    """The states a member's reading comes from; None when one of them is not named by a uid
-    and a resourceVersion (then it is read every time)."""
-    key = ["RunnerSetMember"]
-    for obj in (sts, pod, secret):
-        if obj is None:
-            key += ["", ""]
-            continue
-        metadata = object_or_empty(obj.get("metadata"))
-        uid, version = metadata.get("uid"), metadata.get("resourceVersion")
-        if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
-            return None
-        key += [uid, version]
-    return tuple(key)
 
 
 def _name(sts: KubeObject) -> str:
