@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 # Memo sizes, per Runner a replica keeps parsed (`HOOK_MEMO_RUNNERS`). Metacontroller syncs
 # every Runner in turn, so a memo smaller than the Runners it serves evicts each entry before
 # it is used again: all of them must fit, or the memo spares nothing.
-CHILDREN_PER_RUNNER = 2
-"""Children of large sets read before, by uid and resourceVersion (a few KB each): a set's
-Runners and members, an HRA's reservations."""
+CHILDREN_PER_RUNNER = 3
+"""Children read before, by uid and resourceVersion (a few KB each): a set's Runners and
+members, an HRA's reservations, and each Runner's own pod and Secret."""
 PROBLEMS_PER_RUNNER = 4
 """Spec problems, by a digest of the parent (about 200 bytes each): kept for more Runners
 than are kept parsed."""

@@ -2,13 +2,17 @@
 
 A deliberately small stand-in: it keeps the parent and its observed children, sends v2 (or v1)
 requests with Metacontroller's shapes, and applies answers (new children get a uid, omitted
-ones are deleted, status is replaced). Pod life is advanced by the tests themselves.
+ones are deleted, status is replaced). Each child is sent with a resourceVersion that moves
+whenever its content changed, as the API server's does. Pod life is advanced by the tests
+themselves.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
+import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -38,6 +42,7 @@ RUNNER_CONTROLLER = {
 }
 
 _uids = itertools.count(1)
+_resource_versions = itertools.count(1)
 
 
 class HookResponse(Protocol):
@@ -93,12 +98,15 @@ class HookDriver:
     children: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     last: dict[str, Any] = field(default_factory=dict)
     related: dict[str, dict[str, Any]] = field(default_factory=dict)  # as Metacontroller sends
+    # Per child: a digest of the content last sent, and the resourceVersion it was sent with.
+    versions: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
 
     def request(self, finalizing: bool = False) -> dict[str, Any]:
         groups: dict[str, dict[str, Any]] = {"Pod.v1": {}, "Secret.v1": {}}
         for (kind, name), obj in sorted(self.children.items()):
             key = f"{obj['metadata']['namespace']}/{name}" if self.version == "v2" else name
-            groups.setdefault(f"{kind}.{obj['apiVersion']}", {})[key] = copy.deepcopy(obj)
+            sent = self._versioned((kind, name), obj)
+            groups.setdefault(f"{kind}.{obj['apiVersion']}", {})[key] = sent
         return {
             "controller": RUNNER_CONTROLLER,
             "parent": copy.deepcopy(self.parent),
@@ -106,6 +114,19 @@ class HookDriver:
             "related": copy.deepcopy(self.related),
             "finalizing": finalizing,
         }
+
+    def _versioned(self, key: tuple[str, str], obj: dict[str, Any]) -> dict[str, Any]:
+        """A copy of the child with the resourceVersion the API server would serve: a new one
+        whenever its content changed since it was last sent."""
+        sent = copy.deepcopy(obj)
+        sent["metadata"].pop("resourceVersion", None)
+        digest = hashlib.blake2b(json.dumps(sent, sort_keys=True).encode()).hexdigest()
+        last_digest, version = self.versions.get(key, ("", ""))
+        if digest != last_digest:
+            version = str(next(_resource_versions))
+            self.versions[key] = (digest, version)
+        sent["metadata"]["resourceVersion"] = version
+        return sent
 
     def call(self, path: str, finalizing: bool = False) -> dict[str, Any]:
         response = self.client.post(path, json=self.request(finalizing))

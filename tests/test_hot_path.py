@@ -12,6 +12,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,6 +21,7 @@ from starlette.testclient import TestClient
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.deps import HookDeps
+from hooks.endpoints import may_nest_deeper
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import Scope
 from hooks.memo import Memo
@@ -251,6 +253,49 @@ def test_the_memo_holds_as_many_runners_as_the_setting_says(
     assert parsed_in_two_rounds(4) == 10  # one short: each is evicted before its next turn
 
 
+def test_a_runners_pod_and_secret_are_read_once_per_state(
+    deps: HookDeps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Periodic syncs find the pod and Secret as they were: read once, until either changes."""
+    from hooks.runner import controller, observed_pod
+
+    read: list[str] = []
+    observe = observed_pod.observe_pod
+
+    def counting(pod: dict[str, Any]) -> Any:
+        read.append(pod["metadata"]["resourceVersion"])
+        return observe(pod)
+
+    monkeypatch.setattr(controller, "observe_pod", counting)
+    pod = _pod_of(sync_runner(_request(new_runner(SPEC)), deps).to_wire())
+    pod["metadata"] = {**pod["metadata"], "uid": "pod-1", "resourceVersion": "5"}
+    pod["status"] = running_status(format_time(deps.clock.now()))
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "example-runner-registration", "uid": "s-1", "resourceVersion": "3"},
+    }
+
+    def answer() -> dict[str, Any]:
+        request = CompositeHookRequest.model_validate(
+            {
+                "parent": new_runner(SPEC),
+                "children": {"Pod.v1": {"p": pod}, "Secret.v1": {"s": secret}},
+            }
+        )
+        return sync_runner(request, deps).to_wire()
+
+    first, second = answer(), answer()
+    pod["status"] = running_status(format_time(deps.clock.now()), exit_code=0)
+    pod["metadata"]["resourceVersion"] = "6"
+    third = answer()
+
+    assert read == ["5", "6"]
+    assert UID.sub("uid", str(first)) == UID.sub("uid", str(second))
+    assert "gracefulStop" not in first["status"]
+    assert third["status"]["gracefulStop"]["reason"] == "RunnerCompleted"  # the new state read
+
+
 # ---------------------------------------------------------------- worker threads
 
 
@@ -393,3 +438,32 @@ def test_objects_by_name_finds_what_object_named_finds(
         index = request.objects_by_name(kind, related=related)
         for name in ["a", "b", "c", "a-0", "", "missing"]:
             assert index.get(name) is request.object_named(kind, name, related=related)
+
+
+# ------------------------------------------------------------------ nesting
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-9, 9) | st.text(alphabet='{[]}"\\a', max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=40,
+)
+
+
+@given(value=_JSON, levels=st.integers(0, 12))
+def test_counting_brackets_never_passes_a_body_nested_too_deep(value: Any, levels: int) -> None:
+    """Only bodies that may nest deeper than the limit are checked exactly: a body found
+    shallow by counting its brackets is shallow, brackets inside strings included."""
+    body = orjson.dumps(value)
+    if _depth(value) > levels:
+        assert may_nest_deeper(body, levels)
+    if not may_nest_deeper(body, levels):
+        assert _depth(orjson.loads(body)) <= levels

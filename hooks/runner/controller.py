@@ -10,10 +10,11 @@ resolves the pure decision (`hooks.runner.decide`) against GitHub, and answers f
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from hooks.children import ConditionValue, as_kept, invalid_status
+from hooks.children import ConditionValue, as_kept, invalid_status, read_once, state_key
 from hooks.clock import Clock
 from hooks.deps import HookDeps
 from hooks.github.credentials import (
@@ -42,7 +43,7 @@ from hooks.runner.decide import (
     decide_sync,
     next_certain_question,
 )
-from hooks.runner.observed_pod import observe_pod
+from hooks.runner.observed_pod import ObservedPod, observe_pod
 from hooks.runner.parse import (
     ParsedRunner,
     credentials_secret,
@@ -50,7 +51,7 @@ from hooks.runner.parse import (
     parse_runner,
     spec_scope,
 )
-from hooks.runner.registration import read_material
+from hooks.runner.registration import RegistrationMaterial, read_material
 from hooks.runner.report import runner_response
 from hooks.runner.secret import registration_secret_name
 
@@ -97,21 +98,40 @@ def _facts(
     if condition is not None:
         status, reason, message = condition
         conditions[CREDENTIALS_CONDITION] = ("True" if status else "False", reason, message)
+    children = read_once(
+        state_key("RunnerChildren", pod_object, secret),
+        partial(_read_children, pod_object, secret),
+        _ChildrenReading,
+        deps.observed_children,
+    )
     facts = RunnerFacts(
         parsed=parsed,
         scope=spec_scope(runner),
         status=observed_status(request.parent, deps),
         pod_object=pod_object,
-        pod=observe_pod(pod_object) if pod_object else None,
+        pod=children.pod,
         account=observe_account(request.object_named("ServiceAccount", name), pod_object),
         secret_observed=bool(secret),
-        material=read_material(secret),
+        material=children.material,
         now=deps.clock.now(),
         settings=deps.settings,
         timing=deps.timing,
         conditions=conditions,
     )
     return facts, deps.github_for(credentials)
+
+
+@dataclass(frozen=True, slots=True)
+class _ChildrenReading:
+    """What a Runner's pod and registration Secret say: read once per state of the two, since
+    most syncs (the periodic ones) find both as they were."""
+
+    pod: ObservedPod | None
+    material: RegistrationMaterial
+
+
+def _read_children(pod_object: KubeObject | None, secret: KubeObject | None) -> _ChildrenReading:
+    return _ChildrenReading(observe_pod(pod_object) if pod_object else None, read_material(secret))
 
 
 def _invalid(
