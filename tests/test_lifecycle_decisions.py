@@ -25,6 +25,7 @@ from hooks.github.port import (
     Scope,
 )
 from hooks.lifecycle.graceful_stop import StopSubject, StopTiming, tick_graceful_stop
+from hooks.lifecycle.incarnation import LIST_SETTLE_SECONDS, next_list_wait
 from hooks.lifecycle.leftover import remove_leftover_registration
 from hooks.lifecycle.steps import (
     MAX_STEPS,
@@ -278,7 +279,52 @@ def test_a_running_registered_pod_is_kept_after_one_look_at_github() -> None:
 
     assert isinstance(plan, RunnerPlan)
     assert plan.pod is not None and plan.stop is None
-    assert plan.runner_id == 7 and plan.resync == []
+    # A list of unknown age: when the next one is out is not known either.
+    assert plan.runner_id == 7 and plan.resync == [SETTINGS.sync_period]
+
+
+@pytest.mark.parametrize(("age", "wait"), [(0, 91), (30, 61), (89.5, 1.5), (90, 60), (400, 60)])
+def test_a_watched_runner_looks_again_just_after_its_scopes_next_list(
+    age: float, wait: float
+) -> None:
+    """Busy and online change only with a new list (every 90 s): a look sooner reads the same
+    list again. A list past its period gives no time for the next: the sync period."""
+    facts = runner_facts(running_status(format_time(NOW - timedelta(minutes=5))))
+    listing = RunnerListing((runner(),), asked_at=NOW - timedelta(seconds=age))
+
+    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): listing})
+
+    assert isinstance(plan, RunnerPlan)
+    assert plan.stop is None and plan.resync == [pytest.approx(wait)]
+
+
+@given(age=st.floats(-1e6, 1e6), period=st.floats(1, 3600), sync_period=st.floats(1, 3600))
+def test_the_next_list_is_awaited_never_longer_than_its_period_and_never_before_it(
+    age: float, period: float, sync_period: float
+) -> None:
+    settings = Settings(GITHUB_LIST_RUNNERS_CACHE_TTL=period, SYNC_PERIOD=sync_period)
+    asked_at = NOW - timedelta(seconds=age)
+    age = (NOW - asked_at).total_seconds()  # as times hold it: to the microsecond
+
+    wait = next_list_wait(asked_at, NOW, settings)
+
+    if 0 <= age < period:  # the list is current: look just after it expires
+        next_list = asked_at + timedelta(seconds=period)
+        assert NOW + timedelta(seconds=wait) > next_list
+        assert wait <= period - age + LIST_SETTLE_SECONDS + 1e-6
+    else:
+        assert wait == sync_period
+
+
+def test_github_unavailable_asks_again_after_the_sync_period() -> None:
+    running = runner_facts(running_status(format_time(NOW - timedelta(minutes=5))))
+    facts = replace(running, settings=Settings(SYNC_PERIOD=45))
+
+    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): GitHubError("down")})
+
+    assert isinstance(plan, RunnerPlan)
+    assert plan.pod is not None and plan.stop is None
+    assert min(plan.resync) == 45
 
 
 def test_a_runner_that_never_registered_is_replaced_after_the_timeout() -> None:

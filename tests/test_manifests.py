@@ -374,7 +374,8 @@ def test_runner_controller() -> None:
         ("rbac.authorization.k8s.io/v1", "rolebindings"): "InPlace",
     }
     assert spec["generateSelector"] is True
-    assert spec["resyncPeriodSeconds"] == 60
+    # A safety net: a watched Runner asks for its call when its scope's next list is out.
+    assert spec["resyncPeriodSeconds"] == 600
     assert _hook_paths(controller) == {
         "sync": "/sync/runner",
         "finalize": "/finalize/runner",

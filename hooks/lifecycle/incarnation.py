@@ -48,6 +48,24 @@ def registration_checks(
     return tuple(waits)
 
 
+LIST_SETTLE_SECONDS = 1.0
+"""How long past a scope's list period a Runner looks again: the first sync after the period
+lists anew (one replica for all, through the shared board), and the others read that list."""
+
+
+def next_list_wait(asked_at: datetime | None, now: datetime, settings: Settings) -> float:
+    """When a watched runner has something new to read: just after its scope's runner list
+    is next refreshed. Looking sooner reads the same list again. When the list read is past its
+    period already (another replica's is due, or GitHub asked us to wait), or its age is not
+    known, the next list's time is not known: the sync period, as ARC's controllers resync."""
+    if asked_at is None:
+        return settings.sync_period
+    period, age = settings.list_runners_cache_ttl, (now - asked_at).total_seconds()
+    if not 0 <= age < period:
+        return settings.sync_period
+    return period - age + LIST_SETTLE_SECONDS
+
+
 def retry_delay(error: GitHubError, default: float) -> float:
     """After a failed GitHub call: its rate limit's reset, else the configured delay."""
     return error.retry_after if isinstance(error, RateLimitedError) else default

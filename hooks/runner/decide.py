@@ -18,7 +18,6 @@ from hooks.github.port import (
     ConflictError,
     GitHubError,
     GitHubRunner,
-    RateLimitedError,
     RunnerListing,
     Scope,
 )
@@ -33,6 +32,7 @@ from hooks.lifecycle.incarnation import (
     failure_backoff,
     new_jit_config,
     new_token,
+    next_list_wait,
     registration_checks,
     registration_timed_out,
     retry_delay,
@@ -426,9 +426,10 @@ class _Decision:
         except GitHubError as error:
             self.github_unavailable = True
             out.condition("Registered", False, "GitHubUnavailable", str(error))
-            if isinstance(error, RateLimitedError):
-                out.wait(error.retry_after)
+            out.wait(retry_delay(error, self.facts.settings.sync_period))
             return None
+        # Busy and online change only with a new list: look again once there is one.
+        out.wait(next_list_wait(listing.asked_at, self.facts.now, self.facts.settings))
         found = listing.named(self.name)
         if listing.older_than(parse_optional_time(self.facts.status.last_registration_check_time)):
             # Replicas list at different moments: status already reports a newer list (one
