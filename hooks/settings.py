@@ -69,7 +69,10 @@ class Settings(BaseSettings):
     sync_period: float = Field(
         default=60.0,
         alias="SYNC_PERIOD",
-        description="ARC's --sync-period: how often an HRA re-reads its pull metrics.",
+        description=(
+            "ARC's --sync-period: how often an HRA re-reads its pull metrics, and how soon a "
+            "Runner looks again when its scope's runner list could not be read."
+        ),
     )
     default_scale_down_delay: float = Field(
         default=600.0,
