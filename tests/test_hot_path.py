@@ -12,7 +12,6 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,7 +20,6 @@ from starlette.testclient import TestClient
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.deps import HookDeps
-from hooks.endpoints import may_nest_deeper
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import Scope
 from hooks.memo import Memo
@@ -438,32 +436,3 @@ def test_objects_by_name_finds_what_object_named_finds(
         index = request.objects_by_name(kind, related=related)
         for name in ["a", "b", "c", "a-0", "", "missing"]:
             assert index.get(name) is request.object_named(kind, name, related=related)
-
-
-# ------------------------------------------------------------------ nesting
-
-
-def _depth(value: object) -> int:
-    if isinstance(value, dict):
-        return 1 + max((_depth(v) for v in value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max((_depth(v) for v in value), default=0)
-    return 0
-
-
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-9, 9) | st.text(alphabet='{[]}"\\a', max_size=6),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner),
-    max_leaves=40,
-)
-
-
-@given(value=_JSON, levels=st.integers(0, 12))
-def test_counting_brackets_never_passes_a_body_nested_too_deep(value: Any, levels: int) -> None:
-    """Only bodies that may nest deeper than the limit are checked exactly: a body found
-    shallow by counting its brackets is shallow, brackets inside strings included."""
-    body = orjson.dumps(value)
-    if _depth(value) > levels:
-        assert may_nest_deeper(body, levels)
-    if not may_nest_deeper(body, levels):
-        assert _depth(orjson.loads(body)) <= levels
