@@ -180,6 +180,18 @@ def test_list_is_cached_within_ttl_and_refetched_after(
     assert port.calls["list"] == 2
 
 
+def test_a_list_says_until_when_it_is_served(port: ScriptedPort, clock: ManualClock) -> None:
+    """Runners look again just after their list stops being served: the list carries when."""
+    cache = make_cache(port, clock)
+    asked_at = clock.now()
+    listing = cache.list_runners(ORG)
+    clock.advance(30)
+
+    assert listing.asked_at == asked_at
+    assert listing.fresh_until == asked_at + timedelta(seconds=60)
+    assert cache.list_runners(ORG).fresh_until == listing.fresh_until  # the same list
+
+
 def test_list_is_cached_per_scope(port: ScriptedPort, clock: ManualClock) -> None:
     port.runners[REPO] = [runner(9)]
     cache = make_cache(port, clock)

@@ -25,7 +25,11 @@ from hooks.github.port import (
     Scope,
 )
 from hooks.lifecycle.graceful_stop import StopSubject, StopTiming, tick_graceful_stop
-from hooks.lifecycle.incarnation import LIST_SETTLE_SECONDS, next_list_wait
+from hooks.lifecycle.incarnation import (
+    LIST_SETTLE_SECONDS,
+    MIN_LIST_WAIT_SECONDS,
+    next_list_wait,
+)
 from hooks.lifecycle.leftover import remove_leftover_registration
 from hooks.lifecycle.steps import (
     MAX_STEPS,
@@ -283,14 +287,21 @@ def test_a_running_registered_pod_is_kept_after_one_look_at_github() -> None:
     assert plan.runner_id == 7 and plan.resync == [SETTINGS.sync_period]
 
 
-@pytest.mark.parametrize(("age", "wait"), [(0, 91), (30, 61), (89.5, 1.5), (90, 60), (400, 60)])
+@pytest.mark.parametrize(
+    ("served_for", "wait"), [(90, 91), (60, 61), (2, 5), (0, 60), (-10, 60), (400, 60)]
+)
 def test_a_watched_runner_looks_again_just_after_its_scopes_next_list(
-    age: float, wait: float
+    served_for: float, wait: float
 ) -> None:
-    """Busy and online change only with a new list (every 90 s): a look sooner reads the same
-    list again. A list past its period gives no time for the next: the sync period."""
+    """Busy and online change only with a new list: a look sooner reads the same list again.
+    A list served for a couple of seconds more (another replica's is due) is looked at again
+    after 5 s, not at once; one with no time left, or more than a list's period (another
+    clock's), gives no time for the next: the sync period."""
     facts = runner_facts(running_status(format_time(NOW - timedelta(minutes=5))))
-    listing = RunnerListing((runner(),), asked_at=NOW - timedelta(seconds=age))
+    fresh_until = NOW + timedelta(seconds=served_for)
+    listing = RunnerListing(
+        (runner(),), asked_at=NOW - timedelta(seconds=5), fresh_until=fresh_until
+    )
 
     plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): listing})
 
@@ -298,20 +309,19 @@ def test_a_watched_runner_looks_again_just_after_its_scopes_next_list(
     assert plan.stop is None and plan.resync == [pytest.approx(wait)]
 
 
-@given(age=st.floats(-1e6, 1e6), period=st.floats(1, 3600), sync_period=st.floats(1, 3600))
+@given(served_for=st.floats(-1e6, 1e6), period=st.floats(1, 3600), sync_period=st.floats(1, 3600))
 def test_the_next_list_is_awaited_never_longer_than_its_period_and_never_before_it(
-    age: float, period: float, sync_period: float
+    served_for: float, period: float, sync_period: float
 ) -> None:
     settings = Settings(GITHUB_LIST_RUNNERS_CACHE_TTL=period, SYNC_PERIOD=sync_period)
-    asked_at = NOW - timedelta(seconds=age)
-    age = (NOW - asked_at).total_seconds()  # as times hold it: to the microsecond
+    fresh_until = NOW + timedelta(seconds=served_for)
+    served_for = (fresh_until - NOW).total_seconds()  # as times hold it: to the microsecond
 
-    wait = next_list_wait(asked_at, NOW, settings)
+    wait = next_list_wait(fresh_until, NOW, settings)
 
-    if 0 <= age < period:  # the list is current: look just after it expires
-        next_list = asked_at + timedelta(seconds=period)
-        assert NOW + timedelta(seconds=wait) > next_list
-        assert wait <= period - age + LIST_SETTLE_SECONDS + 1e-6
+    if 0 < served_for <= period:  # look just after the list stops being served
+        assert NOW + timedelta(seconds=wait) > fresh_until
+        assert wait <= max(served_for + LIST_SETTLE_SECONDS, MIN_LIST_WAIT_SECONDS) + 1e-6
     else:
         assert wait == sync_period
 

@@ -191,8 +191,11 @@ def test_a_replica_serves_the_last_list_while_another_makes_the_next(cluster: Cl
     other = cluster.board()
     assert other.claim(ORG, other.read(ORG))  # a third replica is listing now
 
-    assert second.list_runners(ORG) == answer
+    meanwhile = second.list_runners(ORG)
+    assert meanwhile == answer
     assert cluster.github.calls["list"] == 1
+    # Served for a couple of seconds only: its Runners look again then, not a period later.
+    assert meanwhile.fresh_until == cluster.clock.now() + BOARD_RECHECK
     # It looks at the board again shortly, and takes the new list once published.
     cluster.advance(BOARD_RECHECK.total_seconds())
     newer = SharedList(cluster.clock.now(), (GitHubRunner(9, "runner-9", "online", False),))

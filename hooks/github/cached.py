@@ -194,13 +194,14 @@ class CachedGitHub(GitHubPort):
                 found = self._list_through_board(self._board, scope, not_before)
                 if found is not None:
                     shared.append(found)
-                    return RunnerListing(found[0].runners, found[0].asked_at)
+                    return RunnerListing(found[0].runners, found[0].asked_at, found[1])
             asked_at = self._clock.now()
-            return RunnerListing(tuple(self._inner.list_runners(scope)), asked_at)
+            runners = tuple(self._inner.list_runners(scope))
+            return RunnerListing(runners, asked_at, asked_at + self._list_ttl)
 
         def store(value: RunnerListing, asked_at: datetime) -> None:
             asked_at = value.asked_at or asked_at
-            expires = shared[0][1] if shared else asked_at + self._list_ttl
+            expires = value.fresh_until or asked_at + self._list_ttl
             self._lists.put(scope, value, expires, asked_at)
             self._list_sizes[scope] = len(value)
 

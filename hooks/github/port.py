@@ -66,6 +66,10 @@ class RunnerListing(Sequence[GitHubRunner]):
 
     runners: tuple[GitHubRunner, ...] = ()
     asked_at: datetime | None = None
+    # Until when the cache serves this list: the next one is asked for then (None: not known).
+    # A watched Runner looks again just after (`hooks.lifecycle.incarnation.next_list_wait`).
+    # How long a list is served says nothing of what it lists: not compared.
+    fresh_until: datetime | None = field(default=None, compare=False)
     # Each Runner's sync looks its own name up in the one list the cache shares: a scan each
     # would cost the square of the runners.
     _by_name: dict[str, GitHubRunner] = field(init=False, repr=False, compare=False)

@@ -49,21 +49,26 @@ def registration_checks(
 
 
 LIST_SETTLE_SECONDS = 1.0
-"""How long past a scope's list period a Runner looks again: the first sync after the period
+"""How long after a scope's list stops being served a Runner looks again: the first sync then
 lists anew (one replica for all, through the shared board), and the others read that list."""
 
+MIN_LIST_WAIT_SECONDS = 5.0
+"""The shortest look-again for a list: one served while another replica's is due (for a couple
+of seconds, `hooks.github.cached.BOARD_RECHECK`) is not asked for again and again."""
 
-def next_list_wait(asked_at: datetime | None, now: datetime, settings: Settings) -> float:
-    """When a watched runner has something new to read: just after its scope's runner list
-    is next refreshed. Looking sooner reads the same list again. When the list read is past its
-    period already (another replica's is due, or GitHub asked us to wait), or its age is not
-    known, the next list's time is not known: the sync period, as ARC's controllers resync."""
-    if asked_at is None:
+
+def next_list_wait(fresh_until: datetime | None, now: datetime, settings: Settings) -> float:
+    """When a watched runner has something new to read: just after the runner list it read
+    stops being served (`RunnerListing.fresh_until`); looking sooner reads the same list
+    again. A list with no such time (not from the cache), or one past it or further off than a
+    list's period (another clock's), gives no time for the next: the sync period, as ARC's
+    controllers resync."""
+    if fresh_until is None:
         return settings.sync_period
-    period, age = settings.list_runners_cache_ttl, (now - asked_at).total_seconds()
-    if not 0 <= age < period:
+    remaining = (fresh_until - now).total_seconds()
+    if not 0 < remaining <= settings.list_runners_cache_ttl:
         return settings.sync_period
-    return period - age + LIST_SETTLE_SECONDS
+    return max(remaining + LIST_SETTLE_SECONDS, MIN_LIST_WAIT_SECONDS)
 
 
 def retry_delay(error: GitHubError, default: float) -> float:

@@ -429,7 +429,7 @@ class _Decision:
             out.wait(retry_delay(error, self.facts.settings.sync_period))
             return None
         # Busy and online change only with a new list: look again once there is one.
-        out.wait(next_list_wait(listing.asked_at, self.facts.now, self.facts.settings))
+        out.wait(next_list_wait(listing.fresh_until, self.facts.now, self.facts.settings))
         found = listing.named(self.name)
         if listing.older_than(parse_optional_time(self.facts.status.last_registration_check_time)):
             # Replicas list at different moments: status already reports a newer list (one
