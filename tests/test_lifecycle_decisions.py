@@ -340,12 +340,32 @@ def test_github_unavailable_asks_again_after_the_sync_period() -> None:
 def test_a_runner_that_never_registered_is_replaced_after_the_timeout() -> None:
     ready_since = NOW - timedelta(seconds=SETTINGS.registration_timeout + 1)
     facts = runner_facts(running_status(format_time(ready_since)))
+    listed: dict[Step, Answer] = {ListRunners(ORG): ()}
 
-    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): ()})
+    # Before it lets the pod go, GitHub is asked anew: the cached list may predate the
+    # registration.
+    assert decide(lambda g: decide_sync(facts, g), listed) == FindRunner(ORG, NAME, NOW)
+    plan = decide(lambda g: decide_sync(facts, g), {**listed, FindRunner(ORG, NAME, NOW): ()})
 
     assert isinstance(plan, RunnerPlan)
     assert plan.stop is not None and plan.stop.reason == "RegistrationTimeout"
     assert plan.pod is None  # released: nothing was registered to wait for
+
+
+def test_a_runner_registered_since_the_cached_list_is_not_taken_for_never_registered() -> None:
+    ready_since = NOW - timedelta(seconds=SETTINGS.registration_timeout + 1)
+    facts = runner_facts(running_status(format_time(ready_since)))
+    answers: dict[Step, Answer] = {
+        ListRunners(ORG): (),  # made before the runner registered
+        FindRunner(ORG, NAME, NOW): (runner(busy=True),),
+        RemoveRunner(ORG, 7): RemoveResult(RemoveOutcome.BUSY),
+    }
+
+    plan = decide(lambda g: decide_sync(facts, g), answers)
+
+    assert isinstance(plan, RunnerPlan)
+    assert plan.pod is not None  # kept: its runner works
+    assert plan.stop is not None and plan.stop.runner_id == 7 and plan.stop.outcome is None
 
 
 def test_github_unavailable_keeps_the_pod_and_decides_nothing() -> None:
@@ -368,7 +388,11 @@ def report(status: RunnerStatus, listing: RunnerListing) -> RunnerStatus:
     """The status a sync writes, given the status it read and the list its replica has."""
     ready_since = format_time(NOW - timedelta(seconds=SETTINGS.registration_timeout + 60))
     facts = runner_facts(running_status(ready_since), status=status)
-    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): listing})
+    answers: dict[Step, Answer] = {
+        ListRunners(ORG): listing,
+        FindRunner(ORG, NAME, NOW): tuple(listing),  # GitHub asked anew says the same
+    }
+    plan = decide(lambda g: decide_sync(facts, g), answers)
     assert isinstance(plan, RunnerPlan)
     return runner_status(facts, plan)
 
@@ -466,6 +490,31 @@ def test_finalize_of_a_busy_static_runner_keeps_its_pod() -> None:
     assert [event.reason for event in plan.events] == ["UnregistrationWaiting"]
 
 
+def test_a_pod_gone_before_its_stop_found_the_registration_is_let_go_on_a_fresh_answer() -> None:
+    """The stop waited for the runner to register (the cached list, made before the pod's
+    runner registered, did not show it) when the pod went: evicted mid-job, say. That list
+    still says "not registered", but only GitHub's answer from now tells what is left."""
+    waiting = GracefulStopStatus(
+        reason="RunnerDeleted",
+        started_at=format_time(NOW - timedelta(seconds=60)),
+        pod_uid="pod-1",
+        message="not registered on GitHub (yet): waiting up to the registration timeout",
+    )
+    status = RunnerStatus.model_validate(
+        {"registration": {"organization": "acme"}, "gracefulStop": waiting.to_wire()}
+    )
+    facts = runner_facts(None, status=status)
+    stale: dict[Step, Answer] = {ListRunners(ORG): ()}
+    fresh = FindRunner(ORG, NAME, NOW)
+
+    assert decide(lambda g: decide_finalize(facts, g), stale) == fresh
+    left = {**stale, fresh: (runner(),)}
+    assert decide(lambda g: decide_finalize(facts, g), left) == RemoveRunner(ORG, 7, NOW)
+    removed = {**left, RemoveRunner(ORG, 7, NOW): RemoveResult(RemoveOutcome.REMOVED)}
+    plan = decide(lambda g: decide_finalize(facts, g), removed)
+    assert isinstance(plan, RunnerPlan) and plan.finalized is True
+
+
 # The invariant of the lifecycle: a pod whose runner may be working is never let go before
 # GitHub let the runner go. Any answers GitHub may give, for any running pod with or without
 # a stop in progress.
@@ -489,14 +538,21 @@ CLEAN = {"Unregistered", "NotRegistered", "Forbidden"}
 @settings(max_examples=200, deadline=None)
 @given(
     listing=RUNNER_LISTS,
+    fresh=RUNNER_LISTS,
     removal=REMOVALS,
     ready_for=st.floats(min_value=0, max_value=3600),
     finalize=st.booleans(),
     stopping=st.sampled_from([None, "ScaleDown", "TemplateChanged"]),
 )
 def test_no_running_pod_is_released_before_github_let_its_runner_go(
-    listing: object, removal: RemoveResult, ready_for: float, finalize: bool, stopping: str | None
+    listing: object,
+    fresh: object,
+    removal: RemoveResult,
+    ready_for: float,
+    finalize: bool,
+    stopping: str | None,
 ) -> None:
+    """`listing` is the cached list; `fresh`, GitHub's answer when asked anew."""
     status = RunnerStatus.model_validate(
         {
             "registration": {"organization": "acme"},
@@ -516,7 +572,11 @@ def test_no_running_pod_is_released_before_github_let_its_runner_go(
     facts = runner_facts(
         running_status(format_time(NOW - timedelta(seconds=ready_for))), status=status
     )
-    answers: dict[Step, Answer] = {ListRunners(ORG): listing, RemoveRunner(ORG, 7): removal}  # type: ignore[dict-item]
+    answers: dict[Step, Answer] = {
+        ListRunners(ORG): listing,  # type: ignore[dict-item]
+        FindRunner(ORG, NAME, NOW): fresh,  # type: ignore[dict-item]
+        RemoveRunner(ORG, 7): removal,
+    }
     decision = decide_finalize if finalize else decide_sync
 
     plan = decide(lambda g: decision(facts, g), answers)
@@ -524,7 +584,7 @@ def test_no_running_pod_is_released_before_github_let_its_runner_go(
     assert isinstance(plan, RunnerPlan)
     if plan.pod is None:
         assert plan.stop is not None
-        registered = isinstance(listing, tuple) and bool(listing)
+        registered = any(isinstance(answer, tuple) and answer for answer in (listing, fresh))
         if registered:
             assert plan.stop.outcome in CLEAN
         else:

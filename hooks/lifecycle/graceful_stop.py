@@ -9,8 +9,9 @@ The decision table follows ARC's `runner_graceful_stop.go`:
 1. already complete                                  -> done
 2. pod stopped (succeeded, failed, runner exited)    -> done (PodStopped)
 3. ephemeral runner known busy (422 seen before)     -> wait for completion, no GitHub call
-4. runner id unknown and not on GitHub (for a pod that looks pending, asked anew: the view
-   may lag a runner that started and registered since):
+4. runner id unknown and not on GitHub (asked anew before either conclusion below: the view
+   may lag a pending pod's runner that started since, a cached list a ready one's
+   registration):
      pod never started                               -> done (NotRegistered)
      pod ready longer than the registration timeout  -> done (NotRegistered)
      otherwise it may be registering right now       -> wait (grace period)
@@ -125,9 +126,11 @@ def tick_graceful_stop(
             return _retry(state, error.retry_after, str(error))
         except GitHubError as error:
             return _retry(state, timing.retry_delay, str(error))
-        if found is None and pod.pending:
-            # A pending pod in view may have started since (the view lags): its runner could
-            # have registered, even taken a job, after the cached list was made. Asked anew.
+        if found is None and _would_conclude_unregistered(pod, now, timing):
+            # Concluding that nothing registered lets the pod go. A pending pod in view may
+            # have started since (the view lags), and a cached list may predate a ready pod's
+            # registration: its runner could have registered, even taken a job, after the
+            # list was made. Asked anew.
             try:
                 found = github.find_runner(subject.scope, subject.runner_name, not_before=now)
             except RateLimitedError as error:
@@ -184,6 +187,17 @@ def _remove(
             )
         case _:
             return StopTick(_updated(state, attempted), done=False, retry_after=timing.retry_delay)
+
+
+def _would_conclude_unregistered(pod: ObservedPod, now: datetime, timing: StopTiming) -> bool:
+    """Whether a runner not found on GitHub is taken for one that never registered (row 4)."""
+    if pod.pending:
+        return True
+    ready_since = pod.ready_since
+    return (
+        ready_since is not None
+        and (now - ready_since).total_seconds() >= timing.registration_timeout
+    )
 
 
 def _not_registered(

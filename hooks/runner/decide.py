@@ -265,8 +265,12 @@ class _Decision:
 
     def _removed_after_stop(self, stop: GracefulStopStatus, *, fresh: bool = False) -> bool:
         """Whatever registration the stopped runner left is gone (or a retry is scheduled and
-        the Stopping condition says why). `fresh`: asked of GitHub now, not of a cached list."""
-        stopped_at = self.facts.now if fresh else parse_optional_time(stop.completed_at)
+        the Stopping condition says why). `fresh`: asked of GitHub now, not of a cached list.
+        A stop that had not completed when the pod went (it was waiting for the runner to
+        register, say) has no time the runner stopped at, and a cached list may predate the
+        registration: GitHub is asked anew then too."""
+        completed_at = parse_optional_time(stop.completed_at)
+        stopped_at = self.facts.now if fresh or completed_at is None else completed_at
         check = self._remove_registration(stopped_at)
         if not check.done:
             self.out.wait(check.retry_after)
