@@ -29,6 +29,7 @@ from hooks.runner.controller import sync_runner
 from hooks.runner.pod import build_runner_pod
 from hooks.settings import Settings
 from hooks.workers import WorkerThreads, dispatching_loop
+from tests.call_log import record_calls
 from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import HookDriver, HookResponse, new_runner, running_status
 from tests.in_memory_github import InMemoryGitHub
@@ -192,16 +193,11 @@ def test_invalid_parents_are_memoized_with_their_problems(deps: HookDeps) -> Non
 def test_more_runners_than_the_memo_holds_are_validated_once_each(
     deps: HookDeps, github: InMemoryGitHub, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hooks.runner import parse, validation
+    from hooks.runner import parse
 
-    validated: list[str] = []
-    validate = validation.validate_runner_spec
-
-    def counting(spec: Any, **kwargs: Any) -> list[str]:
-        validated.append(kwargs["metadata"].name)
-        return validate(spec, **kwargs)
-
-    monkeypatch.setattr(parse, "validate_runner_spec", counting)
+    validated = record_calls(
+        monkeypatch, parse, "validate_runner_spec", lambda spec, **kw: kw["metadata"].name
+    )
     small = HookDeps(github, clock, deps.settings.model_copy(update={"hook_memo_runners": 1}))
     parents = [
         new_runner(SPEC, name="first"),
@@ -228,14 +224,7 @@ def test_the_memo_holds_as_many_runners_as_the_setting_says(
     the second round parses none of them."""
     from hooks.runner import parse
 
-    parsed: list[str] = []
-    parse_now = parse._parse_now
-
-    def counting(parent: dict[str, Any], *args: Any) -> Any:
-        parsed.append(parent["metadata"]["name"])
-        return parse_now(parent, *args)
-
-    monkeypatch.setattr(parse, "_parse_now", counting)
+    parsed = record_calls(monkeypatch, parse, "_parse_now", lambda p, *_: p["metadata"]["name"])
     parents = [new_runner(SPEC, name=f"runner-{index}") for index in range(5)]
 
     def parsed_in_two_rounds(memo_runners: int) -> int:
@@ -255,16 +244,11 @@ def test_a_runners_pod_and_secret_are_read_once_per_state(
     deps: HookDeps, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Periodic syncs find the pod and Secret as they were: read once, until either changes."""
-    from hooks.runner import controller, observed_pod
+    from hooks.runner import controller
 
-    read: list[str] = []
-    observe = observed_pod.observe_pod
-
-    def counting(pod: dict[str, Any]) -> Any:
-        read.append(pod["metadata"]["resourceVersion"])
-        return observe(pod)
-
-    monkeypatch.setattr(controller, "observe_pod", counting)
+    read = record_calls(
+        monkeypatch, controller, "observe_pod", lambda pod: pod["metadata"]["resourceVersion"]
+    )
     pod = _pod_of(sync_runner(_request(new_runner(SPEC)), deps).to_wire())
     pod["metadata"] = {**pod["metadata"], "uid": "pod-1", "resourceVersion": "5"}
     pod["status"] = running_status(format_time(deps.clock.now()))

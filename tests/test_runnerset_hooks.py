@@ -28,6 +28,7 @@ from starlette.testclient import TestClient
 
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
+from tests.call_log import record_calls
 from tests.in_memory_github import InMemoryGitHub, rate_limited
 
 KubeObject = dict[str, Any]
@@ -1487,14 +1488,9 @@ def test_a_set_reads_again_only_the_members_whose_objects_changed(
     from hooks.memo import Memo
     from hooks.runnerset import member
 
-    read: list[str] = []
-    read_member = member._read_member
-
-    def counting(sts: dict[str, Any], *rest: Any) -> Any:
-        read.append(sts["metadata"]["name"])
-        return read_member(sts, *rest)
-
-    monkeypatch.setattr(member, "_read_member", counting)
+    read = record_calls(
+        monkeypatch, member, "_read_member", lambda sts, *_: sts["metadata"]["name"]
+    )
     memo: Memo[Any, Any] = Memo(64)
     rounds = [
         [("1", "1", "1"), ("1", "1", "1"), ("1", "1", "1")],
