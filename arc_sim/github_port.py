@@ -19,6 +19,7 @@ from arc_sim.fake_github import FakeGitHub
 from arc_sim.github_api import DOTCOM_API, ApiResponse
 from hooks.clock import Clock
 from hooks.github.credentials import DEFAULT_CREDENTIALS
+from hooks.github.list_pacing import LatestRateBudget
 from hooks.github.port import (
     GitHubError,
     GitHubPort,
@@ -77,6 +78,7 @@ class InProcessGitHub(GitHubPort):
         self._credentials = credentials  # the metrics label
         self._token = token
         self._clock = clock
+        self.rate_budget = LatestRateBudget()  # the token's budget, as GitHub last told it
         parts = urllib.parse.urlsplit(base_url.rstrip("/"))
         self._origin = f"{parts.scheme}://{parts.netloc}"
         self._base_path = parts.path  # "/api/v3" for GitHub Enterprise Server
@@ -217,6 +219,7 @@ class InProcessGitHub(GitHubPort):
         outcome = call_outcome(template, answer.status, answer.headers, text)
         GITHUB_API_CALLS.labels(template, outcome, self._credentials).inc()
         record_rate_limit(answer.headers, self._credentials)
+        self.rate_budget.record(answer.headers)
         return answer
 
     def _json(self, method: str, path: str, body: Json | None = None) -> Any:

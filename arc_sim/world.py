@@ -216,14 +216,17 @@ class World:
 
     def _hook_replica(self) -> Any:
         lock = self.world_lock
-        port = github_side(InProcessGitHub(self.github, SIMULATED_PAT, self.clock), lock)
+        github = InProcessGitHub(self.github, SIMULATED_PAT, self.clock)
+        port = github_side(github, lock)
         kube = kube_side(StoreKube(self.store), lock)
         board = None
         if self.settings.shared_runner_lists_namespace:
             config_maps = KubeConfigMaps(kube, run_in_place)
             namespace = self.settings.shared_runner_lists_namespace
             board = RunnerListBoard(config_maps, namespace, self.clock)
-        cached = CachedGitHub(port, self.settings, self.clock, board=board)
+        cached = CachedGitHub(
+            port, self.settings, self.clock, board=board, rate_budget=github.rate_budget
+        )
         return create_app(
             self.settings,
             github=cached,
@@ -253,7 +256,12 @@ class World:
         port = InProcessGitHub(
             self.github, credentials.token, self.clock, credentials=credentials.source
         )
-        return CachedGitHub(github_side(port, self.world_lock), self.settings, self.clock)
+        return CachedGitHub(
+            github_side(port, self.world_lock),
+            self.settings,
+            self.clock,
+            rate_budget=port.rate_budget,
+        )
 
     def _deliver_webhook(self, headers: dict[str, str], body: bytes) -> int:
         """GitHub posts to the webhook receiver of one hook replica."""

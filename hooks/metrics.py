@@ -55,6 +55,14 @@ GITHUB_RATE_LIMIT = Gauge(
     registry=REGISTRY,
 )
 
+GITHUB_RUNNER_LIST_PERIOD = Gauge(
+    "arc_hooks_github_runner_list_period_seconds",
+    "How long the scope's latest runner list is served: GITHUB_LIST_RUNNERS_CACHE_TTL, or "
+    "longer when the token's budget calls for it.",
+    ["scope"],
+    registry=REGISTRY,
+)
+
 GITHUB_RATE_LIMIT_RESET = Gauge(
     "arc_hooks_github_rate_limit_reset_timestamp_seconds",
     "x-ratelimit-reset of the latest GitHub response (Unix time the window ends), per "

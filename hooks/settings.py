@@ -124,6 +124,17 @@ class Settings(BaseSettings):
         ),
     )
     list_runners_cache_ttl: float = Field(default=90.0, alias="GITHUB_LIST_RUNNERS_CACHE_TTL")
+    list_runners_budget_share: float = Field(
+        default=0.5,
+        gt=0.0,
+        le=1.0,
+        alias="GITHUB_LIST_RUNNERS_BUDGET_SHARE",
+        description=(
+            "Share of a token's API budget that runner lists may take: a scope's list is "
+            "served longer than GITHUB_LIST_RUNNERS_CACHE_TTL when listing it that often would "
+            "take more of the hourly limit, or of what is left of the current window."
+        ),
+    )
     shared_runner_lists_namespace: str = Field(
         default="",
         alias="SHARED_RUNNER_LISTS_NAMESPACE",

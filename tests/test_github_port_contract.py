@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import timedelta
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 import pytest
 from github import Auth
@@ -409,6 +409,23 @@ def test_remove_primary_rate_limited_waits_for_the_reset(
         port.list_runners(ORG)
     assert raised.value.retry_after == pytest.approx(3600 - 1500.5)
     assert raised.value.status == 403
+
+
+def test_the_port_keeps_the_budget_its_latest_answer_reported(
+    connect: Connect, clock: ManualClock
+) -> None:
+    """What the cache paces runner lists by (`hooks.github.list_pacing`)."""
+    budgeted = new_fake(clock, rate_limit_per_hour=50)
+    register(budgeted, ORG, 250)
+    port = connect(budgeted)
+    budget = cast(Any, port).rate_budget
+    assert budget() is None  # nothing asked yet
+    port.list_runners(ORG)  # three pages
+    first = budget()
+    assert first is not None and (first.limit, first.remaining) == (50, 47)
+    assert first.resets_at == clock.now().replace(microsecond=0) + timedelta(hours=1)
+    port.registration_token(ORG)
+    assert budget().remaining == 46
 
 
 @pytest.mark.parametrize("status", [403, 429])

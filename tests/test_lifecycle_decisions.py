@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hooks.clock import ManualClock, format_time
+from hooks.github.list_pacing import MAX_LIST_PERIOD
 from hooks.github.port import (
     GitHubError,
     GitHubRunner,
@@ -288,15 +289,17 @@ def test_a_running_registered_pod_is_kept_after_one_look_at_github() -> None:
 
 
 @pytest.mark.parametrize(
-    ("served_for", "wait"), [(90, 91), (60, 61), (2, 5), (0, 60), (-10, 60), (400, 60)]
+    ("served_for", "wait"),
+    [(90, 91), (60, 61), (2, 5), (0, 60), (-10, 60), (400, 401), (3600, 3601), (3700, 60)],
 )
 def test_a_watched_runner_looks_again_just_after_its_scopes_next_list(
     served_for: float, wait: float
 ) -> None:
     """Busy and online change only with a new list: a look sooner reads the same list again.
     A list served for a couple of seconds more (another replica's is due) is looked at again
-    after 5 s, not at once; one with no time left, or more than a list's period (another
-    clock's), gives no time for the next: the sync period."""
+    after 5 s, not at once; one served longer than the configured period (the token's budget
+    stretched it) is awaited too, up to an hour; one with no time left, or more than the
+    longest period (another clock's), gives no time for the next: the sync period."""
     facts = runner_facts(running_status(format_time(NOW - timedelta(minutes=5))))
     fresh_until = NOW + timedelta(seconds=served_for)
     listing = RunnerListing(
@@ -319,7 +322,8 @@ def test_the_next_list_is_awaited_never_longer_than_its_period_and_never_before_
 
     wait = next_list_wait(fresh_until, NOW, settings)
 
-    if 0 < served_for <= period:  # look just after the list stops being served
+    if 0 < served_for <= max(period, MAX_LIST_PERIOD.total_seconds()):
+        # look just after the list stops being served
         assert NOW + timedelta(seconds=wait) > fresh_until
         assert wait <= max(served_for + LIST_SETTLE_SECONDS, MIN_LIST_WAIT_SECONDS) + 1e-6
     else:
@@ -335,6 +339,27 @@ def test_github_unavailable_asks_again_after_the_sync_period() -> None:
     assert isinstance(plan, RunnerPlan)
     assert plan.pod is not None and plan.stop is None
     assert min(plan.resync) == 45
+
+
+@pytest.mark.parametrize(
+    ("served_for", "wait"),
+    [(None, 60), (200, 201), (30, 31), (590, 541)],  # 541: just past the timeout (600 s)
+)
+def test_a_registering_runner_looks_again_when_there_is_a_new_list_to_look_in(
+    served_for: float | None, wait: float
+) -> None:
+    """Its registration shows only in a new list: a look before reads the same list again.
+    Without a time for the next list, every REGISTRATION_CHECK_INTERVAL (60 s); never past
+    the registration timeout."""
+    facts = runner_facts(running_status(format_time(NOW - timedelta(seconds=60))))
+    fresh_until = None if served_for is None else NOW + timedelta(seconds=served_for)
+    listing = RunnerListing((), asked_at=NOW - timedelta(seconds=5), fresh_until=fresh_until)
+
+    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): listing})
+
+    assert isinstance(plan, RunnerPlan)
+    assert plan.pod is not None and plan.stop is None
+    assert min(plan.resync) == pytest.approx(wait)
 
 
 def test_a_runner_that_never_registered_is_replaced_after_the_timeout() -> None:

@@ -26,6 +26,7 @@ from arc_sim.world import World
 from bench.bench_scale import scenario as bench_scenario
 from hooks.clock import ManualClock
 from hooks.github.cached import BOARD_RECHECK, CachedGitHub
+from hooks.github.list_pacing import RateBudget
 from hooks.github.port import GitHubRunner, RemoveOutcome, Scope
 from hooks.github.shared_lists import (
     CLAIM_ANNOTATION,
@@ -69,12 +70,23 @@ times = st.datetimes(
 # ------------------------------------------------------------------------------ the codec
 
 
-@given(asked_at=times, listed=st.lists(runners, max_size=30).map(tuple))
+periods = st.none() | st.integers(1, 3600).map(lambda seconds: timedelta(seconds=seconds))
+
+
+@given(asked_at=times, listed=st.lists(runners, max_size=30).map(tuple), period=periods)
 def test_a_shared_list_reads_back_as_written(
-    asked_at: datetime, listed: tuple[GitHubRunner, ...]
+    asked_at: datetime, listed: tuple[GitHubRunner, ...], period: timedelta | None
 ) -> None:
-    shared = SharedList(asked_at, listed)
+    shared = SharedList(asked_at, listed, period)
     assert decode(encode(shared)) == shared
+
+
+@pytest.mark.parametrize("seconds", [0, -5, 3601, 1e308, "90", True, None, [90]])
+def test_a_published_period_out_of_bounds_reads_as_none(seconds: object) -> None:
+    """The reader then serves the list for its own configured period."""
+    document = {"askedAt": "2026-01-05T09:00:00Z", "runners": [], "periodSeconds": seconds}
+    text = base64.b64encode(gzip.compress(orjson.dumps(document))).decode()
+    assert decode(text) == SharedList(START, ())
 
 
 @given(text=st.text() | st.binary().map(lambda b: base64.b64encode(b).decode()))
@@ -148,8 +160,10 @@ class Cluster:
     def board(self) -> RunnerListBoard:
         return RunnerListBoard(self.config_maps, NAMESPACE, self.clock)
 
-    def replica(self) -> CachedGitHub:
-        return CachedGitHub(self.github, self.settings, self.clock, board=self.board())
+    def replica(self, budget: RateBudget | None = None) -> CachedGitHub:
+        return CachedGitHub(
+            self.github, self.settings, self.clock, board=self.board(), rate_budget=lambda: budget
+        )
 
     def advance(self, seconds: float) -> None:
         self.clock.advance(seconds)
@@ -180,8 +194,32 @@ def test_one_list_per_period_serves_every_replica(cluster: Cluster) -> None:
     assert first.list_runners(ORG) == relisted and third.list_runners(ORG) == relisted
     assert cluster.github.calls["list"] == 2
     entry = cluster.shared()
-    assert entry.listed == SharedList(START + timedelta(seconds=TTL), tuple(answer))
+    period = timedelta(seconds=TTL)  # no budget known: the configured period
+    assert entry.listed == SharedList(START + timedelta(seconds=TTL), tuple(answer), period)
     assert entry.claimed_at is None
+
+
+def test_the_period_the_lister_chose_from_its_budget_serves_every_replica(
+    cluster: Cluster,
+) -> None:
+    """A replica that has not heard of the token's budget (it made no call yet) still serves
+    the list for as long as the replica that listed chose, rather than listing again after
+    its own configured period."""
+    # 3 pages, 20 calls left for the 40 minutes to the reset: half of them allows one list per
+    # 40 min x 3 / 10 = 12 minutes.
+    budget = RateBudget(5000, 20, START + timedelta(minutes=40))
+    cluster.github.runners[ORG] = [
+        GitHubRunner(i, f"runner-{i}", "online", False) for i in range(1, 251)
+    ]
+    lister, other = cluster.replica(budget), cluster.replica(None)
+
+    listed = lister.list_runners(ORG)
+    assert listed.fresh_until == START + timedelta(minutes=12)
+    cluster.advance(11 * 60)
+    assert other.list_runners(ORG) == listed
+    assert other.list_runners(ORG).fresh_until == START + timedelta(minutes=12)
+    assert cluster.github.calls["list"] == 1
+    assert cluster.shared().listed == SharedList(START, tuple(listed), timedelta(minutes=12))
 
 
 def test_a_replica_serves_the_last_list_while_another_makes_the_next(cluster: Cluster) -> None:
@@ -416,11 +454,15 @@ def test_the_board_is_never_waited_for_on_the_event_loop() -> None:
 # ------------------------------------------------------------------------------ in the world
 
 
-def steady_calls(runners: int, replicas: int, minutes: float, warmup: float) -> tuple[int, int]:
+def steady_calls(
+    runners: int, replicas: int, minutes: float, warmup: float, rate_limit_per_hour: int = 5000
+) -> tuple[int, int]:
     """GitHub calls, and `/sync/runner` calls, from `warmup` to `minutes` of a RunnerDeployment
     of static runners taking ten four-minute jobs per runner-hour (bench.bench_scale's
-    workload)."""
-    built = bench_scenario(runners, minutes).model_copy(update={"hook_replicas": replicas})
+    workload), on a token of `rate_limit_per_hour` calls an hour. No call is refused."""
+    built = bench_scenario(runners, minutes)
+    knobs = built.github.model_copy(update={"rate_limit_per_hour": rate_limit_per_hour})
+    built = built.model_copy(update={"hook_replicas": replicas, "github": knobs})
     world = World(built)
     world.begin()
     world.run_to(warmup * 60)
@@ -430,6 +472,7 @@ def steady_calls(runners: int, replicas: int, minutes: float, warmup: float) -> 
     since, until = WORLD_START + timedelta(minutes=warmup), WORLD_START + timedelta(minutes=minutes)
     steady = [r for r in world.github.requests if since <= r.at < until]
     assert {r.route for r in steady} <= {"/orgs/{org}/actions/runners"}
+    assert all(r.status < 400 for r in world.github.requests)
     assert world.github.job_summary().interrupted == 0
     return len(steady), runner_syncs
 
@@ -455,3 +498,15 @@ def test_a_thousand_runners_on_three_replicas_cost_at_most_half_a_call_per_runne
     calls = steady_list_calls(1000, 3, minutes, warmup)
     runner_hours = 1000 * (minutes - warmup) / 60
     assert calls / runner_hours <= 0.5  # measured: 20 calls, 0.30 per runner-hour
+
+
+@pytest.mark.long_run
+def test_a_token_too_small_for_the_list_period_stretches_it_and_is_never_exceeded() -> None:
+    """A list every 90 s would cost 40 calls an hour, twice a token of 20. Lists then take at
+    most half of it (one per 6 minutes or more) on three replicas, no call is refused, and the
+    Runners, registering ones included, wait for those lists instead of looking again every
+    minute (measured: 1 list call and 397 Runner syncs in 10 minutes; 883 syncs when
+    registering Runners looked every minute; at 90 s lists, 6 to 7 calls)."""
+    calls, syncs = steady_calls(100, 3, 13, 3, rate_limit_per_hour=20)
+    assert 0 < calls <= 0.5 * 20 * 10 / 60 + 1  # half the budget, and one list begun
+    assert syncs < 100 * 10 * 60 / 91  # fewer than one per Runner per 90 s list

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Generic, TypeVar, cast
 
 from hooks.clock import Clock
+from hooks.github.list_pacing import RateBudget, list_period
 from hooks.github.offline import refuse_if_offline
 from hooks.github.port import (
     GitHubPort,
@@ -38,6 +39,7 @@ from hooks.github.shared_lists import (
     RunnerListBoard,
     SharedList,
 )
+from hooks.metrics import GITHUB_RUNNER_LIST_PERIOD
 from hooks.settings import Settings
 
 K = TypeVar("K", bound=Hashable)
@@ -53,6 +55,10 @@ DEFAULT_MAX_ENTRIES = 4096
 # While another replica lists a scope, a copy past its period is served this long before the
 # board is read again.
 BOARD_RECHECK = timedelta(seconds=2)
+
+
+def _no_budget() -> RateBudget | None:
+    return None
 
 
 class _TTLMap(Generic[K, V]):
@@ -142,11 +148,15 @@ class CachedGitHub(GitHubPort):
         max_entries: int = DEFAULT_MAX_ENTRIES,
         runner_group_ttl: timedelta = RUNNER_GROUP_TTL,
         board: RunnerListBoard | None = None,
+        rate_budget: Callable[[], RateBudget | None] | None = None,
     ) -> None:
         self._inner = inner
         self._board = board
         self._clock = clock
         self._list_ttl = timedelta(seconds=settings.list_runners_cache_ttl)
+        self._list_budget_share = settings.list_runners_budget_share
+        # The inner port's latest word on its token's budget (None: it does not tell).
+        self._rate_budget = rate_budget or _no_budget
         self._busy_delay = timedelta(seconds=settings.unregistration_retry_delay)
         self._rate_limit_delay = timedelta(seconds=settings.rate_limit_retry_delay)
         self._group_ttl = runner_group_ttl
@@ -197,12 +207,13 @@ class CachedGitHub(GitHubPort):
                     return RunnerListing(found[0].runners, found[0].asked_at, found[1])
             asked_at = self._clock.now()
             runners = tuple(self._inner.list_runners(scope))
-            return RunnerListing(runners, asked_at, asked_at + self._list_ttl)
+            return RunnerListing(runners, asked_at, asked_at + self._list_period(len(runners)))
 
         def store(value: RunnerListing, asked_at: datetime) -> None:
             asked_at = value.asked_at or asked_at
-            expires = value.fresh_until or asked_at + self._list_ttl
+            expires = value.fresh_until or asked_at + self._list_period(len(value))
             self._lists.put(scope, value, expires, asked_at)
+            GITHUB_RUNNER_LIST_PERIOD.labels(str(scope)).set((expires - asked_at).total_seconds())
             self._list_sizes[scope] = len(value)
 
         return self._single_flight(("list", scope), cached, fetch, store, not_before=not_before)
@@ -222,12 +233,14 @@ class CachedGitHub(GitHubPort):
             known_since = max((t for t in (not_before, changed) if t is not None), default=None)
             if listed is not None and known_since is not None and listed.asked_at < known_since:
                 listed = None  # older than what this replica or its caller knows
-            if listed is not None and now - listed.asked_at < self._list_ttl:
-                return listed, listed.asked_at + self._list_ttl
+            # Served for the period its lister chose (from its view of the budget).
+            period = (listed.period or self._list_ttl) if listed is not None else self._list_ttl
+            if listed is not None and now - listed.asked_at < period:
+                return listed, listed.asked_at + period
             # Past its period: the first replica to claim the next list makes it. Another's
             # answer is due within seconds; a copy a little past its period serves meanwhile
             # (bounded, since an abandoned claim ends).
-            stale_limit = self._list_ttl + timedelta(seconds=CLAIM_SECONDS)
+            stale_limit = period + timedelta(seconds=CLAIM_SECONDS)
             meanwhile = None
             if listed is not None and now - listed.asked_at < stale_limit:
                 meanwhile = (listed, now + BOARD_RECHECK)
@@ -238,9 +251,21 @@ class CachedGitHub(GitHubPort):
         except BoardUnavailable:
             return None
         asked_at = self._clock.now()
-        fresh = SharedList(asked_at, tuple(self._inner.list_runners(scope)))
+        runners = tuple(self._inner.list_runners(scope))
+        period = self._list_period(len(runners))
+        fresh = SharedList(asked_at, runners, period)
         board.publish(scope, fresh)
-        return fresh, asked_at + self._list_ttl
+        return fresh, asked_at + period
+
+    def _list_period(self, runners: int) -> timedelta:
+        """How long a list of this many runners is served (`hooks.github.list_pacing`)."""
+        return list_period(
+            self._list_ttl,
+            runners,
+            self._rate_budget(),
+            self._clock.now(),
+            self._list_budget_share,
+        )
 
     def runners_named(
         self, scope: Scope, name: str, *, not_before: datetime | None = None

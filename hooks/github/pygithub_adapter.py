@@ -33,6 +33,7 @@ from github.Requester import Requester
 from hooks.clock import Clock, parse_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.credentials import DEFAULT_CREDENTIALS, ApiCredentials
+from hooks.github.list_pacing import LatestRateBudget
 from hooks.github.offline import refuse_if_offline
 from hooks.github.port import (
     GitHubError,
@@ -103,8 +104,13 @@ USER_AGENT = f"arc-hooks/{_version()}"
 # -- metrics and log hygiene ------------------------------------------------------------------
 
 
-def instrument(requester: Requester, credentials: str = DEFAULT_CREDENTIALS) -> None:
-    """Count every HTTP call this requester makes, and record the rate-limit headers.
+def instrument(
+    requester: Requester,
+    credentials: str = DEFAULT_CREDENTIALS,
+    budget: LatestRateBudget | None = None,
+) -> None:
+    """Count every HTTP call this requester makes, and record the rate-limit headers (in the
+    metrics, and in `budget` when given).
 
     Every JSON call of PyGithub, from the high-level API, from pagination, from lazy completion
     or from `requestJsonAndCheck`, goes through `Requester.requestJson` and gets the status and
@@ -129,6 +135,8 @@ def instrument(requester: Requester, credentials: str = DEFAULT_CREDENTIALS) -> 
         outcome = call_outcome(template, status, headers, body)
         GITHUB_API_CALLS.labels(template, outcome, credentials).inc()
         record_rate_limit(headers, credentials)
+        if budget is not None:
+            budget.record(headers)
         return status, headers, body
 
     setattr(requester, "requestJson", request_json)  # noqa: B010 - instance attribute on purpose
@@ -329,6 +337,8 @@ class PyGithubAdapter(GitHubPort):
         self._user_agent = user_agent
         self._secrets = tuple(s for s in secrets if s)
         self._idle: list[Github] = []
+        # The token's API budget as GitHub's latest answer told it (`hooks.github.list_pacing`).
+        self.rate_budget = LatestRateBudget()
         self._pool_lock = threading.Lock()
         self._closed = False
         _install_log_redaction()
@@ -553,7 +563,7 @@ class PyGithubAdapter(GitHubPort):
             # No hidden GET when we only need an organization's or repository's URL.
             lazy=True,
         )
-        instrument(client.requester, self._credentials)
+        instrument(client.requester, self._credentials, self.rate_budget)
         return client
 
     def _get_all(
@@ -624,7 +634,7 @@ def github_from_settings(
     """The port for the configured GitHub: the PyGithub adapter behind the caches (sharing the
     runner lists through `board`, when given)."""
     adapter = PyGithubAdapter.from_settings(settings, clock)
-    return CachedGitHub(adapter, settings, clock, board=board)
+    return CachedGitHub(adapter, settings, clock, board=board, rate_budget=adapter.rate_budget)
 
 
 def github_for_credentials(
@@ -634,4 +644,4 @@ def github_for_credentials(
     credentials (and URLs, where it gives them), behind caches of its own."""
     own = settings.model_copy(update=credentials.settings_overrides())
     adapter = PyGithubAdapter.from_settings(own, clock, credentials=credentials.source)
-    return CachedGitHub(adapter, own, clock)
+    return CachedGitHub(adapter, own, clock, rate_budget=adapter.rate_budget)

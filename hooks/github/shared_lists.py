@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import orjson
 
 from hooks.clock import Clock, format_time, parse_optional_time
+from hooks.github.list_pacing import MAX_LIST_PERIOD
 from hooks.github.port import GitHubRunner, Scope
 
 log = logging.getLogger(__name__)
@@ -67,10 +68,12 @@ class ConfigMaps(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class SharedList:
-    """A scope's runners as GitHub listed them at `asked_at`."""
+    """A scope's runners as GitHub listed them at `asked_at`, to be served for `period`
+    (None: the reader's own configured period)."""
 
     asked_at: datetime
     runners: tuple[GitHubRunner, ...]
+    period: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +104,9 @@ def encode(listed: SharedList) -> str:
         [r.id, r.name, r.status, r.busy, list(r.labels), r.ephemeral, r.runner_group_id]
         for r in listed.runners
     ]
-    document = {"askedAt": format_time(listed.asked_at), "runners": rows}
+    document: dict[str, Any] = {"askedAt": format_time(listed.asked_at), "runners": rows}
+    if listed.period is not None:
+        document["periodSeconds"] = listed.period.total_seconds()
     return base64.b64encode(gzip.compress(orjson.dumps(document), mtime=0)).decode()
 
 
@@ -113,9 +118,19 @@ def decode(text: object) -> SharedList | None:
         document = orjson.loads(gzip.decompress(base64.b64decode(text, validate=True)))
         asked_at = parse_optional_time(document["askedAt"])
         runners = tuple(_runner(row) for row in document["runners"])
+        period = _period(document.get("periodSeconds"))
     except (ValueError, TypeError, KeyError, OSError, EOFError, gzip.BadGzipFile):
         return None
-    return None if asked_at is None else SharedList(asked_at, runners)
+    return None if asked_at is None else SharedList(asked_at, runners, period)
+
+
+def _period(seconds: object) -> timedelta | None:
+    """A published period; an unreadable or absurd one counts as none (the reader's own)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        return None
+    if not 0 < seconds <= MAX_LIST_PERIOD.total_seconds():
+        return None
+    return timedelta(seconds=seconds)
 
 
 def _runner(row: Any) -> GitHubRunner:

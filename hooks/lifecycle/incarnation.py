@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from hooks.github.list_pacing import MAX_LIST_PERIOD
 from hooks.github.port import (
     DEFAULT_RUNNER_GROUP_ID,
     GitHubError,
@@ -35,13 +36,22 @@ def registration_timed_out(
 
 
 def registration_checks(
-    pod: ObservedPod | None, found: GitHubRunner | None, now: datetime, settings: Settings
+    pod: ObservedPod | None,
+    found: GitHubRunner | None,
+    now: datetime,
+    settings: Settings,
+    list_fresh_until: datetime | None = None,
 ) -> tuple[float, ...]:
-    """When to look again at a pod whose runner is not online yet: every check interval, and
-    just past the registration timeout."""
+    """When to look again at a pod whose runner is not online yet: just after the runner list
+    it was looked up in is replaced, when the cache says when (a look before reads the same
+    list: `next_list_wait`), else every check interval; and just past the registration
+    timeout."""
     if pod is None or (found is not None and found.online):
         return ()
-    waits = [settings.registration_check_interval]
+    if list_fresh_until is None:
+        waits = [settings.registration_check_interval]
+    else:
+        waits = [next_list_wait(list_fresh_until, now, settings)]
     if pod.ready_since is not None:
         elapsed = (now - pod.ready_since).total_seconds()
         waits.append(settings.registration_timeout - elapsed + 1)
@@ -61,12 +71,13 @@ def next_list_wait(fresh_until: datetime | None, now: datetime, settings: Settin
     """When a watched runner has something new to read: just after the runner list it read
     stops being served (`RunnerListing.fresh_until`); looking sooner reads the same list
     again. A list with no such time (not from the cache), or one past it or further off than a
-    list's period (another clock's), gives no time for the next: the sync period, as ARC's
-    controllers resync."""
+    list's longest period (another clock's), gives no time for the next: the sync period, as
+    ARC's controllers resync."""
     if fresh_until is None:
         return settings.sync_period
     remaining = (fresh_until - now).total_seconds()
-    if not 0 < remaining <= settings.list_runners_cache_ttl:
+    longest = max(settings.list_runners_cache_ttl, MAX_LIST_PERIOD.total_seconds())
+    if not 0 < remaining <= longest:
         return settings.sync_period
     return max(remaining + LIST_SETTLE_SECONDS, MIN_LIST_WAIT_SECONDS)
 

@@ -157,6 +157,7 @@ class _Decision:
         self.pod = facts.pod
         self.github_unavailable = False
         self.github_outdated = False
+        self.list_fresh_until: datetime | None = None  # until when the list looked in is served
         status = facts.status
         self.out = RunnerPlan(
             scope=facts.scope,
@@ -192,7 +193,10 @@ class _Decision:
         found = self._look_up_runner()
         reason = self._replacement_reason(found)
         if reason is None:
-            for wait in registration_checks(self.pod, found, self.facts.now, self.facts.settings):
+            checks = registration_checks(
+                self.pod, found, self.facts.now, self.facts.settings, self.list_fresh_until
+            )
+            for wait in checks:
                 self.out.wait(wait)
             return
         if reason == "PodFailed":
@@ -434,6 +438,7 @@ class _Decision:
             return None
         # Busy and online change only with a new list: look again once there is one.
         out.wait(next_list_wait(listing.fresh_until, self.facts.now, self.facts.settings))
+        self.list_fresh_until = listing.fresh_until
         found = listing.named(self.name)
         if listing.older_than(parse_optional_time(self.facts.status.last_registration_check_time)):
             # Replicas list at different moments: status already reports a newer list (one

@@ -173,6 +173,7 @@ class _Decision:
         )
         self.github_available = True
         self.listed: tuple[GitHubRunner, ...] = ()
+        self.list_fresh_until: datetime | None = None  # until when that list is served
         observed = {member.name for member in facts.members}
         self.out.unobserved = still_unobserved(facts.status.unobserved_runners, observed, facts.now)
         self.out.wait(grace_left(self.out.unobserved, facts.now))
@@ -212,13 +213,15 @@ class _Decision:
     def _look_up_runners(self) -> None:
         """One (cached) list of the scope's runners serves every member."""
         try:
-            listed = {r.name: r for r in self.github.list_runners(self.scope)}
+            listing = self.github.list_runners(self.scope)
         except GitHubError as error:
             self.github_available = False
             self.out.conditions["GitHubAvailable"] = ("False", "GitHubUnavailable", str(error))
             self.out.wait(retry_delay(error, self.settings.unregistration_retry_delay))
             return
         self.out.conditions["GitHubAvailable"] = ("True", "Listed", "")
+        self.list_fresh_until = listing.fresh_until
+        listed = {r.name: r for r in listing}
         self.listed = tuple(listed.values())
         for member in self.members:
             member.github_runner = listed.get(member.observed.runner_name)
@@ -293,7 +296,7 @@ class _Decision:
         if registration_timed_out(pod, found, self.now, timeout):
             member.stop = begin_stop("RegistrationTimeout", self._subject(member), self.now)
             return
-        for wait in registration_checks(pod, found, self.now, self.settings):
+        for wait in registration_checks(pod, found, self.now, self.settings, self.list_fresh_until):
             self.out.wait(wait)
 
     def _advance_stop(self, member: Member) -> None:

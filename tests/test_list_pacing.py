@@ -1,0 +1,193 @@
+"""A scope's runner list is served longer when listing it at the configured period would take
+more than a share of the token's API budget (`hooks.github.list_pacing`)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hooks.clock import ManualClock
+from hooks.github.cached import CachedGitHub
+from hooks.github.list_pacing import (
+    LatestRateBudget,
+    RateBudget,
+    list_pages,
+    list_period,
+    rate_budget,
+)
+from hooks.github.port import GitHubRunner, Scope
+from hooks.metrics import REGISTRY
+from hooks.settings import Settings
+from tests.test_github_cache import ScriptedPort
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+BASE = timedelta(seconds=90)
+ORG = Scope(organization="acme")
+
+
+def fresh_window(limit: int = 5000) -> RateBudget:
+    return RateBudget(limit=limit, remaining=limit, resets_at=NOW + timedelta(hours=1))
+
+
+@pytest.mark.parametrize(
+    ("runners", "budget", "seconds"),
+    [
+        (1000, None, 90),  # 1. no budget known: the configured period
+        (1000, fresh_window(), 90),  # 10 pages: 400 calls an hour, well inside half of 5,000
+        (3000, fresh_window(), 90),  # 30 pages: 1,200 an hour, still inside
+        (10_000, fresh_window(), 144),  # 2. 100 pages: half of 5,000 allows one list per 144 s
+        (10_000, fresh_window(15_000), 90),  # an enterprise installation's budget
+        # 3. Other clients spent most of the window: half of the 200 left over 30 minutes.
+        (1000, RateBudget(5000, 200, NOW + timedelta(minutes=30)), 180),
+        # Nothing left: not before the reset.
+        (100, RateBudget(5000, 0, NOW + timedelta(minutes=20)), 1200),
+        # A window already reset (the reading is old): its remaining count says nothing.
+        (1000, RateBudget(5000, 0, NOW - timedelta(seconds=1)), 90),
+        # Never longer than a window, however little is left.
+        (100_000, RateBudget(5000, 1, NOW + timedelta(minutes=59)), 3600),
+    ],
+)
+def test_the_list_period_keeps_lists_within_half_the_budget(
+    runners: int, budget: RateBudget | None, seconds: float
+) -> None:
+    assert list_period(BASE, runners, budget, NOW, 0.5) == timedelta(seconds=seconds)
+
+
+def test_a_configured_period_longer_than_an_hour_is_kept() -> None:
+    day = timedelta(days=1)
+    spent = RateBudget(5000, 0, NOW + timedelta(minutes=5))
+    assert list_period(day, 10_000, spent, NOW, 0.5) == day
+
+
+@given(
+    runners=st.integers(0, 1_000_000),
+    base=st.floats(1, 3600),
+    limit=st.integers(1, 100_000),
+    spent=st.floats(0, 1),
+    left=st.floats(-7200, 3600),
+    share=st.floats(0.01, 1),
+)
+def test_lists_at_the_period_stay_within_their_share_unless_capped(
+    runners: int, base: float, limit: int, spent: float, left: float, share: float
+) -> None:
+    remaining = int(limit * (1 - spent))
+    budget = RateBudget(limit, remaining, NOW + timedelta(seconds=left))
+
+    period = list_period(timedelta(seconds=base), runners, budget, NOW, share).total_seconds()
+
+    assert base - 1e-6 <= period <= max(base, 3600) + 1e-6
+    if period < max(base, 3600) - 1e-6:  # not capped
+        pages = list_pages(runners)
+        assert pages * 3600 / period <= share * limit * (1 + 1e-9)
+        if left > 0 and remaining == 0:  # nothing left: not before the reset
+            assert period >= left - 1e-6
+        elif left > 0:
+            assert pages * left / period <= share * remaining * (1 + 1e-9)
+
+
+@given(runners=st.integers(0, 100_000), more=st.integers(0, 100_000))
+def test_a_longer_list_is_never_served_shorter(runners: int, more: int) -> None:
+    budget = RateBudget(5000, 1234, NOW + timedelta(minutes=17))
+    shorter = list_period(BASE, runners, budget, NOW, 0.5)
+    assert list_period(BASE, runners + more, budget, NOW, 0.5) >= shorter
+
+
+def limits(limit: str, remaining: str, reset: str) -> dict[str, str]:
+    return {
+        "x-ratelimit-limit": limit,
+        "x-ratelimit-remaining": remaining,
+        "x-ratelimit-reset": reset,
+    }
+
+
+RESET = datetime.fromtimestamp(1772370000, UTC)
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        (
+            {
+                "X-RateLimit-Limit": "5000",
+                "X-RateLimit-Remaining": "4321",
+                "X-RateLimit-Reset": "1772370000",
+            },
+            RateBudget(5000, 4321, RESET),
+        ),
+        # Another resource's budget is not the one lists spend.
+        ({**limits("30", "1", "1772370000"), "x-ratelimit-resource": "search"}, None),
+        ({"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "10"}, None),  # no reset
+        (limits("0", "0", "1"), None),
+        (limits("inf", "1", "1"), None),
+        (limits("50", "nan", "1"), None),
+        (limits("5", "-1", "1"), None),
+        (limits("5", "1", "1e300"), None),
+        (limits("5", "9", "1772370000"), RateBudget(5, 5, RESET)),  # never more than the limit
+        ({}, None),
+    ],
+)
+def test_the_budget_is_read_from_the_core_rate_limit_headers(
+    headers: dict[str, str], expected: RateBudget | None
+) -> None:
+    assert rate_budget(headers) == expected
+
+
+HEADER_NAMES = [
+    "x-ratelimit-limit",
+    "x-ratelimit-remaining",
+    "x-ratelimit-reset",
+    "x-ratelimit-resource",
+]
+
+
+@given(st.dictionaries(st.sampled_from(HEADER_NAMES), st.text(max_size=30)))
+def test_any_rate_limit_headers_are_read_or_ignored(headers: dict[str, str]) -> None:
+    budget = rate_budget(headers)
+    if budget is not None:
+        assert budget.limit > 0 and 0 <= budget.remaining <= budget.limit
+
+
+def test_the_latest_reading_wins_and_an_unreadable_one_changes_nothing() -> None:
+    latest = LatestRateBudget()
+    assert latest() is None
+    latest.record(limits("5000", "10", "1772370000"))
+    latest.record({"x-ratelimit-limit": "bogus"})
+    assert latest() == RateBudget(5000, 10, RESET)
+
+
+# ----------------------------------------------------------------------------- in the cache
+
+
+def cache_of(
+    runners: int, budget: RateBudget | None
+) -> tuple[CachedGitHub, ScriptedPort, ManualClock]:
+    clock = ManualClock(NOW)
+    github = ScriptedPort(clock)
+    github.runners[ORG] = [GitHubRunner(i, f"runner-{i}", "online", False) for i in range(runners)]
+    settings = Settings.model_validate({"GITHUB_TOKEN": "x", "GITHUB_LIST_RUNNERS_CACHE_TTL": "90"})
+    return CachedGitHub(github, settings, clock, rate_budget=lambda: budget), github, clock
+
+
+def test_a_large_scope_is_listed_once_per_stretched_period() -> None:
+    cache, github, clock = cache_of(10_000, fresh_window())
+
+    listing = cache.list_runners(ORG)
+    assert listing.fresh_until == NOW + timedelta(seconds=144)
+    period = REGISTRY.get_sample_value(
+        "arc_hooks_github_runner_list_period_seconds", {"scope": "/orgs/acme"}
+    )
+    assert period == 144
+    clock.advance(143)
+    assert cache.list_runners(ORG) is listing  # served past the configured 90 s
+    assert github.calls["list"] == 1
+    clock.advance(1)
+    cache.list_runners(ORG)
+    assert github.calls["list"] == 2
+
+
+def test_a_small_scope_keeps_the_configured_period() -> None:
+    cache, _, _ = cache_of(300, fresh_window())
+    assert cache.list_runners(ORG).fresh_until == NOW + BASE
