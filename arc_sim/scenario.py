@@ -24,6 +24,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from arc_sim.metacontroller.realism import (
+    DEFAULT_CLIENT_BURST,
+    DEFAULT_CLIENT_QPS,
     DEFAULT_HOOK_OVERHEAD,
     DEFAULT_INFORMER_LAG,
     DEFAULT_PAYLOAD_SECONDS_PER_MEGABYTE,
@@ -129,6 +131,8 @@ class MetacontrollerKnobs(_Model):
     enforce_timeout: bool = True
     informer_lag: DelayKnobs = DelayKnobs.of(DEFAULT_INFORMER_LAG)
     conflict_rate: float = Field(default=0.01, ge=0.0, le=1.0)
+    client_qps: float = Field(default=DEFAULT_CLIENT_QPS, ge=0.0)
+    client_burst: int = Field(default=DEFAULT_CLIENT_BURST, ge=1)
     replica_restart_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     stress: bool = False
 
@@ -161,6 +165,8 @@ class MetacontrollerKnobs(_Model):
             "enforce_timeout": self.enforce_timeout,
             "informer_lag": self.informer_lag.delay(),
             "conflict_rate": self.conflict_rate,
+            "client_qps": self.client_qps,
+            "client_burst": self.client_burst,
             "replica_restart_rate": self.replica_restart_rate,
         }
 

@@ -126,6 +126,8 @@ class HookFigures(_Model):
     max_latency_seconds: float = 0.0
     conflicts: int = 0  # 409s Metacontroller's writes met
     max_informer_lag_seconds: float = 0.0
+    client_rate_limit_waits: int = 0  # requests that waited for the API client's rate limit
+    client_rate_limit_wait_seconds: float = 0.0  # their waits together
 
 
 class ApiFigures(_Model):
@@ -202,7 +204,9 @@ class Summary(_Model):
                 "metacontroller",
                 f"{self.hooks.timeouts_exceeded} calls over the timeout, slowest "
                 f"{self.hooks.max_latency_seconds:.2f} s, {self.hooks.conflicts} conflicts, "
-                f"informer lag up to {self.hooks.max_informer_lag_seconds:.2f} s",
+                f"informer lag up to {self.hooks.max_informer_lag_seconds:.2f} s, "
+                f"{self.hooks.client_rate_limit_waits} requests waited for the client rate "
+                f"limit ({self.hooks.client_rate_limit_wait_seconds:.0f} s)",
             ),
         ]
         rows.append(

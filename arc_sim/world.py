@@ -557,6 +557,8 @@ class World:
             "max_latency_seconds": round(stats.max_hook_latency, 3),
             "conflicts": stats.conflicts,
             "max_informer_lag_seconds": round(stats.max_informer_lag, 3),
+            "client_rate_limit_waits": stats.client_waits,
+            "client_rate_limit_wait_seconds": round(stats.client_wait_seconds, 3),
         }
 
     @property

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, get_args
 
+import jsonpatch
 import pytest
 import yaml
 
@@ -182,6 +183,23 @@ def crd_plurals() -> set[str]:
         for obj in manifests()
         if obj["kind"] == "CustomResourceDefinition"
     }
+
+
+def test_the_documented_metacontroller_patch_raises_its_client_rate_limit() -> None:
+    """The deploy section's JSON patch applies to Metacontroller's production StatefulSet and
+    leaves its own arguments in place."""
+    match = re.search(r"patch statefulset metacontroller --type json -p '(\[.*?\])'", README, re.S)
+    assert match is not None, "the deploy section patches Metacontroller"
+    patch = jsonpatch.JsonPatch(json.loads(match.group(1)))
+    reference = ROOT / "tests/reference/metacontroller/metacontroller-statefulset-v4.17.2.yaml"
+    statefulset = next(
+        doc for doc in yaml.safe_load_all(reference.read_text()) if doc["kind"] == "StatefulSet"
+    )
+    assert statefulset["metadata"]["namespace"] == "metacontroller"
+    patched = patch.apply(statefulset)
+    (container,) = patched["spec"]["template"]["spec"]["containers"]
+    assert container["args"][:2] == ["--zap-log-level=4", "--discovery-interval=20s"]
+    assert container["args"][2:] == ["--client-go-qps=100", "--client-go-burst=200"]
 
 
 def test_the_upgrade_facts_match_the_manifests() -> None:

@@ -5,6 +5,7 @@ replicas; the scenario knobs for them and `simulate --stress`."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from starlette.routing import Route
 import hooks.__main__ as cli
 from arc_sim.events import EventLoop
 from arc_sim.metacontroller import AsgiTransport, MetacontrollerEmulator, ReplicaFault
+from arc_sim.metacontroller.client_limit import ClientRateLimit
 from arc_sim.metacontroller.conflicts import OTHER_WRITE_SEEN_AFTER
 from arc_sim.metacontroller.realism import NO_DELAY, Delay, Realism
 from arc_sim.metacontroller.transport import HookPost, HookUnreachable, count_github_call
@@ -34,6 +36,7 @@ from tests.test_sim_metacontroller import (
     ScriptedHooks,
     answer,
     composite,
+    config_map,
     decorator,
     widget,
 )
@@ -541,3 +544,63 @@ def test_an_interleaved_world_gives_the_same_run_for_the_same_seed() -> None:
     assert_clean(first)
     first.wall_seconds = second.wall_seconds = 0.0
     assert first == second
+
+
+# --------------------------------------------------------------- the API client's rate limit
+
+
+def test_the_client_rate_limit_serves_a_burst_then_qps() -> None:
+    limit = ClientRateLimit(qps=5, burst=10)
+    waits = [limit.reserve(100.0) for _ in range(12)]
+    assert waits[:10] == [0.0] * 10
+    assert waits[10:] == [pytest.approx(0.2), pytest.approx(0.4)]  # owed tokens queue up
+    assert limit.reserve(101.0) == 0.0  # 5 tokens a second later: the 2 owed, and 3 to spare
+    assert ClientRateLimit(qps=0, burst=1).reserve(0.0) == 0.0  # no limit
+
+
+@given(
+    gaps=st.lists(st.floats(0, 2), min_size=1, max_size=60),
+    qps=st.floats(0.5, 50),
+    burst=st.integers(1, 20),
+)
+def test_requests_never_go_faster_than_the_bucket_allows(
+    gaps: list[float], qps: float, burst: int
+) -> None:
+    """However requests arrive, those that went by any moment number at most `burst` plus
+    `qps` per second since the first, and they go in the order they came."""
+    limit = ClientRateLimit(qps=qps, burst=burst)
+    now, went = 0.0, []
+    for gap in gaps:
+        now += gap
+        went.append(now + limit.reserve(now))
+    for index, moment in enumerate(went):
+        assert index + 1 <= burst + qps * (moment - went[0]) + 1e-6
+    assert all(later >= earlier - 1e-9 for earlier, later in itertools.pairwise(went))
+
+
+def test_a_sync_writing_many_children_waits_for_the_client_rate_limit(closing: list[Sim]) -> None:
+    """Metacontroller's `--client-go-qps` counts every request: 20 children at 2 a second,
+    with bursts of 4, take about 10 s to be created (after the status read and write)."""
+    world = sim(closing, realism(client_qps=2.0, client_burst=4))
+    children = [config_map(f"c{index}") for index in range(20)]
+    world.hooks.on("/sync", lambda request: answer(*children))
+    world.start(composite())
+    world.store.create(widget("w1"))
+
+    world.loop.run_for(3)
+    created = len(world.store.list_objects("ConfigMap"))
+    assert 4 <= created <= 4 + 2 * 3
+    world.loop.run_for(20)
+    assert len(world.store.list_objects("ConfigMap")) == 20
+    assert world.emulator.stats.client_waits >= 15
+
+
+def test_without_a_client_rate_limit_the_children_are_created_at_once(closing: list[Sim]) -> None:
+    world = sim(closing, realism(client_qps=0.0))
+    children = [config_map(f"c{index}") for index in range(20)]
+    world.hooks.on("/sync", lambda request: answer(*children))
+    world.start(composite())
+    world.store.create(widget("w1"))
+    world.loop.run_for(0.1)
+    assert len(world.store.list_objects("ConfigMap")) == 20
+    assert world.emulator.stats.client_waits == 0

@@ -15,6 +15,7 @@ syncs the object again `OTHER_WRITE_SEEN_AFTER` later, as its informer would mak
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -44,13 +45,18 @@ class Conflicts:
 
 
 class ConflictingStore:
-    """`store` for the controllers: conflicts counted, status updates conflicting at a rate."""
+    """`store` for the controllers: conflicts counted, status updates conflicting at a rate,
+    and every request waiting for the API client's rate limit (`throttle`)."""
 
-    def __init__(self, store: ObjectStore, conflicts: Conflicts) -> None:
+    def __init__(
+        self, store: ObjectStore, conflicts: Conflicts, throttle: Callable[[], None]
+    ) -> None:
         self._store = store
         self._conflicts = conflicts
+        self._throttle = throttle
 
     def update_status(self, obj: KubeObject) -> KubeObject:
+        self._throttle()
         metadata = obj.get("metadata") or {}
         self._conflicts.strike(f"{obj.get('kind')} {metadata.get('name')} status")
         try:
@@ -59,17 +65,33 @@ class ConflictingStore:
             self._conflicts.stats.conflicts += 1
             raise
 
-    def update(self, obj: KubeObject) -> KubeObject:
+    def update(self, obj: KubeObject, **options: Any) -> KubeObject:
+        self._throttle()
         try:
-            return self._store.update(obj)
+            return self._store.update(obj, **options)
         except Conflict:
             self._conflicts.stats.conflicts += 1
             raise
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+        attribute = getattr(self._store, name)
+        if name not in THROTTLED:
+            return attribute
+
+        def throttled(*args: Any, **kwargs: Any) -> Any:
+            self._throttle()
+            return attribute(*args, **kwargs)
+
+        return throttled
 
 
-def conflicting(store: ObjectStore, conflicts: Conflicts) -> ObjectStore:
+THROTTLED = frozenset({"get", "create", "patch_metadata", "delete", "remove_finalizer"})
+"""The store's calls that are API requests of Metacontroller's client (besides the two
+updates); the others stand for its informer cache."""
+
+
+def conflicting(
+    store: ObjectStore, conflicts: Conflicts, throttle: Callable[[], None] = lambda: None
+) -> ObjectStore:
     """`store` as the controllers see it (typed as the store it stands for)."""
-    return cast(ObjectStore, ConflictingStore(store, conflicts))
+    return cast(ObjectStore, ConflictingStore(store, conflicts, throttle))

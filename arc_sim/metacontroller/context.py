@@ -66,14 +66,30 @@ class Context:
         queue.add_rate_limited(key)
 
 
+@dataclass(frozen=True)
+class Pause:
+    """What a sync suspends with to wait `seconds` of virtual time (an API request waiting for
+    the client's rate limit)."""
+
+    seconds: float
+
+
 class SyncRunner:
     """Runs syncs on fibers when hook calls take virtual time (see `webhook`), at once
-    otherwise; follows each sync from hook call to hook call until it ends."""
+    otherwise; follows each sync from hook call to hook call (or pause) until it ends."""
 
-    def __init__(self, hooks: HookCaller) -> None:
+    def __init__(self, hooks: HookCaller, loop: EventLoop) -> None:
         self._hooks = hooks
-        self._suspended: dict[fibers.Fiber, PendingCall] = {}
-        """Fibers waiting for an answer, and the call each waits on."""
+        self._loop = loop
+        self._suspended: dict[fibers.Fiber, PendingCall | Pause] = {}
+        """Fibers waiting for an answer or a pause's end, and what each waits on."""
+
+    def pause(self, seconds: float) -> None:
+        """From inside a sync: wait `seconds` of virtual time. Outside a sync (or when syncs
+        take no time) the request goes at once."""
+        fiber = fibers.current()
+        if fiber is not None and self._hooks.waits and seconds > 0:
+            fiber.suspend(Pause(seconds))
 
     def __call__(self, work: Callable[[], None], finished: Callable[[], None]) -> None:
         if not self._hooks.waits:
@@ -96,6 +112,15 @@ class SyncRunner:
             raise
         if outcome is fibers.DONE:
             finished()
+            return
+        if isinstance(outcome, Pause):
+            self._suspended[fiber] = outcome
+
+            def paused() -> None:
+                if self._suspended.get(fiber) is outcome:
+                    self._follow(fiber, lambda: fiber.resume(None), finished)
+
+            self._loop.call_later(outcome.seconds, paused, "client rate limit")
             return
         assert isinstance(outcome, PendingCall)
         self._suspended[fiber] = outcome

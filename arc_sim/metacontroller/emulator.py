@@ -14,6 +14,7 @@ import yaml
 
 from arc_sim.events import EventLoop
 from arc_sim.metacontroller.cache import ObjectCache
+from arc_sim.metacontroller.client_limit import ClientRateLimit
 from arc_sim.metacontroller.composite import CompositeController
 from arc_sim.metacontroller.conflicts import Conflicts, conflicting
 from arc_sim.metacontroller.context import Context, SyncRunner
@@ -72,8 +73,18 @@ class MetacontrollerEmulator:
         rngs = Rngs(self.realism.seed)
         hooks = HookCaller(transport, self.stats, loop.clock, loop=loop, realism=self.realism)
         conflicts = Conflicts(self.realism.conflict_rate, rngs.conflicts, self.stats)
+        self.runner = SyncRunner(hooks, loop)
+        client_limit = ClientRateLimit(self.realism.client_qps, self.realism.client_burst)
+
+        def throttle() -> None:
+            wait = client_limit.reserve(loop.clock.now().timestamp())
+            if wait > 0:
+                self.stats.client_waits += 1
+                self.stats.client_wait_seconds += wait
+                self.runner.pause(wait)
+
         self._context = Context(
-            store=conflicting(store, conflicts),
+            store=conflicting(store, conflicts, throttle),
             cache=self.cache,
             catalog=self.catalog,
             loop=loop,
@@ -83,7 +94,6 @@ class MetacontrollerEmulator:
             sync_seconds=sync_seconds,
             conflicts=conflicts,
         )
-        self.runner = SyncRunner(hooks)
         # Syncs still waiting for an answer when the emulator is dropped free their threads.
         weakref.finalize(self, self.runner.cancel_all)
         self._lag_rng = rngs.lag

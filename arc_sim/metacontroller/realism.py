@@ -75,6 +75,11 @@ RunnerReplicaSet's 2.1 MB request with 1,000 Runners in about 16 ms on 2 cores (
 drawn overhead alone would let a RunnerReplicaSet of 3,000 Runners (6 MB) be synced a hundred
 times a virtual second, which no Metacontroller does."""
 
+DEFAULT_CLIENT_QPS = 100.0
+DEFAULT_CLIENT_BURST = 200
+"""Metacontroller's API client rate limit as the README's install sets it (`--client-go-qps=100
+--client-go-burst=200`). Metacontroller's own default is 5 and 10."""
+
 DEFAULT_HOOK_TIMEOUT_SECONDS = 10.0
 """Metacontroller's default webhook timeout (pkg/hooks/webhook.go, webhookTimeout)."""
 
@@ -102,6 +107,11 @@ class Realism:
     """Share of the decorator's parent updates (labels, annotations, finalizer removal) and of
     every status update that meet a 409 Conflict, as if another writer had just changed the
     object."""
+    client_qps: float = DEFAULT_CLIENT_QPS
+    """Metacontroller's `--client-go-qps`: API requests a second for all its controllers
+    together (`client_limit`); 0: no limit."""
+    client_burst: int = DEFAULT_CLIENT_BURST
+    """Metacontroller's `--client-go-burst`."""
     replica_restart_rate: float = 0.0
     """Share of hook calls during which the replica that serves them restarts: the call's side
     effects are done, its answer is lost (connection reset) and the replica's memory is gone."""
@@ -120,6 +130,7 @@ class Realism:
             enforce_timeout=True,
             informer_lag=NO_DELAY,
             conflict_rate=0.0,
+            client_qps=0.0,
             replica_restart_rate=0.0,
             seed=seed,
         )

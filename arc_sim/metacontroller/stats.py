@@ -49,6 +49,10 @@ class EmulatorStats:
     """Watch events that reached the informer cache."""
     max_informer_lag: float = 0.0
     """The longest a watch event took to reach the cache, in virtual seconds."""
+    client_waits: int = 0
+    """API requests that waited for Metacontroller's client rate limit."""
+    client_wait_seconds: float = 0.0
+    """Their waits together, in virtual seconds."""
     hook_wall_seconds: float = 0.0
     """Wall time the hook server spent answering, in real seconds (benchmarks read it; it is
     no part of `summary()`, which a file and seed always give the same)."""
@@ -68,4 +72,6 @@ class EmulatorStats:
             "conflicts": self.conflicts,
             "injectedConflicts": self.injected_conflicts,
             "maxInformerLagSeconds": round(self.max_informer_lag, 3),
+            "clientRateLimitWaits": self.client_waits,
+            "clientRateLimitWaitSeconds": round(self.client_wait_seconds, 3),
         }
