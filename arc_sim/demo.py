@@ -235,6 +235,15 @@ def explain(
             ),
         ),
         (
+            "client rate limit",
+            f"{summary.hooks.client_rate_limit_waits} of Metacontroller's API requests waited "
+            "for its client's rate limit "
+            f"({summary.hooks.client_rate_limit_wait_seconds:.0f} s together): one bucket of "
+            "100 requests a second, with bursts of 200, serves all of its controllers, as the "
+            "README's install sets it (`--client-go-qps`, `--client-go-burst`; Metacontroller's "
+            "own default is 5 and 10). Every sync costs at least one request.",
+        ),
+        (
             "runners",
             f"{runners.created} runner pods for {jobs.submitted} jobs: an ephemeral runner "
             "takes one job and is replaced, and runners started for demand that has passed "
