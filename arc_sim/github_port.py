@@ -218,8 +218,7 @@ class InProcessGitHub(GitHubPort):
         text = answer.body.decode() if answer.status >= 400 else ""
         outcome = call_outcome(template, answer.status, answer.headers, text)
         GITHUB_API_CALLS.labels(template, outcome, self._credentials).inc()
-        record_rate_limit(answer.headers, self._credentials)
-        self.rate_budget.record(answer.headers)
+        record_rate_limit(answer.headers, self._credentials, self.rate_budget)
         return answer
 
     def _json(self, method: str, path: str, body: Json | None = None) -> Any:

@@ -134,7 +134,7 @@ class SyncRunner:
 
     @property
     def in_flight(self) -> int:
-        """Syncs waiting for a hook answer."""
+        """Syncs waiting for a hook answer or for a pause to end."""
         return len(self._suspended)
 
     def cancel_all(self) -> None:

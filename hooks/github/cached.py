@@ -194,7 +194,6 @@ class CachedGitHub(GitHubPort):
     def list_runners(self, scope: Scope, *, not_before: datetime | None = None) -> RunnerListing:
         """The scope's runners, dated by when they were asked for (a list amended since with
         what this replica learnt keeps that date)."""
-        shared: list[tuple[SharedList, datetime]] = []  # what the board gave, and until when
 
         def cached() -> RunnerListing | None:
             return self._lists.get(scope, self._clock.now(), not_before)
@@ -203,7 +202,6 @@ class CachedGitHub(GitHubPort):
             if self._board is not None:
                 found = self._list_through_board(self._board, scope, not_before)
                 if found is not None:
-                    shared.append(found)
                     return RunnerListing(found[0].runners, found[0].asked_at, found[1])
             asked_at = self._clock.now()
             runners = tuple(self._inner.list_runners(scope))

@@ -134,16 +134,21 @@ def instrument(
             raise
         outcome = call_outcome(template, status, headers, body)
         GITHUB_API_CALLS.labels(template, outcome, credentials).inc()
-        record_rate_limit(headers, credentials)
-        if budget is not None:
-            budget.record(headers)
+        record_rate_limit(headers, credentials, budget)
         return status, headers, body
 
     setattr(requester, "requestJson", request_json)  # noqa: B010 - instance attribute on purpose
     setattr(requester, "_arc_hooks_instrumented", True)  # noqa: B010
 
 
-def record_rate_limit(headers: Mapping[str, Any], credentials: str = DEFAULT_CREDENTIALS) -> None:
+def record_rate_limit(
+    headers: Mapping[str, Any],
+    credentials: str = DEFAULT_CREDENTIALS,
+    budget: LatestRateBudget | None = None,
+) -> None:
+    """The rate-limit headers of an answer, in the metrics and in `budget` when given."""
+    if budget is not None:
+        budget.record(headers)
     resource = header(headers, "x-ratelimit-resource") or "core"
     remaining = to_float(header(headers, "x-ratelimit-remaining"))
     limit = to_float(header(headers, "x-ratelimit-limit"))
