@@ -134,6 +134,8 @@ def burst() -> Run:
     return run_sampled("webhook-burst-lossy", step=30.0)
 
 
+@pytest.mark.long_run
+@pytest.mark.xdist_group("webhook_burst_lossy")
 def test_webhook_burst_lossy_completes_every_job_within_max_replicas(burst: Run) -> None:
     summary = burst.summary
 
@@ -151,6 +153,8 @@ def test_webhook_burst_lossy_completes_every_job_within_max_replicas(burst: Run)
     assert summary.runners.created >= 200  # ephemeral: one runner per job, and then some
 
 
+@pytest.mark.long_run
+@pytest.mark.xdist_group("webhook_burst_lossy")
 def test_webhook_burst_lossy_reservations_return_to_zero(burst: Run) -> None:
     # One reservation per queued job whose delivery arrived; beyond maxReplicas they wait.
     assert max(s.active_reservations for s in burst.samples) > 40
@@ -162,6 +166,8 @@ def test_webhook_burst_lossy_reservations_return_to_zero(burst: Run) -> None:
     assert burst.samples[-1].pods == 0
 
 
+@pytest.mark.long_run
+@pytest.mark.xdist_group("webhook_burst_lossy")
 def test_webhook_burst_lossy_idle_runners_go_within_the_scale_down_delay(burst: Run) -> None:
     # Some `completed` deliveries were lost: their reservations are settled by asking GitHub
     # once runners sit idle, so nothing holds a runner past the scale-down delay.

@@ -3,6 +3,8 @@ with zero interrupted jobs and zero leaked registrations."""
 
 from __future__ import annotations
 
+import pytest
+
 from arc_sim.world import World
 from tests.sim_scenarios import assert_clean, world
 
@@ -61,6 +63,7 @@ def test_rollout_in_the_middle_of_long_jobs() -> None:
     assert summary.jobs.completed == 9
 
 
+@pytest.mark.long_run
 def test_ephemeral_churn_creates_about_one_runner_per_job() -> None:
     summary = world("ephemeral-churn").run()
 

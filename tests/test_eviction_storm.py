@@ -22,9 +22,13 @@ from arc_sim.world import World
 from tests import sim_scenarios
 
 SCENARIO = "eviction-storm"
-SEEDS = (3, 8, 21, "stress-1", "stress-2")
+SEEDS = [
+    pytest.param(seed, marks=pytest.mark.xdist_group(f"eviction-storm-{seed}"))
+    for seed in (3, 8, 21, "stress-1", "stress-2")
+]
 """3 is the file's own seed; `stress-N` is seed N under `simulate --stress` (informer lag of
-seconds, 10% write conflicts, hook replicas restarting mid-call)."""
+seconds, 10% write conflicts, hook replicas restarting mid-call). The tests of one seed share
+its run (`storm`), so they run on one test worker."""
 
 # The job streams, by their one label besides `self-hosted`. Jobs of these streams are shorter
 # than the graceful-stop timeout of the runners that take them (`fast` and `cache`: 60-75 s
@@ -109,6 +113,7 @@ def describe_leftovers(world: World) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.long_run
 @pytest.mark.parametrize("seed", SEEDS)
 def test_no_registration_is_left_on_github(seed: int | str) -> None:
     run = storm(seed)
@@ -122,6 +127,7 @@ def test_no_registration_is_left_on_github(seed: int | str) -> None:
     assert summary.runners.created > 100  # the storm replaced runners over and over
 
 
+@pytest.mark.long_run
 @pytest.mark.parametrize("seed", SEEDS)
 def test_teardown_converges(seed: int | str) -> None:
     run = storm(seed)
@@ -136,6 +142,7 @@ def test_teardown_converges(seed: int | str) -> None:
     assert run.summary.hooks.errors <= run.world.transport.answers_lost
 
 
+@pytest.mark.long_run
 @pytest.mark.parametrize("seed", SEEDS)
 def test_every_job_completes_or_is_reported_interrupted(seed: int | str) -> None:
     run = storm(seed)
@@ -152,6 +159,7 @@ def test_every_job_completes_or_is_reported_interrupted(seed: int | str) -> None
     )
 
 
+@pytest.mark.long_run
 @pytest.mark.parametrize("seed", SEEDS)
 def test_jobs_are_cut_off_only_by_a_short_graceful_stop_or_the_lost_node(seed: int | str) -> None:
     run = storm(seed)

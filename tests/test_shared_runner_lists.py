@@ -493,6 +493,7 @@ def test_the_github_cost_of_runner_lists_is_flat_in_hook_replicas() -> None:
         assert 150 * (lists - 1) <= syncs < 150 * 5
 
 
+@pytest.mark.long_run
 def test_a_thousand_runners_on_three_replicas_cost_at_most_half_a_call_per_runner_hour() -> None:
     minutes, warmup = 6, 2
     calls = steady_list_calls(1000, 3, minutes, warmup)

@@ -25,6 +25,44 @@ def encode(value: Any) -> bytes:
     return orjson.dumps(value)
 
 
+_ENCODED_LIMIT = 50_000
+_encoded_members: dict[str, tuple[str, KubeObject, bytes]] = {}
+"""uid -> (inner key, object, `"key":<object JSON>`). The cache hands out the same object for
+as long as it is unchanged, so a parent synced again and again with hundreds of children
+encodes only the children that changed (by identity: an update is a new object)."""
+
+
+def encode_object_map(objects: ObjectMap) -> bytes:
+    """`encode(objects)`, byte for byte, with each member's JSON reused while it is unchanged."""
+    parts: list[bytes] = []
+    for group_key, members in objects.items():
+        parts.append(b"," if parts else b"{")
+        parts.append(orjson.dumps(group_key))
+        parts.append(b":{" if members else b":{}")
+        for index, (key, obj) in enumerate(members.items()):
+            if index:
+                parts.append(b",")
+            parts.append(_encoded_member(key, obj))
+        if members:
+            parts.append(b"}")
+    parts.append(b"}" if parts else b"{}")
+    return b"".join(parts)
+
+
+def _encoded_member(key: str, obj: KubeObject) -> bytes:
+    uid = obj.get("metadata", {}).get("uid")
+    if not isinstance(uid, str) or not uid:
+        return orjson.dumps(key) + b":" + orjson.dumps(obj)
+    cached = _encoded_members.get(uid)
+    if cached is not None and cached[1] is obj and cached[0] == key:
+        return cached[2]
+    encoded = orjson.dumps(key) + b":" + orjson.dumps(obj)
+    if len(_encoded_members) >= _ENCODED_LIMIT:
+        _encoded_members.clear()
+    _encoded_members[uid] = (key, obj, encoded)
+    return encoded
+
+
 # --- requests
 
 
@@ -117,9 +155,9 @@ def _request(
             f',"{parent_field}":'.encode(),
             encode(parent),
             f',"{children_field}":'.encode(),
-            encode(children),
+            encode_object_map(children),
             b',"related":',
-            encode(related),
+            encode_object_map(related),
             b',"finalizing":true}' if finalizing else b',"finalizing":false}',
         )
     )
