@@ -21,6 +21,7 @@ from starlette.responses import Response
 from hooks.children import as_kept
 from hooks.events import EventRecorder, LifecycleEvent
 from hooks.github.offline import WouldBlock, offline
+from hooks.json_body import UnreadableBody, read_json_object
 from hooks.kube.port import PODS, KubeError, KubePort, NotFound, Resource
 from hooks.metacontroller import (
     CompositeHookRequest,
@@ -42,16 +43,6 @@ M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R", CompositeHookRequest, DecoratorHookRequest)
 T = TypeVar("T")
 Fields = dict[str, Any]
-
-ORJSON_MAX_WRITTEN_DEPTH = 254
-"""The deepest nesting orjson encodes (it decodes up to 1,024 levels)."""
-
-ANSWER_HEADROOM = 8
-"""How much deeper than in its request an answer may nest what it copies (a level or two
-today), with room to spare."""
-
-MAX_NESTING = ORJSON_MAX_WRITTEN_DEPTH - ANSWER_HEADROOM
-"""The deepest request accepted. Kubernetes objects nest a few dozen levels at most."""
 
 JSON_MEDIA_TYPE = "application/json"
 
@@ -296,13 +287,9 @@ async def _read_document(request: Request, limit: int) -> dict[str, Any]:
     if len(body) > limit:
         raise _too_large(len(body), limit)
     try:
-        document = orjson.loads(body)
-    except orjson.JSONDecodeError as error:
-        raise BadHookRequest(f"request body is not valid JSON: {error.msg}") from None
-    if not isinstance(document, dict):
-        raise BadHookRequest("request body must be a JSON object")
-    _check_nesting(document)
-    return document
+        return read_json_object(body)
+    except UnreadableBody as error:
+        raise BadHookRequest(str(error)) from None
 
 
 def _too_large(size: int, limit: int) -> BadHookRequest:
@@ -310,24 +297,6 @@ def _too_large(size: int, limit: int) -> BadHookRequest:
         f"request body of {size} bytes is over the limit of {limit} (HOOK_MAX_REQUEST_BYTES)",
         status=413,
     )
-
-
-def _check_nesting(document: dict[str, Any]) -> None:
-    """Refuse, before any work, a request whose answer could not be written.
-
-    orjson reads JSON nested 1,024 levels deep but writes only 254 levels, and an answer nests
-    what it copies from its request a level or two deeper (a RunnerSet's pod template goes into
-    a StatefulSet's spec). A request that could not be written back with `ANSWER_HEADROOM`
-    more levels around it is therefore refused here, rather than failing after the handler has
-    run (and perhaps called GitHub). Encoding measures the depth exactly as the answer's
-    encoding will, at a fraction of the decoding's cost."""
-    wrapped: object = document
-    for _ in range(ANSWER_HEADROOM):
-        wrapped = [wrapped]
-    try:
-        orjson.dumps(wrapped)
-    except orjson.JSONEncodeError:
-        raise BadHookRequest(f"request body nested deeper than {MAX_NESTING} levels") from None
 
 
 def _validated(model: type[M], document: dict[str, Any]) -> M:
