@@ -42,6 +42,9 @@ _OPEN = b"[" * WRAPPING
 _CLOSE = b"]" * WRAPPING
 
 
+_NOT_DECODED: Any = object()
+
+
 class UnreadableBody(ValueError):
     """Not a JSON object we can read and answer; the message says why, without the body."""
 
@@ -54,9 +57,6 @@ def read_json_object(body: bytes) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise UnreadableBody("request body must be a JSON object")
     return document
-
-
-_NOT_DECODED: Any = object()
 
 
 def _decoded(body: bytes) -> Any:
