@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from hashlib import sha256
 from typing import Any, cast
 
 import orjson
@@ -797,17 +798,24 @@ ENCODABLE_VALUES = st.recursive(
 """What the API server stores and orjson encodes."""
 
 
+def _versioned(obj: KubeObject) -> KubeObject:
+    """`obj` with the resourceVersion of its content, as an API server keeps them: one content
+    per uid and version."""
+    content = orjson.dumps({**obj, "metadata": {**obj["metadata"], "resourceVersion": None}})
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": sha256(content).hexdigest()}}
+
+
 def _member(draw: st.DrawFn, index: int) -> KubeObject:
     uid = draw(st.sampled_from(["", "u1", "u2", "u3", None]))
     metadata: dict[str, Any] = {"name": f"child-{index}"}
     if uid is not None:
         metadata["uid"] = uid
-    return {"kind": "Pod", "metadata": metadata, "spec": draw(ENCODABLE_VALUES)}
+    return _versioned({"kind": "Pod", "metadata": metadata, "spec": draw(ENCODABLE_VALUES)})
 
 
 @st.composite
 def object_maps(draw: st.DrawFn) -> wire.ObjectMap:
-    groups = draw(st.lists(st.sampled_from(["Pod.v1", "Runner.x/v1", 'é"q']), max_size=3))
+    groups = draw(st.lists(st.sampled_from(["Pod.v1", "Runner.x/v1", 'é\\"q']), max_size=3))
     return {
         group: {
             draw(st.text(max_size=6)): _member(draw, index)
@@ -817,17 +825,53 @@ def object_maps(draw: st.DrawFn) -> wire.ObjectMap:
     }
 
 
+def _next_version(objects: wire.ObjectMap) -> wire.ObjectMap:
+    """Every member written again: new content, a new resourceVersion."""
+    return {
+        group: {
+            key: _versioned({**obj, "status": {"changed": True}}) for key, obj in members.items()
+        }
+        for group, members in objects.items()
+    }
+
+
+def _moved(objects: wire.ObjectMap) -> wire.ObjectMap:
+    """The same objects under other keys (a v1 name where a v2 `ns/name` was)."""
+    return {
+        group: {f"ns/{key}": obj for key, obj in members.items()}
+        for group, members in objects.items()
+    }
+
+
 @given(st.lists(object_maps(), min_size=1, max_size=4))
 @settings(max_examples=200, deadline=None)
 def test_an_object_map_encodes_as_orjson_encodes_it_whatever_was_encoded_before(
     maps: list[wire.ObjectMap],
 ) -> None:
-    """The request's children are encoded from each member's JSON of an earlier call while it
-    is the same object: byte for byte what encoding the whole map gives, including after an
-    object of the same uid changed (a new object) or moved to another key."""
+    """A request's children are encoded from each member's JSON of an earlier request while
+    its resourceVersion is the same: byte for byte what encoding the whole map gives, again,
+    after the members changed, and under other keys."""
+    encoded = wire.EncodedMembers()
     for objects in maps:
-        assert wire.encode_object_map(objects) == orjson.dumps(objects)
-        for members in objects.values():
-            for key, member in members.items():
-                members[key] = {**member, "status": {"changed": True}}  # a new version
-        assert wire.encode_object_map(objects) == orjson.dumps(objects)
+        for version in (objects, objects, _next_version(objects), _moved(objects)):
+            assert encoded.object_map(version) == orjson.dumps(version)
+
+
+def test_a_member_whose_resource_version_is_the_same_is_not_encoded_again() -> None:
+    """The resourceVersion stands for the content (the API server changes it at every write):
+    what an earlier request encoded for it is reused, and a new version is encoded anew."""
+    encoded = wire.EncodedMembers(limit=2)
+    runner: KubeObject = {"kind": "Runner", "metadata": {"name": "r", "uid": "u"}}
+    runner["metadata"]["resourceVersion"] = "7"
+    first = encoded.object_map({"Runner.v1": {"r": runner}})
+    runner["spec"] = {"edited": "in place, which no store does"}
+    assert encoded.object_map({"Runner.v1": {"r": runner}}) == first  # reused
+    runner["metadata"]["resourceVersion"] = "8"
+    assert encoded.object_map({"Runner.v1": {"r": runner}}) == orjson.dumps(
+        {"Runner.v1": {"r": runner}}
+    )
+    for uid in ("a", "b", "c"):  # past the limit: forgotten, still right
+        other = {"kind": "Runner", "metadata": {"name": uid, "uid": uid, "resourceVersion": "1"}}
+        assert encoded.object_map({"Runner.v1": {uid: other}}) == orjson.dumps(
+            {"Runner.v1": {uid: other}}
+        )

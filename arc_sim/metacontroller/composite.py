@@ -29,6 +29,7 @@ from arc_sim.metacontroller.finalizers import (
 )
 from arc_sim.metacontroller.spec import CompositeSpec
 from arc_sim.metacontroller.wire import (
+    EncodedMembers,
     composite_request,
     encode,
     read_composite_answer,
@@ -64,6 +65,7 @@ class CompositeController:
             name=spec.name,
         )
         self._controller_json = encode(spec.controller)
+        self._encoded = EncodedMembers()
         self.related: RelatedObjects[ParentKey] = RelatedObjects(
             spec.hooks.customize,
             self._controller_json,
@@ -212,7 +214,9 @@ class CompositeController:
         children, related_map = request_maps(
             observed, related, parent_namespace=namespace, v2=hook.v2
         )
-        body = composite_request(self._controller_json, parent, children, related_map, finalizing)
+        body = composite_request(
+            self._controller_json, parent, children, related_map, finalizing, self._encoded
+        )
         answer = read_composite_answer(context.hooks.call(hook, body), hook.strict)
         for child in answer.children:
             metadata = child.setdefault("metadata", {})

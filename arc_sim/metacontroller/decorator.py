@@ -29,6 +29,7 @@ from arc_sim.metacontroller.finalizers import (
 from arc_sim.metacontroller.spec import DecoratedRule, DecoratorSpec
 from arc_sim.metacontroller.wire import (
     DecoratorAnswer,
+    EncodedMembers,
     decorator_request,
     encode,
     read_decorator_answer,
@@ -58,6 +59,7 @@ class DecoratorController:
             name=spec.name,
         )
         self._controller_json = encode(spec.controller)
+        self._encoded = EncodedMembers()
         self.related: RelatedObjects[ObjectKey] = RelatedObjects(
             spec.hooks.customize,
             self._controller_json,
@@ -186,7 +188,9 @@ class DecoratorController:
         children, related_map = request_maps(
             observed, related, parent_namespace=namespace, v2=hook.v2
         )
-        body = decorator_request(self._controller_json, obj, children, related_map, finalizing)
+        body = decorator_request(
+            self._controller_json, obj, children, related_map, finalizing, self._encoded
+        )
         answer = read_decorator_answer(context.hooks.call(hook, body), hook.strict)
         for attachment in answer.attachments:
             metadata = attachment.setdefault("metadata", {})

@@ -25,42 +25,48 @@ def encode(value: Any) -> bytes:
     return orjson.dumps(value)
 
 
-_ENCODED_LIMIT = 50_000
-_encoded_members: dict[str, tuple[str, KubeObject, bytes]] = {}
-"""uid -> (inner key, object, `"key":<object JSON>`). The cache hands out the same object for
-as long as it is unchanged, so a parent synced again and again with hundreds of children
-encodes only the children that changed (by identity: an update is a new object)."""
+class EncodedMembers:
+    """Each member's `"key":<JSON>` from an earlier request, by uid, reused while its
+    resourceVersion is the same (the API server changes it with every write): a parent synced
+    again and again with hundreds of children encodes only the children that changed. One per
+    controller, so that it lives no longer than its emulator (uids repeat across worlds); it
+    keeps bytes only, and forgets everything once it holds `limit` members, deleted ones
+    included."""
 
+    def __init__(self, limit: int = 20_000) -> None:
+        self.limit = limit
+        self._by_uid: dict[str, tuple[str, str, bytes]] = {}
 
-def encode_object_map(objects: ObjectMap) -> bytes:
-    """`encode(objects)`, byte for byte, with each member's JSON reused while it is unchanged."""
-    parts: list[bytes] = []
-    for group_key, members in objects.items():
-        parts.append(b"," if parts else b"{")
-        parts.append(orjson.dumps(group_key))
-        parts.append(b":{" if members else b":{}")
-        for index, (key, obj) in enumerate(members.items()):
-            if index:
-                parts.append(b",")
-            parts.append(_encoded_member(key, obj))
-        if members:
-            parts.append(b"}")
-    parts.append(b"}" if parts else b"{}")
-    return b"".join(parts)
+    def object_map(self, objects: ObjectMap) -> bytes:
+        """`encode(objects)`, byte for byte (but for nesting: each member may nest the 254
+        levels orjson writes, not 252 as inside the map; the hook server refuses that depth)."""
+        parts: list[bytes] = []
+        for group_key, members in objects.items():
+            parts.append(b"," if parts else b"{")
+            parts.append(orjson.dumps(group_key))
+            parts.append(b":{" if members else b":{}")
+            for index, (key, obj) in enumerate(members.items()):
+                if index:
+                    parts.append(b",")
+                parts.append(self._member(key, obj))
+            if members:
+                parts.append(b"}")
+        parts.append(b"}" if parts else b"{}")
+        return b"".join(parts)
 
-
-def _encoded_member(key: str, obj: KubeObject) -> bytes:
-    uid = obj.get("metadata", {}).get("uid")
-    if not isinstance(uid, str) or not uid:
-        return orjson.dumps(key) + b":" + orjson.dumps(obj)
-    cached = _encoded_members.get(uid)
-    if cached is not None and cached[1] is obj and cached[0] == key:
-        return cached[2]
-    encoded = orjson.dumps(key) + b":" + orjson.dumps(obj)
-    if len(_encoded_members) >= _ENCODED_LIMIT:
-        _encoded_members.clear()
-    _encoded_members[uid] = (key, obj, encoded)
-    return encoded
+    def _member(self, key: str, obj: KubeObject) -> bytes:
+        metadata = obj["metadata"]
+        uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+        if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
+            return orjson.dumps(key) + b":" + orjson.dumps(obj)
+        cached = self._by_uid.get(uid)
+        if cached is not None and cached[0] == key and cached[1] == version:
+            return cached[2]
+        encoded = orjson.dumps(key) + b":" + orjson.dumps(obj)
+        if len(self._by_uid) >= self.limit:
+            self._by_uid.clear()
+        self._by_uid[uid] = (key, version, encoded)
+        return encoded
 
 
 # --- requests
@@ -118,8 +124,11 @@ def composite_request(
     children: ObjectMap,
     related: ObjectMap,
     finalizing: bool,
+    encoded: EncodedMembers,
 ) -> bytes:
-    return _request(controller_json, "parent", parent, "children", children, related, finalizing)
+    return _request(
+        controller_json, "parent", parent, "children", children, related, finalizing, encoded
+    )
 
 
 def decorator_request(
@@ -128,9 +137,10 @@ def decorator_request(
     attachments: ObjectMap,
     related: ObjectMap,
     finalizing: bool,
+    encoded: EncodedMembers,
 ) -> bytes:
     return _request(
-        controller_json, "object", parent, "attachments", attachments, related, finalizing
+        controller_json, "object", parent, "attachments", attachments, related, finalizing, encoded
     )
 
 
@@ -146,6 +156,7 @@ def _request(
     children: ObjectMap,
     related: ObjectMap,
     finalizing: bool,
+    encoded: EncodedMembers,
 ) -> bytes:
     # The controller object is the same for every call: it is encoded once, by the caller.
     return b"".join(
@@ -155,9 +166,9 @@ def _request(
             f',"{parent_field}":'.encode(),
             encode(parent),
             f',"{children_field}":'.encode(),
-            encode_object_map(children),
+            encoded.object_map(children),
             b',"related":',
-            encode_object_map(related),
+            encoded.object_map(related),
             b',"finalizing":true}' if finalizing else b',"finalizing":false}',
         )
     )
