@@ -18,6 +18,7 @@ from hooks.json_body import (
     read_json_object,
 )
 from tests.hook_app import hook_client, hook_settings
+from tests.test_hook_inputs import nested
 
 PADDING = WRAP_ABOVE_BYTES + 1
 
@@ -44,12 +45,6 @@ def read(body: bytes) -> dict[str, Any] | None:
         return read_json_object(body)
     except UnreadableBody:
         return None
-
-
-def nested(depth: int, shape: str) -> bytes:
-    if shape == "list":
-        return b"[" * depth + b"]" * depth
-    return b'{"a":' * depth + b"null" + b"}" * depth
 
 
 FRAGMENTS = st.one_of(

@@ -57,15 +57,15 @@ class EncodedMembers:
     def _member(self, key: str, obj: KubeObject) -> bytes:
         metadata = obj["metadata"]
         uid, version = metadata.get("uid"), metadata.get("resourceVersion")
-        if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
-            return orjson.dumps(key) + b":" + orjson.dumps(obj)
-        cached = self._by_uid.get(uid)
+        kept = isinstance(uid, str) and uid and isinstance(version, str) and version
+        cached = self._by_uid.get(uid) if kept else None
         if cached is not None and cached[0] == key and cached[1] == version:
             return cached[2]
         encoded = orjson.dumps(key) + b":" + orjson.dumps(obj)
-        if len(self._by_uid) >= self.limit:
-            self._by_uid.clear()
-        self._by_uid[uid] = (key, version, encoded)
+        if kept:
+            if len(self._by_uid) >= self.limit:
+                self._by_uid.clear()
+            self._by_uid[uid] = (key, version, encoded)
         return encoded
 
 
