@@ -79,7 +79,7 @@ def request(clock: ManualClock) -> dict[str, Any]:
 def main() -> int:
     logging.disable(logging.INFO)
     clock = ManualClock()
-    body = json.dumps(request(clock)).encode()
+    body = json.dumps(request(clock), separators=(",", ":")).encode()  # compact, as Go writes it
     app = create_app(Settings.model_validate(BENCH_SETTINGS), clock=clock)
 
     parse_times = []

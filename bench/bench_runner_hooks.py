@@ -47,8 +47,9 @@ def runner_hook_requests(
         driver.sync()
         driver.set_pod_status(running_status(format_time(clock.now())))
         driver.sync()
-        sync_body = json.dumps(driver.request()).encode()
-        finalize_body = json.dumps(driver.request(finalizing=True)).encode()
+        # Compact, as Metacontroller's Go encoder writes it.
+        sync_body = json.dumps(driver.request(), separators=(",", ":")).encode()
+        finalize_body = json.dumps(driver.request(finalizing=True), separators=(",", ":")).encode()
     return sync_body, finalize_body
 
 

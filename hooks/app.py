@@ -14,8 +14,8 @@ from starlette.routing import Route
 from hooks.autoscaler import controller as autoscaler
 from hooks.clock import Clock, SystemClock
 from hooks.deployment import controller as deployment
-from hooks.deps import HookDeps
-from hooks.endpoints import hook_endpoint
+from hooks.deps import MEMBERS_PER_RUNNER, HookDeps
+from hooks.endpoints import BodyReading, hook_endpoint
 from hooks.events import EventRecorder
 from hooks.github.clients import PortBuilder
 from hooks.github.credentials import ApiCredentials
@@ -29,6 +29,7 @@ from hooks.kube.config_maps import KubeConfigMaps, OnServerLoop
 from hooks.kube.port import KubePort
 from hooks.metacontroller import HookRoute
 from hooks.replicaset import controller as replicaset
+from hooks.request_reader import RequestReader
 from hooks.runner import controller as runner
 from hooks.runnerpod import controller as runnerpod
 from hooks.runnerset import controller as runnerset
@@ -78,10 +79,12 @@ def create_app(
     credentials = HookCredentials.from_settings(settings)
     hooks: list[HookRoute] = [route for c in CONTROLLERS for route in c.routes(deps)]
     events = EventRecorder(kube, clock)
+    reader = RequestReader(settings.hook_memo_runners * MEMBERS_PER_RUNNER)
+    reading = BodyReading(reader, settings.hook_max_request_bytes)
     routes = [
         Route(
             h.path,
-            hook_endpoint(h, workers, kube, events, settings.hook_max_request_bytes),
+            hook_endpoint(h, workers, kube, events, reading),
             methods=["POST"],
         )
         for h in hooks
@@ -89,10 +92,12 @@ def create_app(
     routes.append(webhook_route(settings, github, clock, kube, workers))
     routes += health_routes(settings, credentials)
     # Only Metacontroller may call the hooks: refused before anything is read.
-    return Starlette(
+    app = Starlette(
         routes=routes,
         middleware=[Middleware(HookAuthMiddleware, credentials=credentials)],
     )
+    app.state.request_reader = reader
+    return app
 
 
 def _runner_list_board(settings: Settings, kube: KubePort, clock: Clock) -> RunnerListBoard | None:

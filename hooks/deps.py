@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 CHILDREN_PER_RUNNER = 3
 """Children read before, by uid and resourceVersion (a few KB each): a set's Runners and
 members, an HRA's reservations, and each Runner's own pod and Secret."""
+MEMBERS_PER_RUNNER = 2
+"""Objects of large requests kept decoded, by their JSON text (`hooks.request_reader`; a few
+KB each): a set's Runners or StatefulSets and an HRA's reservations, with room for the
+versions they had before."""
 PROBLEMS_PER_RUNNER = 4
 """Spec problems, by a digest of the parent (about 200 bytes each): kept for more Runners
 than are kept parsed."""

@@ -21,9 +21,10 @@ from starlette.responses import Response
 from hooks.children import as_kept
 from hooks.events import EventRecorder, LifecycleEvent
 from hooks.github.offline import WouldBlock, offline
-from hooks.json_body import UnreadableBody, read_json_object
+from hooks.json_body import UnreadableBody
 from hooks.kube.port import PODS, KubeError, KubePort, NotFound, Resource
 from hooks.metacontroller import (
+    MEMBERS_CHECKED,
     CompositeHookRequest,
     CompositeHookResponse,
     CustomizeHookRequest,
@@ -34,6 +35,7 @@ from hooks.metacontroller import (
     KubeObject,
 )
 from hooks.metrics import FRESH_PARENT_READS, HOOK_LATENCY
+from hooks.request_reader import ReadRequest, RequestReader
 from hooks.workers import CallRunner
 
 log = logging.getLogger("arc_hooks.hooks")
@@ -55,28 +57,37 @@ class BadHookRequest(Exception):
         self.status = status
 
 
+@dataclass(frozen=True)
+class BodyReading:
+    """How the hooks read request bodies: at most `max_bytes` each, decoded by `reader` (one
+    for every hook, so that the objects one request shares with another are decoded once)."""
+
+    reader: RequestReader
+    max_bytes: int
+
+
 def hook_endpoint(
     route: HookRoute,
     workers: CallRunner,
     kube: KubePort,
     events: EventRecorder,
-    max_request_bytes: int,
+    reading: BodyReading,
 ) -> Endpoint:
     if route.kind is HookKind.CUSTOMIZE:
-        return _customize_endpoint(route, CompositeHookRequest, max_request_bytes)
+        return _customize_endpoint(route, CompositeHookRequest, reading)
     if route.kind is HookKind.CUSTOMIZE_DECORATOR:
-        return _customize_endpoint(route, CustomizeHookRequest, max_request_bytes)
+        return _customize_endpoint(route, CustomizeHookRequest, reading)
     if route.kind is HookKind.COMPOSITE:
         return _sync_endpoint(
             route,
-            _Edge(workers, kube, events, max_request_bytes),
+            _Edge(workers, kube, events, reading),
             CompositeHookRequest,
             lambda r: r.parent,
             _composite_details,
         )
     return _sync_endpoint(
         route,
-        _Edge(workers, kube, events, max_request_bytes),
+        _Edge(workers, kube, events, reading),
         DecoratorHookRequest,
         lambda r: r.object,
         _decorator_details,
@@ -91,7 +102,7 @@ class _Edge:
     workers: CallRunner
     kube: KubePort
     events: EventRecorder
-    max_request_bytes: int
+    reading: BodyReading
 
 
 def _composite_details(response: Any) -> Fields:
@@ -119,8 +130,7 @@ def _sync_endpoint(
         started = time.perf_counter()
         key = "-"
         try:
-            document = await _read_document(request, edge.max_request_bytes)
-            hook_request = _validated(model, document)
+            hook_request = _validated(model, await _read_body(request, edge.reading))
             key = _object_key(subject(hook_request))
             gone = False
             if route.fresh_parent is not None and isinstance(hook_request, CompositeHookRequest):
@@ -247,7 +257,7 @@ async def _force_delete(
 def _customize_endpoint(
     route: HookRoute,
     model: type[CompositeHookRequest] | type[CustomizeHookRequest],
-    max_request_bytes: int,
+    reading: BodyReading,
 ) -> Endpoint:
     """Customize hooks name the related objects a parent wants to see. A decorator's request
     names the object `parent` too; `object`, the name its sync requests use, is accepted."""
@@ -257,8 +267,7 @@ def _customize_endpoint(
         started = time.perf_counter()
         key = "-"
         try:
-            document = await _read_document(request, max_request_bytes)
-            hook_request = _validated(model, document)
+            hook_request = _validated(model, await _read_body(request, reading))
             key = _object_key(hook_request.parent)
             answer = handler({"controller": hook_request.controller, "parent": hook_request.parent})
             body = orjson.dumps(answer)
@@ -279,7 +288,8 @@ def _failed(path: str, key: str, started: float, error: Exception) -> Response:
     return _finish(path, key, "error", started, 500, "internal error; see the logs")
 
 
-async def _read_document(request: Request, limit: int) -> dict[str, Any]:
+async def _read_body(request: Request, reading: BodyReading) -> ReadRequest:
+    limit = reading.max_bytes
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise _too_large(int(declared), limit)  # refused before it is read
@@ -287,7 +297,7 @@ async def _read_document(request: Request, limit: int) -> dict[str, Any]:
     if len(body) > limit:
         raise _too_large(len(body), limit)
     try:
-        return read_json_object(body)
+        return reading.reader.read(body)
     except UnreadableBody as error:
         raise BadHookRequest(str(error)) from None
 
@@ -299,9 +309,13 @@ def _too_large(size: int, limit: int) -> BadHookRequest:
     )
 
 
-def _validated(model: type[M], document: dict[str, Any]) -> M:
+_CHECKED_MEMBERS = {MEMBERS_CHECKED: True}
+
+
+def _validated(model: type[M], read: ReadRequest) -> M:
+    context = _CHECKED_MEMBERS if read.members_checked else None
     try:
-        return model.model_validate(document)
+        return model.model_validate(read.document, context=context)
     except ValidationError as error:
         raise BadHookRequest(
             "not a Metacontroller hook request: " + _summarize(error), status=422

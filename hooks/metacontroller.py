@@ -18,7 +18,15 @@ from enum import Enum
 from itertools import repeat
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SkipValidation, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SkipValidation,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from hooks.clock import parse_optional_time
@@ -27,6 +35,13 @@ from hooks.kube.port import Resource
 
 KubeObject = dict[str, Any]
 ObjectGroups = dict[str, dict[str, KubeObject]]
+
+MEMBER_GROUPS = frozenset({"children", "attachments", "related"})
+"""The request fields that map group keys to observed objects."""
+
+MEMBERS_CHECKED = "members_checked"
+"""Validation context key: True when the reader checked every object under `MEMBER_GROUPS`
+with `member_problem` already (`hooks.request_reader`)."""
 
 
 class _HookRequest(BaseModel):
@@ -46,8 +61,8 @@ class _HookRequest(BaseModel):
 
     @field_validator("related", mode="before")
     @classmethod
-    def _related_groups(cls, value: object) -> object:
-        return _groups_of_objects(value)
+    def _related_groups(cls, value: object, info: ValidationInfo) -> object:
+        return _groups_of_objects(value, info)
 
     def _owned(self) -> ObjectGroups:
         """The objects the controller manages itself: children, or attachments."""
@@ -94,8 +109,8 @@ class CompositeHookRequest(_HookRequest):
 
     @field_validator("children", mode="before")
     @classmethod
-    def _children_groups(cls, value: object) -> object:
-        return _groups_of_objects(value)
+    def _children_groups(cls, value: object, info: ValidationInfo) -> object:
+        return _groups_of_objects(value, info)
 
     def _owned(self) -> ObjectGroups:
         return self.children
@@ -107,7 +122,9 @@ class CompositeHookResponse(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
     status: KubeObject | None = None
-    children: list[KubeObject] = []
+    # Built by the handlers (typed), not read from outside: not copied again, a set's sync
+    # answers with thousands of children.
+    children: Annotated[list[KubeObject], SkipValidation] = []
     resync_after_seconds: float | None = Field(default=None, alias="resyncAfterSeconds")
     finalized: bool | None = None
     # For the HTTP edge, not part of the answer: Kubernetes Events about the parent.
@@ -136,8 +153,8 @@ class DecoratorHookRequest(_HookRequest):
 
     @field_validator("attachments", mode="before")
     @classmethod
-    def _attachment_groups(cls, value: Any) -> Any:
-        return _groups_of_objects(value)
+    def _attachment_groups(cls, value: Any, info: ValidationInfo) -> Any:
+        return _groups_of_objects(value, info)
 
     def _owned(self) -> ObjectGroups:
         return self.attachments
@@ -152,7 +169,7 @@ class DecoratorHookResponse(BaseModel):
     labels: dict[str, str | None] = {}
     annotations: dict[str, str | None] = {}
     status: KubeObject | None = None
-    attachments: list[KubeObject] = []
+    attachments: Annotated[list[KubeObject], SkipValidation] = []
     resync_after_seconds: float | None = Field(default=None, alias="resyncAfterSeconds")
     finalized: bool | None = None
     # Steps for the HTTP edge, not part of the answer: force-delete the observed object
@@ -328,11 +345,13 @@ def _observed_parts_problem(obj: dict[str, Any]) -> str:
     return ""
 
 
-def _groups_of_objects(value: object) -> object:
+def _groups_of_objects(value: object, info: ValidationInfo) -> object:
     """Observed objects by group and key. Each is an object the API server served, so it has
     a name: anything else is not a request Metacontroller sends."""
     if value is None:
         return {}
+    if info.context is not None and info.context.get(MEMBERS_CHECKED) is True:
+        return value  # read as groups of checked objects (`hooks.request_reader`)
     groups = _object(value)
     for group_key, members in groups.items():
         if not isinstance(members, dict):
@@ -341,14 +360,21 @@ def _groups_of_objects(value: object) -> object:
             # The member's description is only built for an error: a set has a thousand.
             if not isinstance(obj, dict):
                 raise ValueError(f"{_member(group_key, key)} must be an object")
-            try:
-                _identified(obj, "")
-            except ValueError as error:
-                raise ValueError(f"{_member(group_key, key)}{error}") from None
-            problem = _observed_parts_problem(obj)
+            problem = member_problem(obj)
             if problem:
-                raise ValueError(f"{_member(group_key, key)}: {problem}")
+                raise ValueError(f"{_member(group_key, key)}{problem}")
     return groups
+
+
+def member_problem(obj: dict[str, Any]) -> str:
+    """What makes `obj` no object an API server serves, as the end of a message naming it
+    ("" when nothing does)."""
+    try:
+        _identified(obj, "")
+    except ValueError as error:
+        return str(error)
+    problem = _observed_parts_problem(obj)
+    return f": {problem}" if problem else ""
 
 
 def _member(group_key: str, key: str) -> str:

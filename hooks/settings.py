@@ -153,7 +153,8 @@ class Settings(BaseSettings):
         alias="HOOK_MEMO_RUNNERS",
         description=(
             "Runners a hook replica keeps parsed, with their pods (about 20 KB each), and "
-            "twice as many children of large sets: at least the number of Runners it serves. "
+            "twice as many children of large sets, read and as decoded (about 10 KB each): at "
+            "least the number of Runners it serves. "
             "Metacontroller syncs each Runner in turn, so a smaller memo spares nothing."
         ),
     )

@@ -875,3 +875,79 @@ def test_a_member_whose_resource_version_is_the_same_is_not_encoded_again() -> N
         assert encoded.object_map({"Runner.v1": {uid: other}}) == orjson.dumps(
             {"Runner.v1": {uid: other}}
         )
+
+
+ANSWER_PAD = b"x" * (wire.DecodedChildren.SPLIT_ABOVE_BYTES + 1)
+
+
+@st.composite
+def answer_bodies(draw: st.DrawFn) -> tuple[str, bytes]:
+    """A composite answer past the split size: compact as orjson writes it, or not quite
+    (spaces, a field twice, a child that is not an object, a non-finite number)."""
+    children = [
+        {"kind": "Runner", "metadata": {"name": f"r{i}"}, "spec": draw(ENCODABLE_VALUES)}
+        for i in range(draw(st.integers(0, 3)))
+    ]
+    answer = {"status": {"pad": ANSWER_PAD.decode()}, "children": children}
+    body = orjson.dumps(answer)
+    flaw = draw(st.sampled_from(["none", "none", "space", "twice", "not an object", "NaN"]))
+    if flaw == "space":
+        body = body.replace(b'"children":', b'"children": ')
+    if flaw == "twice":
+        body = body[:-1] + b',"children":[]}'
+    if flaw == "not an object":
+        body = body.replace(b'"children":[', b'"children":[1,')
+    if flaw == "NaN":
+        body = body.replace(b'"children":[', b'"children":[{"kind":"P","n":NaN},')
+    return flaw, body
+
+
+SHARED_DECODED = wire.DecodedChildren(limit=50)
+
+
+@given(answer_bodies())
+@settings(max_examples=200, deadline=None)
+def test_an_answer_read_with_earlier_children_reads_as_decoding_it_whole(
+    flawed: tuple[str, bytes],
+) -> None:
+    """Children met in earlier answers are reused only when the whole body is compact, as
+    decoding it whole would find; anything else is read the usual way (None here)."""
+    flaw, body = flawed
+    whole = wire._compact_document(body)
+    for _ in range(2):  # decoded, then reused
+        read = SHARED_DECODED.compact_answer(body, "children")
+        assert read == whole if flaw == "none" else read in (None, whole)
+    if flaw != "none":
+        assert SHARED_DECODED.compact_answer(body, "children") is None
+
+
+def test_an_unchanged_child_of_an_answer_is_the_object_decoded_before() -> None:
+    decoded = wire.DecodedChildren(limit=3)
+    children = [{"kind": "Runner", "metadata": {"name": f"r{i}"}} for i in range(2)]
+    answer = {"status": {"pad": ANSWER_PAD.decode()}, "children": children}
+    first = decoded.compact_answer(orjson.dumps(answer), "children")
+    children[1]["spec"] = {"changed": True}
+    second = decoded.compact_answer(orjson.dumps(answer), "children")
+    assert first is not None and second is not None
+    assert second["children"][0] is first["children"][0]
+    assert second["children"][1] is not first["children"][1]
+    assert second["children"][1]["spec"] == {"changed": True}
+    small = orjson.dumps({"children": children})
+    assert decoded.compact_answer(small, "children") is None  # decoded whole, as before
+
+
+def test_a_world_whose_every_answer_reuses_children_runs_as_one_decoding_them_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every answer's children reused (not only large answers'): the same run, call for call."""
+    from arc_sim.world import World
+    from tests.sim_scenarios import scenario
+
+    name = "deployment-rollout-during-long-jobs"
+    monkeypatch.setattr(wire.DecodedChildren, "SPLIT_ABOVE_BYTES", 10**9)
+    whole = World(scenario(name)).run().to_json()
+    monkeypatch.setattr(wire.DecodedChildren, "SPLIT_ABOVE_BYTES", 0)
+    reused = World(scenario(name)).run().to_json()
+    for summary in (whole, reused):
+        del summary["wallSeconds"]
+    assert reused == whole

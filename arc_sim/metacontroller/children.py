@@ -276,7 +276,11 @@ same object (by identity) and an equal desired state merge to nothing again."""
 
 def _settled_already(current: KubeObject, desired: KubeObject) -> bool:
     entry = _settled.get(current["metadata"].get("uid") or "")
-    return entry is not None and entry[0] is current and entry[1] == desired
+    # The same desired object (an unchanged child of the answer, `wire.DecodedChildren`) is
+    # equal without looking.
+    return (
+        entry is not None and entry[0] is current and (entry[1] is desired or entry[1] == desired)
+    )
 
 
 def _remember_settled(current: KubeObject, desired: KubeObject) -> None:

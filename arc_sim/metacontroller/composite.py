@@ -29,6 +29,7 @@ from arc_sim.metacontroller.finalizers import (
 )
 from arc_sim.metacontroller.spec import CompositeSpec
 from arc_sim.metacontroller.wire import (
+    DecodedChildren,
     EncodedMembers,
     composite_request,
     encode,
@@ -66,6 +67,7 @@ class CompositeController:
         )
         self._controller_json = encode(spec.controller)
         self._encoded = EncodedMembers()
+        self._decoded = DecodedChildren()
         self.related: RelatedObjects[ParentKey] = RelatedObjects(
             spec.hooks.customize,
             self._controller_json,
@@ -217,7 +219,7 @@ class CompositeController:
         body = composite_request(
             self._controller_json, parent, children, related_map, finalizing, self._encoded
         )
-        answer = read_composite_answer(context.hooks.call(hook, body), hook.strict)
+        answer = read_composite_answer(context.hooks.call(hook, body), hook.strict, self._decoded)
         for child in answer.children:
             metadata = child.setdefault("metadata", {})
             if not metadata.get("namespace"):

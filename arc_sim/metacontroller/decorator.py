@@ -28,6 +28,7 @@ from arc_sim.metacontroller.finalizers import (
 )
 from arc_sim.metacontroller.spec import DecoratedRule, DecoratorSpec
 from arc_sim.metacontroller.wire import (
+    DecodedChildren,
     DecoratorAnswer,
     EncodedMembers,
     decorator_request,
@@ -60,6 +61,7 @@ class DecoratorController:
         )
         self._controller_json = encode(spec.controller)
         self._encoded = EncodedMembers()
+        self._decoded = DecodedChildren()
         self.related: RelatedObjects[ObjectKey] = RelatedObjects(
             spec.hooks.customize,
             self._controller_json,
@@ -191,7 +193,7 @@ class DecoratorController:
         body = decorator_request(
             self._controller_json, obj, children, related_map, finalizing, self._encoded
         )
-        answer = read_decorator_answer(context.hooks.call(hook, body), hook.strict)
+        answer = read_decorator_answer(context.hooks.call(hook, body), hook.strict, self._decoded)
         for attachment in answer.attachments:
             metadata = attachment.setdefault("metadata", {})
             if not metadata.get("namespace"):

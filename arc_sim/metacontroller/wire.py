@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+import msgspec
 import orjson
 
 from arc_sim.metacontroller.failures import SyncFailure
@@ -205,8 +206,71 @@ RELATED_RULE_FIELDS = frozenset(
 )
 
 
-def read_composite_answer(body: bytes, strict: bool) -> CompositeAnswer:
-    answer = _document(body, strict, _COMPOSITE_FIELDS)
+class DecodedChildren:
+    """Each desired child of an earlier answer, by its exact JSON text: a parent answered
+    again and again with hundreds of children decodes only the ones that changed, and an
+    unchanged child is the very object decoded before (applying it then compares by identity,
+    `children._settled_already`). One per controller; only compact text (what its decoding
+    encodes back to) is kept, and everything is forgotten once it holds `limit` children."""
+
+    SPLIT_ABOVE_BYTES = 64 * 1024
+
+    def __init__(self, limit: int = 20_000) -> None:
+        self.limit = limit
+        self._by_text: dict[bytes, KubeObject] = {}
+
+    def compact_answer(self, body: bytes, list_field: str) -> dict[str, Any] | None:
+        """`_compact_document(body)`, the objects of `list_field` reused; None when the body
+        is small or not compact (it is then decoded the usual way)."""
+        if len(body) <= self.SPLIT_ABOVE_BYTES:
+            return None
+        try:
+            parts = _PARTS.decode(body)
+        except msgspec.DecodeError:
+            return None
+        document: dict[str, Any] = {}
+        texts: list[bytes] = []
+        for key, raw in parts.items():
+            text = bytes(raw)
+            value = self._objects(text) if key == list_field else _compact_document(text)
+            if value is None and text != b"null":
+                return None
+            document[key] = value
+            texts.append(orjson.dumps(key) + b":" + text)
+        # Compact as a whole: nothing between the parts, no field twice (a duplicate, dropped
+        # by the decoding, would be missing here).
+        return document if b"{" + b",".join(texts) + b"}" == body else None
+
+    def _objects(self, text: bytes) -> list[KubeObject] | None:
+        try:
+            items = _RAW_LIST.decode(text)
+        except msgspec.DecodeError:
+            return None
+        objects: list[Any] = []
+        texts: list[bytes] = []
+        for item in items:
+            item_text = bytes(item)
+            obj = self._by_text.get(item_text)
+            if obj is None:
+                obj = _compact_document(item_text)
+                if not isinstance(obj, dict):
+                    return None  # decoded the usual way, which says what is wrong
+                if len(self._by_text) >= self.limit:
+                    self._by_text.clear()
+                self._by_text[item_text] = obj
+            objects.append(obj)
+            texts.append(item_text)
+        return objects if b"[" + b",".join(texts) + b"]" == text else None
+
+
+_PARTS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def read_composite_answer(
+    body: bytes, strict: bool, decoded: DecodedChildren | None = None
+) -> CompositeAnswer:
+    answer = _document(body, strict, _COMPOSITE_FIELDS, decoded, "children")
     return CompositeAnswer(
         status=_optional_object(answer.get("status"), "status"),
         children=_children(answer.get("children"), "children"),
@@ -215,8 +279,10 @@ def read_composite_answer(body: bytes, strict: bool) -> CompositeAnswer:
     )
 
 
-def read_decorator_answer(body: bytes, strict: bool) -> DecoratorAnswer:
-    answer = _document(body, strict, _DECORATOR_FIELDS)
+def read_decorator_answer(
+    body: bytes, strict: bool, decoded: DecodedChildren | None = None
+) -> DecoratorAnswer:
+    answer = _document(body, strict, _DECORATOR_FIELDS, decoded, "attachments")
     return DecoratorAnswer(
         labels=_string_map(answer.get("labels"), "labels"),
         annotations=_string_map(answer.get("annotations"), "annotations"),
@@ -272,8 +338,16 @@ def _related_rule_types(rule: dict[str, Any]) -> None:
         _fail("relatedResources: names must be a list of strings")
 
 
-def _document(body: bytes, strict: bool, fields: frozenset[str]) -> dict[str, Any]:
-    document = _compact_document(body)
+def _document(
+    body: bytes,
+    strict: bool,
+    fields: frozenset[str],
+    decoded: DecodedChildren | None = None,
+    list_field: str = "",
+) -> dict[str, Any]:
+    document = decoded.compact_answer(body, list_field) if decoded is not None else None
+    if document is None:
+        document = _compact_document(body)
     if document is None:
         document = _document_by_pairs(body, strict)
     if not isinstance(document, dict):
