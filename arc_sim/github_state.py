@@ -317,6 +317,9 @@ class GitHubState:
         self._random = random.Random(seed)
         self._next_runner_id = 1
         self._runners: dict[str, dict[int, RunnerRecord]] = {}
+        # Per scope: each runner's id by its name, casefolded (names are unique per scope and
+        # GitHub compares them without case); looked up at every registration.
+        self._ids_by_name: dict[str, dict[str, int]] = {}
         self._label_ids: dict[str, int] = {}
         self._groups: dict[str, list[RunnerGroup]] = {}
         self._tokens: dict[str, IssuedToken] = {}
@@ -1040,10 +1043,8 @@ class GitHubState:
         return self._runners.setdefault(_key(scope), {})
 
     def _find(self, scope: Scope, name: str) -> RunnerRecord | None:
-        for record in self._runners_of(scope).values():
-            if record.name.casefold() == name.casefold():
-                return record
-        return None
+        runner_id = self._ids_by_name.get(_key(scope), {}).get(name.casefold())
+        return None if runner_id is None else self._runners_of(scope).get(runner_id)
 
     def _store(self, record: RunnerRecord) -> None:
         runners = self._runners_of(record.scope)
@@ -1051,6 +1052,7 @@ class GitHubState:
             self._registered += 1
             self._registered_peak = max(self._registered_peak, self._registered)
         runners[record.id] = record
+        self._ids_by_name.setdefault(_key(record.scope), {})[record.name.casefold()] = record.id
 
     def _remove(self, scope: Scope, runner_id: int) -> JobTaker | None:
         """Delete a runner's registration (refused while busy); returns its agent, detached."""
@@ -1058,6 +1060,9 @@ class GitHubState:
         if record.busy:
             raise RunnerBusyError(record.name)
         del self._runners_of(scope)[runner_id]
+        names = self._ids_by_name.get(_key(scope), {})
+        if names.get(record.name.casefold()) == runner_id:
+            del names[record.name.casefold()]
         self._registered -= 1
         self._spent.discard(runner_id)
         if record.scale_set_id is not None and self.scale_set_router is not None:

@@ -785,6 +785,24 @@ def test_odd_but_valid_pods_never_get_a_500(client: TestClient) -> None:
         assert response.status_code == 200, (path, response.text)
 
 
+@pytest.mark.parametrize("grace", [2**53 + 1, 1e300, -5, True])
+def test_a_deletion_grace_period_of_any_size_is_read_without_a_500(
+    client: TestClient, grace: object
+) -> None:
+    """The field is an int64: one worth centuries reads as a century (adding it to a time would
+    overflow), a negative one as none."""
+    pod = runner_pod(ephemeral=False)
+    pod["metadata"] |= {"deletionTimestamp": "2026-01-01T00:00:00Z"}
+    pod["metadata"]["deletionGracePeriodSeconds"] = grace
+    pod["status"] = {
+        "phase": "Running",
+        "containerStatuses": [{"name": "runner", "state": {"running": {}}}],
+    }
+    for path in ("/sync/runnerpod", "/finalize/runnerpod"):
+        response = client.post(path, json={"object": pod})
+        assert response.status_code == 200, (path, response.text)
+
+
 # ------------------------------------------------------------------------ secrets
 
 

@@ -15,6 +15,9 @@ from hooks.naming import RUNNER_ID_ANNOTATION
 from hooks.runner.observed_pod import RUNNER_CONTAINER, ObservedPod, observe_pod
 
 UNREACHABLE_AFTER_SECONDS = 60.0
+MAX_GRACE_SECONDS = 100 * 365 * 86_400.0
+"""A deletion grace period read as at most a century: the field is an int64, and a wait that
+long is never in practice, while adding more to a time would overflow."""
 """How long past its grace period a terminating pod may still report a running runner before
 its node counts as gone (ARC's force-delete waits the same minute)."""
 
@@ -74,8 +77,16 @@ def read_runner_pod(pod: KubeObject) -> RunnerPod:
         ),
         node_lost=_node_lost(object_or_empty(pod.get("status"))),
         deletion_timestamp=observed_time(metadata.get("deletionTimestamp")),
-        deletion_grace_seconds=float(grace) if isinstance(grace, int | float) else 0.0,
+        deletion_grace_seconds=_grace_seconds(grace),
     )
+
+
+def _grace_seconds(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    if value >= MAX_GRACE_SECONDS:  # compared first: an int may be too large for a float
+        return MAX_GRACE_SECONDS
+    return max(float(value), 0.0)
 
 
 FORCE_DELETE_AFTER = timedelta(minutes=1)
