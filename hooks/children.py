@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -168,19 +169,4 @@ def read_once_per_state(
 ) -> list[T]:
     """Every object read, those read before taken from the memo: a parent with a thousand
     children, synced at every change of any of them, reads only what changed."""
-    readings: list[T] = []
-    for obj in objects:
-        # `state_key(kind, obj)`, inline: this runs for every child of every sync of a set.
-        metadata = obj.get("metadata")
-        uid = metadata.get("uid") if isinstance(metadata, dict) else None
-        version = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
-        known = isinstance(uid, str) and uid and isinstance(version, str) and version
-        before = memo.get((kind, uid, version)) if known else None
-        if isinstance(before, reading):
-            readings.append(before)
-            continue
-        fresh = read(obj)
-        if known:
-            memo.put((kind, uid, version), fresh)
-        readings.append(fresh)
-    return readings
+    return [read_once(state_key(kind, obj), partial(read, obj), reading, memo) for obj in objects]

@@ -67,13 +67,21 @@ def _decoded(body: bytes) -> Any:
 
 
 def _check_written_depth(document: Any) -> None:
-    wrapped: object = document
-    for _ in range(ANSWER_HEADROOM):
+    if not writable_at(document, 0):
+        raise UnreadableBody(f"request body nested deeper than {MAX_NESTING} levels")
+
+
+def writable_at(value: Any, level: int) -> bool:
+    """Whether `value`, found `level` containers down in a request, leaves the request
+    writable inside `ANSWER_HEADROOM` more levels, as its answer would be."""
+    wrapped: object = value
+    for _ in range(ANSWER_HEADROOM + level):
         wrapped = [wrapped]
     try:
         orjson.dumps(wrapped)
     except orjson.JSONEncodeError:
-        raise UnreadableBody(f"request body nested deeper than {MAX_NESTING} levels") from None
+        return False
+    return True
 
 
 def _decoded_wrapped(body: bytes) -> Any:

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from hooks.json_body import ANSWER_HEADROOM, read_json_object
+from hooks.json_body import read_json_object, writable_at
 from hooks.metacontroller import MEMBER_GROUPS, KubeObject, member_problem
 
 SPLIT_ABOVE_BYTES = 64 * 1024
@@ -165,17 +165,10 @@ def _field_length(key: str) -> int:
 
 def _decoded(text: bytes | memoryview, level: int) -> Any:
     """`text` decoded, when it nests no deeper than the document may at `level` containers
-    down (`json_body`: an answer can be written with `ANSWER_HEADROOM` more levels around the
-    whole); `_UNREAD` otherwise (the document is then read the plain way)."""
+    down (`json_body.writable_at`); `_UNREAD` otherwise (the document is then read the plain
+    way)."""
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
         return _UNREAD
-    wrapped = value
-    for _ in range(ANSWER_HEADROOM + level):
-        wrapped = [wrapped]
-    try:
-        orjson.dumps(wrapped)
-    except orjson.JSONEncodeError:
-        return _UNREAD
-    return value
+    return value if writable_at(value, level) else _UNREAD
