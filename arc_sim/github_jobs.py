@@ -222,6 +222,9 @@ class JobBook:
     def queued(self) -> list[SimJob]:
         return [self._jobs[job_id] for job_id in self._queued]
 
+    def has_queued(self) -> bool:
+        return bool(self._queued)
+
     def run(self, run_id: int) -> WorkflowRun:
         return self._runs[run_id]
 

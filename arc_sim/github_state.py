@@ -352,6 +352,9 @@ class GitHubState:
         self._agents: dict[int, JobTaker] = {}
         self._running: dict[int, int] = {}  # runner id -> job id
         self._spent: set[int] = set()  # ephemeral runners that had their one job
+        # Runners that may be handed a job now (online, idle, not spent), by id: every job
+        # submitted and every runner gone idle looks for one, among thousands registered.
+        self._available: dict[int, RunnerRecord] = {}
         self._job_listeners: list[JobListener] = []
         self.scale_set_router: ScaleSetRouter | None = None
         self._routed: dict[int, int | None] = {}  # job id -> scale set it is assigned to
@@ -1053,6 +1056,13 @@ class GitHubState:
             self._registered_peak = max(self._registered_peak, self._registered)
         runners[record.id] = record
         self._ids_by_name.setdefault(_key(record.scope), {})[record.name.casefold()] = record.id
+        self._note_availability(record)
+
+    def _note_availability(self, record: RunnerRecord) -> None:
+        if record.status == "online" and not record.busy and record.id not in self._spent:
+            self._available[record.id] = record
+        else:
+            self._available.pop(record.id, None)
 
     def _remove(self, scope: Scope, runner_id: int) -> JobTaker | None:
         """Delete a runner's registration (refused while busy); returns its agent, detached."""
@@ -1065,6 +1075,7 @@ class GitHubState:
             del names[record.name.casefold()]
         self._registered -= 1
         self._spent.discard(runner_id)
+        self._available.pop(runner_id, None)
         if record.scale_set_id is not None and self.scale_set_router is not None:
             self.scale_set_router.runner_removed(runner_id)
         return self._agents.pop(runner_id, None)
@@ -1098,20 +1109,10 @@ class GitHubState:
     def _dispatch(self) -> None:
         """Hand queued jobs, oldest first, to online idle runners that may take them; among
         several, the runner with the lowest id (deterministic)."""
+        if not self._available or not self.job_book.has_queued():
+            return  # most calls: nothing to hand out, or nobody to take it
         queued = self.job_book.queued()
-        if not queued:
-            return  # most calls: no runner list to look through
-        idle = sorted(
-            (
-                r
-                for runners in self._runners.values()
-                for r in runners.values()
-                if r.status == "online" and not r.busy and r.id not in self._spent
-            ),
-            key=attrgetter("id"),
-        )
-        if not idle:
-            return
+        idle = [self._available[runner_id] for runner_id in sorted(self._available)]
         for job in queued:
             runner = next((r for r in idle if self._can_take(r, job)), None)
             if runner is None:
@@ -1134,10 +1135,10 @@ class GitHubState:
             started_at=self.clock.now(),
         )
         self.job_book.store(job)
-        self._store(replace(runner, busy=True))
-        self._running[runner.id] = job.id
         if runner.ephemeral:
             self._spent.add(runner.id)
+        self._store(replace(runner, busy=True))
+        self._running[runner.id] = job.id
         self._announce("in_progress", job)
         if job.id in self._routed and self.scale_set_router is not None:
             self.scale_set_router.started(job, runner)

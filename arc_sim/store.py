@@ -171,6 +171,11 @@ class ObjectStore:
         matching.sort(key=lambda item: str(item[0]))
         return [clone(obj) for _, obj in matching]
 
+    def any_object(self, test: Callable[[KubeObject], bool]) -> bool:
+        """Whether any stored object passes `test`, which reads the stored object itself (no
+        copy: a check made every few virtual seconds over thousands of objects)."""
+        return any(test(obj) for obj in self._objects.values())
+
     def kinds(self) -> set[str]:
         return {kind for kind, objects in self._kinds.items() if objects}
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from arc_sim.events import EventLoop
 from arc_sim.github_api import (
     ACTOR,
@@ -240,7 +242,7 @@ class WebhookSender:
     def send(self, event: str, payload: Json, *, job_id: int | None = None) -> list[Delivery]:
         """Schedule the delivery of one event; returns its delivery records (one, or two for a
         duplicate). A lost delivery is recorded but never scheduled."""
-        body = json.dumps(payload, separators=(",", ":")).encode()
+        body = orjson.dumps(payload)  # compact UTF-8, as GitHub sends it
         delivery_id = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
         # Both draws always happen, so one rate does not shift the other's sequence.
         lost = self._random.random() < self.loss_rate

@@ -352,13 +352,7 @@ class World:
                 continue
 
     def _settled(self) -> bool:
-        left = [
-            obj
-            for kind in self.store.kinds()
-            for obj in self.store.list_objects(kind)
-            if _is_arc(obj) or _is_runner_pod(obj)
-        ]
-        return not left
+        return not self.store.any_object(lambda obj: _is_arc(obj) or _is_runner_pod(obj))
 
     # ------------------------------------------------------------------ actions
 

@@ -9,6 +9,7 @@ import json
 import re
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +22,7 @@ from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.deps import HookDeps
 from hooks.github.cached import CachedGitHub
-from hooks.github.port import Scope
+from hooks.github.port import GitHubRunner, RunnerListing, Scope
 from hooks.memo import Memo
 from hooks.metacontroller import CompositeHookRequest
 from hooks.resources.runner import Runner
@@ -215,6 +216,34 @@ def test_more_runners_than_the_memo_holds_are_validated_once_each(
         assert (again.runner, again.problems, again.jit) == (now.runner, now.problems, now.jit)
         assert again.runner is None or again.pod() == now.pod()
     assert parsed[1].problems and not parsed[0].problems and parsed[2].jit
+
+
+def test_a_runners_spec_is_checked_again_only_when_its_pod_could_change(
+    deps: HookDeps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Runner's life changes its metadata (Metacontroller's finalizer, then deletion): the
+    spec's problems depend on the spec and what the pod takes from the metadata only."""
+    from hooks.runner import parse
+
+    validated = record_calls(
+        monkeypatch, parse, "validate_runner_spec", lambda spec, **kw: str(kw["metadata"].labels)
+    )
+    invalid = {"organization": "acme", "repository": "acme/app"}
+    parent = new_runner(invalid, name="changing")
+    finalized = json.loads(json.dumps(parent))
+    finalized["metadata"]["finalizers"] = ["metacontroller.io/compositecontroller-runner"]
+    deleted = json.loads(json.dumps(finalized))
+    deleted["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z", generation=2)
+    relabelled = json.loads(json.dumps(deleted))
+    relabelled["metadata"]["labels"] = {"team": "a"}
+
+    parsed = [parse.parse_runner(_request(p), deps) for p in (parent, finalized, deleted)]
+    assert len(validated) == 1
+    assert len({p.problems for p in parsed}) == 1 and parsed[0].problems
+    assert parsed[2].runner is not None and parsed[2].runner.metadata.deletion_timestamp
+
+    parse.parse_runner(_request(relabelled), deps)
+    assert validated[-1] == str({"team": "a"}) and len(validated) == 2
 
 
 def test_the_memo_holds_as_many_runners_as_the_setting_says(
@@ -420,3 +449,49 @@ def test_objects_by_name_finds_what_object_named_finds(
         index = request.objects_by_name(kind, related=related)
         for name in ["a", "b", "c", "a-0", "", "missing"]:
             assert index.get(name) is request.object_named(kind, name, related=related)
+
+
+# ---------------------------------------------------------------- a runner list's changes
+
+_LISTED = st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.booleans()), max_size=8).map(
+    lambda rows: RunnerListing(
+        tuple(
+            GitHubRunner(id=i + 1, name=name, status="online", busy=busy)
+            for i, (name, busy) in enumerate(rows)
+        )
+    )
+)
+_CHANGES = st.lists(
+    st.tuples(
+        st.sampled_from(["without", "busy", "corrected"]),
+        st.integers(0, 9),  # a runner id (some not listed)
+        st.sampled_from(["a", "b", "c", "d", "e"]),
+    ),
+    max_size=8,
+)
+
+
+@given(listing=_LISTED, changes=_CHANGES, look_first=st.booleans())
+def test_a_runner_lists_changes_are_the_plain_ones(
+    listing: RunnerListing, changes: list[tuple[str, int, str]], look_first: bool
+) -> None:
+    """The cache changes its shared list once per runner removed or found busy; each change
+    keeps the name index instead of building it again. Whatever the changes, the listing and
+    every name's lookup are what the plain definitions give, duplicate names included."""
+    plain = listing.runners
+    for change, runner_id, name in changes:
+        if look_first:
+            listing.named(name)  # the index exists before the change
+        if change == "without":
+            listing = listing.without(runner_id)
+            plain = tuple(r for r in plain if r.id != runner_id)
+        elif change == "busy":
+            listing = listing.marked_busy(runner_id)
+            plain = tuple(replace(r, busy=True) if r.id == runner_id else r for r in plain)
+        else:
+            found = (GitHubRunner(id=100 + runner_id, name=name, status="offline", busy=False),)
+            listing = listing.corrected(name, found)
+            plain = (*(r for r in plain if r.name != name), *found)
+        assert listing.runners == plain
+        for each in ["a", "b", "c", "d", "e"]:
+            assert listing.named(each) == next((r for r in plain if r.name == each), None)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arc_sim.fake_github import FakeGitHub, FakeGitHubError, RunnerBusyError, SimJob
 from arc_sim.github_jobs import JobEvent, covers, labels_match
@@ -333,3 +335,55 @@ def test_summary_counts(github: FakeGitHub, clock: ManualClock) -> None:
     assert summary.queue_seconds_p50 == 30
     assert summary.queue_seconds_max == 80
     assert (summary.runners_registered_peak, summary.runners_registered_now) == (3, 2)
+
+
+_OPERATIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["register", "online", "offline", "submit", "complete", "delete"]),
+        st.integers(0, 5),  # which runner or job
+        st.booleans(),  # ephemeral, or which labels
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_OPERATIONS)
+def test_no_job_waits_while_a_runner_that_may_take_it_is_idle(
+    operations: list[tuple[str, int, bool]],
+) -> None:
+    """Whatever runners and jobs did before, a queued job never waits beside an online idle
+    runner that may take it (and has not had its one job)."""
+    github = FakeGitHub(ManualClock(START))
+    github.add_personal_access_token(PAT)
+    names = 0
+    for action, index, flag in operations:
+        runners = github.runner_records()
+        running = [j for j in github.jobs() if j.status == "in_progress"]
+        if action == "register":
+            names += 1
+            runner(github, ORG, f"r{names}", ("k8s", "gpu") if flag else ("k8s",), ephemeral=flag)
+        elif action in ("online", "offline") and runners:
+            record = runners[index % len(runners)]
+            if not record.busy:
+                github.set_online(ORG, record.id, action == "online")
+        elif action == "submit":
+            github.submit_job(HELLO, ["k8s", "gpu"] if flag else ["k8s"], 60)
+        elif action == "complete" and running:
+            github.complete_job(running[index % len(running)].id)
+        elif action == "delete" and runners:
+            record = runners[index % len(runners)]
+            if not record.busy:
+                github.delete_runner(ORG, record.id)
+        busy_ids = {j.runner_id for j in github.jobs() if j.status == "in_progress"}
+        done_ids = {j.runner_id for j in github.jobs() if j.status == "completed"}
+        for job in (j for j in github.jobs() if j.status == "queued"):
+            takers = [
+                r
+                for r in github.runner_records()
+                if r.status == "online"
+                and r.id not in busy_ids
+                and not (r.ephemeral and r.id in done_ids)
+                and labels_match((label.name for label in r.labels), job.labels)
+            ]
+            assert not takers, f"job {job.id} waits beside idle runner {takers[0].name}"

@@ -48,8 +48,9 @@ class ObjectCache:
         self._objects: dict[str, dict[str, dict[str, KubeObject]]] = {}
         self._keys_by_uid: dict[str, ObjectKey] = {}
         # Dicts rather than sets: iteration in insertion order keeps runs deterministic.
-        self._owned: dict[str, dict[ObjectKey, None]] = {}
-        """Controller owner uid -> keys of the objects it controls."""
+        self._owned: dict[tuple[str, str], dict[ObjectKey, KubeObject]] = {}
+        """(Controller owner uid, kind) -> the objects of that kind it controls, by key: a set
+        with thousands of children claims them at every sync."""
         self._orphans: dict[str, dict[str, dict[str, None]]] = {}
         """Kind -> namespace -> names of objects without a controller."""
 
@@ -88,13 +89,7 @@ class ObjectCache:
             yield from list(members.values())
 
     def controlled_by(self, owner_uid: str, kind: str) -> list[KubeObject]:
-        found = []
-        for key in self._owned.get(owner_uid, ()):
-            if key[0] == kind:
-                obj = self.get(*key)
-                if obj is not None:
-                    found.append(obj)
-        return found
+        return list(self._owned.get((owner_uid, kind), {}).values())
 
     def orphans(self, kind: str, namespace: str | None) -> list[KubeObject]:
         by_namespace = self._orphans.get(kind, {})
@@ -111,7 +106,7 @@ class ObjectCache:
         self._keys_by_uid[obj["metadata"]["uid"]] = key
         ref = controller_ref(obj)
         if ref is not None and ref.get("uid"):
-            self._owned.setdefault(ref["uid"], {})[key] = None
+            self._owned.setdefault((ref["uid"], key[0]), {})[key] = obj
         else:
             self._orphans.setdefault(key[0], {}).setdefault(key[1], {})[key[2]] = None
 
@@ -119,11 +114,12 @@ class ObjectCache:
         self._keys_by_uid.pop(obj["metadata"]["uid"], None)
         ref = controller_ref(obj)
         if ref is not None and ref.get("uid"):
-            owned = self._owned.get(ref["uid"])
+            owner = (ref["uid"], key[0])
+            owned = self._owned.get(owner)
             if owned is not None:
                 owned.pop(key, None)
                 if not owned:
-                    del self._owned[ref["uid"]]
+                    del self._owned[owner]
         else:
             names = self._orphans.get(key[0], {}).get(key[1])
             if names is not None:

@@ -445,9 +445,9 @@ class CachedGitHub(GitHubPort):
         runners = self._lists.get(scope, self._clock.now())
         if runners is None:
             return
-        kept = tuple(r for r in runners.runners if r.id != runner_id)
-        if len(kept) != len(runners):
-            self._lists.amend(scope, replace(runners, runners=kept))
+        kept = runners.without(runner_id)
+        if kept is not runners:
+            self._lists.amend(scope, kept)
 
     def _correct_list(
         self, scope: Scope, name: str, found: tuple[GitHubRunner, ...], asked_at: datetime
@@ -458,8 +458,7 @@ class CachedGitHub(GitHubPort):
         listed_at = self._lists.stored_at(scope)
         runners = self._lists.get(scope, self._clock.now())
         if runners is not None and listed_at is not None and listed_at <= asked_at:
-            kept = (*(r for r in runners.runners if r.name != name), *found)
-            self._lists.amend(scope, replace(runners, runners=kept))
+            self._lists.amend(scope, runners.corrected(name, found))
 
     def _mark_busy(self, scope: Scope, runner_id: int) -> None:
         # GitHub just told us the runner is busy: fresher than a cached list that says idle.
@@ -467,8 +466,7 @@ class CachedGitHub(GitHubPort):
         runners = self._lists.get(scope, self._clock.now())
         if runners is None:
             return
-        marked = tuple(replace(r, busy=True) if r.id == runner_id else r for r in runners.runners)
-        self._lists.amend(scope, replace(runners, runners=marked))
+        self._lists.amend(scope, runners.marked_busy(runner_id))
 
     def _invalidate_list(self, scope: Scope) -> None:
         self._lists.pop(scope)

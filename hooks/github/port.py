@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, Protocol, overload
 
 
@@ -71,21 +72,79 @@ class RunnerListing(Sequence[GitHubRunner]):
     # How long a list is served says nothing of what it lists: not compared.
     fresh_until: datetime | None = field(default=None, compare=False)
     # Each Runner's sync looks its own name up in the one list the cache shares: a scan each
-    # would cost the square of the runners.
-    _by_name: dict[str, GitHubRunner] = field(init=False, repr=False, compare=False)
+    # would cost the square of the runners. Built at the first lookup (None until then), and
+    # carried over to a listing derived by one change (`without` and the others): a teardown
+    # changes the list once per runner.
+    _by_name: dict[str, GitHubRunner] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        by_name: dict[str, GitHubRunner] = {}
-        for runner in self.runners:
-            by_name.setdefault(runner.name, runner)
-        object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "_by_name", None)
 
     @classmethod
     def of(cls, runners: Sequence[GitHubRunner]) -> RunnerListing:
         return runners if isinstance(runners, RunnerListing) else cls(tuple(runners))
 
     def named(self, name: str) -> GitHubRunner | None:
-        return self._by_name.get(name)
+        return self._names().get(name)
+
+    def without(self, runner_id: int) -> RunnerListing:
+        """The listing without runner `runner_id`; this one when it does not list it."""
+        index = self._position(runner_id)
+        if index is None:
+            return self
+        gone = self.runners[index]
+        return self._derived(self.runners[:index] + self.runners[index + 1 :], gone.name, ())
+
+    def marked_busy(self, runner_id: int) -> RunnerListing:
+        """The listing with runner `runner_id` busy; this one when it does not list it."""
+        index = self._position(runner_id)
+        if index is None:
+            return self
+        busy = replace(self.runners[index], busy=True)
+        runners = (*self.runners[:index], busy, *self.runners[index + 1 :])
+        return self._derived(runners, busy.name, (busy,))
+
+    def corrected(self, name: str, found: tuple[GitHubRunner, ...]) -> RunnerListing:
+        """The listing with the runners named `name` replaced by `found`, put last."""
+        if not self._one_per_name():
+            kept = tuple(r for r in self.runners if r.name != name)
+            return replace(self, runners=(*kept, *found))
+        listed = self.named(name)
+        index = None if listed is None else self._position(listed.id)
+        kept = self.runners if index is None else self.runners[:index] + self.runners[index + 1 :]
+        return self._derived((*kept, *found), name, found)
+
+    def _position(self, runner_id: int) -> int | None:
+        try:
+            return list(map(_runner_id, self.runners)).index(runner_id)
+        except ValueError:
+            return None
+
+    def _names(self) -> dict[str, GitHubRunner]:
+        by_name = self._by_name
+        if by_name is None:
+            by_name = {}
+            for runner in self.runners:
+                by_name.setdefault(runner.name, runner)  # the first of a name, as listed
+            object.__setattr__(self, "_by_name", by_name)
+        return by_name
+
+    def _one_per_name(self) -> bool:
+        return len(self._names()) == len(self.runners)
+
+    def _derived(
+        self, runners: tuple[GitHubRunner, ...], name: str, entries: tuple[GitHubRunner, ...]
+    ) -> RunnerListing:
+        """A listing of `runners`, which differ from these in the runners named `name` only,
+        now `entries`: the name index is carried over when each name has one runner."""
+        listing = replace(self, runners=runners)
+        if self._by_name is not None and len(self._by_name) == len(self.runners):
+            by_name = dict(self._by_name)
+            by_name.pop(name, None)
+            for runner in entries:
+                by_name.setdefault(runner.name, runner)
+            object.__setattr__(listing, "_by_name", by_name)
+        return listing
 
     def older_than(self, moment: datetime | None) -> bool:
         return moment is not None and self.asked_at is not None and self.asked_at < moment
@@ -104,6 +163,9 @@ class RunnerListing(Sequence[GitHubRunner]):
 
     def __iter__(self) -> Iterator[GitHubRunner]:
         return iter(self.runners)
+
+
+_runner_id = attrgetter("id")
 
 
 @dataclass(frozen=True)

@@ -82,8 +82,9 @@ def parse_runner(request: CompositeHookRequest, deps: HookDeps) -> ParsedRunner:
     parsed = deps.parsed_parents.get(key)
     if parsed is None:
         # More Runners than the memo holds (it keeps their pods too) are parsed again, but
-        # their spec's problems, the costly part, are kept for many more, by a digest.
-        digest = hashlib.blake2b(text + repr((mode, defaults)).encode(), digest_size=16).digest()
+        # their spec's problems, the costly part, are kept for many more, by a digest of what
+        # they depend on: a Runner given a finalizer, then deleted, is not checked again.
+        digest = _problems_digest(parent, mode, defaults)
         problems = deps.parsed_problems.get(digest)
         parsed = _parse_now(parent, mode, defaults, problems)
         deps.parsed_parents.put(key, parsed)
@@ -91,6 +92,23 @@ def parse_runner(request: CompositeHookRequest, deps: HookDeps) -> ParsedRunner:
             deps.parsed_problems.put(digest, parsed.problems)
     assert isinstance(parsed, ParsedRunner)
     return parsed
+
+
+_POD_METADATA_FIELDS = ("name", "namespace", "labels", "annotations")
+"""What a Runner's pod takes from the Runner's metadata (`hooks.runner.pod`), and with its spec
+all that the spec's problems depend on."""
+
+
+def _problems_digest(parent: KubeObject, mode: str, defaults: PodDefaults) -> bytes:
+    metadata = parent.get("metadata")
+    checked = {
+        "spec": parent.get("spec"),
+        "metadata": {key: metadata.get(key) for key in _POD_METADATA_FIELDS}
+        if isinstance(metadata, dict)
+        else metadata,
+    }
+    text = orjson.dumps(checked, option=PLAIN_JSON) + repr((mode, defaults)).encode()
+    return hashlib.blake2b(text, digest_size=16).digest()
 
 
 def _without_volatile_fields(parent: KubeObject) -> KubeObject:
