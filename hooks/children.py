@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from datetime import datetime
-from functools import partial
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -169,4 +168,14 @@ def read_once_per_state(
 ) -> list[T]:
     """Every object read, those read before taken from the memo: a parent with a thousand
     children, synced at every change of any of them, reads only what changed."""
-    return [read_once(state_key(kind, obj), partial(read, obj), reading, memo) for obj in objects]
+    keys = [state_key(kind, obj) for obj in objects]
+    readings: list[T] = []
+    for obj, key, before in zip(objects, keys, memo.get_many(keys), strict=True):
+        if isinstance(before, reading):
+            readings.append(before)
+            continue
+        fresh = read(obj)
+        if key is not None:
+            memo.put(key, fresh)
+        readings.append(fresh)
+    return readings

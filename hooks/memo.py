@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
 import orjson
@@ -41,6 +41,17 @@ class Memo(Generic[K, V]):
             if value is not None:
                 self._entries.move_to_end(key)
             return value
+
+    def get_many(self, keys: Sequence[K | None]) -> list[V | None]:
+        """`get` of each key (None for a None key), under one lock: a set's sync looks up
+        thousands of children."""
+        entries = self._entries
+        with self._lock:
+            values = [None if key is None else entries.get(key) for key in keys]
+            for key, value in zip(keys, values, strict=True):
+                if key is not None and value is not None:
+                    entries.move_to_end(key)
+        return values
 
     def put(self, key: K, value: V) -> None:
         with self._lock:

@@ -53,6 +53,17 @@ def test_memo_keeps_the_most_recently_used_entries() -> None:
     assert (memo.get("a"), memo.get("c"), len(memo)) == (1, 3, 2)
 
 
+def test_memo_looks_many_keys_up_as_one_by_one() -> None:
+    memo: Memo[str, int] = Memo(3)
+    for key, value in (("a", 1), ("b", 2), ("c", 3)):
+        memo.put(key, value)
+
+    assert memo.get_many(["b", None, "x", "a"]) == [2, None, None, 1]
+    memo.put("d", 4)  # "c" was used least recently: "b" and "a" were just looked up
+
+    assert (memo.get("c"), memo.get("a"), memo.get("b"), memo.get("d")) == (None, 1, 2, 4)
+
+
 def test_memo_computes_on_a_miss_only() -> None:
     memo: Memo[str, list[int]] = Memo(4)
     calls: list[str] = []
