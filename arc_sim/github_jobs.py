@@ -219,8 +219,9 @@ class JobBook:
     def jobs(self) -> list[SimJob]:
         return list(self._jobs.values())
 
-    def queued(self) -> list[SimJob]:
-        return [self._jobs[job_id] for job_id in self._queued]
+    def queued_ids(self) -> list[int]:
+        """Queued jobs, oldest first: their ids, cheap to take while thousands wait."""
+        return list(self._queued)
 
     def has_queued(self) -> bool:
         return bool(self._queued)

@@ -1111,9 +1111,9 @@ class GitHubState:
         several, the runner with the lowest id (deterministic)."""
         if not self._available or not self.job_book.has_queued():
             return  # most calls: nothing to hand out, or nobody to take it
-        queued = self.job_book.queued()
         idle = [self._available[runner_id] for runner_id in sorted(self._available)]
-        for job in queued:
+        for job_id in self.job_book.queued_ids():
+            job = self.job_book.job(job_id)
             runner = next((r for r in idle if self._can_take(r, job)), None)
             if runner is None:
                 continue

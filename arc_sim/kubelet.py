@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import enum
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -140,6 +141,7 @@ class _Pod:
     unschedulable: bool = False
     start_time: datetime | None = None
     written_phase: str = "Pending"
+    loads: str | None = None  # the node whose load counts this pod (`Kubelet._count_load`)
     # The pod as the API last reported it: the watch hands each watcher a copy of its own.
     latest: KubeObject = field(default_factory=dict)
     conditions: dict[str, tuple[str, str, datetime]] = field(default_factory=dict)
@@ -206,6 +208,9 @@ class Kubelet:
         self._nodes: list[str] = list(dict.fromkeys(nodes))
         self._lost_nodes: set[str] = set()
         self._pods: dict[str, _Pod] = {}  # by uid: a recreated pod of the same name is new
+        # Pods on each node that are neither gone nor finished: scheduling picks the least
+        # loaded node for each of thousands of pods.
+        self._load: Counter[str] = Counter()
         self._uids: dict[tuple[str, str], str] = {}
         self._unscheduled: list[str] = []
         store.watch(self._on_event)
@@ -335,6 +340,7 @@ class Kubelet:
         pod.gone = True
         pod.cancel_timers()
         self._pods.pop(pod.uid, None)
+        self._count_load(pod)
         if self._uids.get((pod.namespace, pod.name)) == pod.uid:
             del self._uids[(pod.namespace, pod.name)]
         if pod.lost:
@@ -368,6 +374,7 @@ class Kubelet:
 
     def _bound(self, pod: _Pod, node: str) -> None:
         pod.node, pod.scheduled, pod.unschedulable = node, True, False
+        self._count_load(pod)
         if node in self._lost_nodes:
             pod.lost = True
             return
@@ -380,11 +387,24 @@ class Kubelet:
         self._later(pod, self.start_delay, lambda: self._start(pod), "start")
 
     def _least_loaded_node(self) -> str:
-        load = dict.fromkeys(self._nodes, 0)
-        for other in self._pods.values():
-            if other.node in load and not other.gone and other.written_phase not in _TERMINAL:
-                load[other.node] += 1
+        load = self._load
         return min(self._nodes, key=lambda node: (load[node], self._nodes.index(node)))
+
+    def _count_load(self, pod: _Pod) -> None:
+        """Count the pod on its node while it is known, not gone and not finished; called
+        after each change of any of these."""
+        counted = (
+            pod.node
+            if pod.uid in self._pods and not pod.gone and pod.written_phase not in _TERMINAL
+            else None
+        )
+        if counted == pod.loads:
+            return
+        if pod.loads is not None:
+            self._load[pod.loads] -= 1
+        if counted is not None:
+            self._load[counted] += 1
+        pod.loads = counted
 
     def _start(self, pod: _Pod) -> None:
         if pod.gone or pod.terminating or pod.lost:
@@ -530,6 +550,7 @@ class Kubelet:
         if pod.gone or pod.lost:
             return
         pod.gone = True
+        self._count_load(pod)
         pod.cancel_timers()
         self.store.pod_terminated(pod.namespace, pod.name)
 
@@ -570,6 +591,7 @@ class Kubelet:
         if pod.gone or pod.lost:
             return
         pod.written_phase = pod.phase()
+        self._count_load(pod)
         status: dict[str, Any] = {"phase": pod.written_phase}
         if pod.conditions:
             status["conditions"] = _conditions(pod)
@@ -589,6 +611,7 @@ class Kubelet:
             )
         except NotFound:
             pod.gone = True
+            self._count_load(pod)
             return
         if pod.terminating and not pod.running():
             self._confirm_stopped(pod)

@@ -212,6 +212,28 @@ def test_pods_go_to_the_least_loaded_node_in_order() -> None:
     ]
 
 
+def test_a_deleted_pod_no_longer_loads_its_node() -> None:
+    world = make_world(("node-1", "node-2"), agents=False)
+    for name in ("a", "b", "c", "d"):
+        world.store.create(runner_pod(name))
+        world.loop.run_for(1)
+    for name in ("a", "c"):  # both on node-1
+        world.store.delete("Pod", NS, name)
+    world.loop.run_for(60)
+    assert world.store.get("Pod", NS, "a") is None and world.store.get("Pod", NS, "c") is None
+
+    for name in ("e", "f"):
+        world.store.create(runner_pod(name))
+        world.loop.run_for(1)
+
+    assert [world.kubelet.node_of(NS, n) for n in ("b", "d", "e", "f")] == [
+        "node-2",
+        "node-2",
+        "node-1",
+        "node-1",
+    ]
+
+
 def test_without_a_live_node_a_pod_waits_unschedulable_until_one_is_added() -> None:
     world = make_world((), agents=False)
     world.store.create(runner_pod("p"))
