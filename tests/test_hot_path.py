@@ -464,11 +464,15 @@ def test_objects_by_name_finds_what_object_named_finds(
 
 # ---------------------------------------------------------------- a runner list's changes
 
-_LISTED = st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.booleans()), max_size=8).map(
+_LISTED = st.lists(
+    # Ids from a small range: GitHub's are unique, but a list read page by page may repeat one.
+    st.tuples(st.integers(1, 9), st.sampled_from(["a", "b", "c", "d"]), st.booleans()),
+    max_size=8,
+).map(
     lambda rows: RunnerListing(
         tuple(
-            GitHubRunner(id=i + 1, name=name, status="online", busy=busy)
-            for i, (name, busy) in enumerate(rows)
+            GitHubRunner(id=runner_id, name=name, status="online", busy=busy)
+            for runner_id, name, busy in rows
         )
     )
 )
@@ -488,7 +492,7 @@ def test_a_runner_lists_changes_are_the_plain_ones(
 ) -> None:
     """The cache changes its shared list once per runner removed or found busy; each change
     keeps the name index instead of building it again. Whatever the changes, the listing and
-    every name's lookup are what the plain definitions give, duplicate names included."""
+    every name's lookup are what the plain definitions give, repeated names and ids included."""
     plain = listing.runners
     for change, runner_id, name in changes:
         if look_first:

@@ -89,36 +89,43 @@ class RunnerListing(Sequence[GitHubRunner]):
 
     def without(self, runner_id: int) -> RunnerListing:
         """The listing without runner `runner_id`; this one when it does not list it."""
-        index = self._position(runner_id)
+        index = self._only_position(runner_id)
         if index is None:
-            return self
+            kept = tuple(r for r in self.runners if r.id != runner_id)
+            return self if len(kept) == len(self.runners) else replace(self, runners=kept)
         gone = self.runners[index]
         return self._derived(self.runners[:index] + self.runners[index + 1 :], gone.name, ())
 
     def marked_busy(self, runner_id: int) -> RunnerListing:
         """The listing with runner `runner_id` busy; this one when it does not list it."""
-        index = self._position(runner_id)
+        index = self._only_position(runner_id)
         if index is None:
-            return self
+            if all(r.id != runner_id for r in self.runners):
+                return self
+            marked = (replace(r, busy=True) if r.id == runner_id else r for r in self.runners)
+            return replace(self, runners=tuple(marked))
         busy = replace(self.runners[index], busy=True)
         runners = (*self.runners[:index], busy, *self.runners[index + 1 :])
         return self._derived(runners, busy.name, (busy,))
 
     def corrected(self, name: str, found: tuple[GitHubRunner, ...]) -> RunnerListing:
         """The listing with the runners named `name` replaced by `found`, put last."""
-        if not self._one_per_name():
-            kept = tuple(r for r in self.runners if r.name != name)
-            return replace(self, runners=(*kept, *found))
-        listed = self.named(name)
-        index = None if listed is None else self._position(listed.id)
-        kept = self.runners if index is None else self.runners[:index] + self.runners[index + 1 :]
-        return self._derived((*kept, *found), name, found)
+        if self._one_per_name():
+            listed = self.named(name)
+            if listed is None:
+                return self._derived((*self.runners, *found), name, found)
+            index = self._only_position(listed.id)
+            if index is not None:
+                kept = self.runners[:index] + self.runners[index + 1 :]
+                return self._derived((*kept, *found), name, found)
+        kept = tuple(r for r in self.runners if r.name != name)
+        return replace(self, runners=(*kept, *found))
 
-    def _position(self, runner_id: int) -> int | None:
-        try:
-            return list(map(_runner_id, self.runners)).index(runner_id)
-        except ValueError:
-            return None
+    def _only_position(self, runner_id: int) -> int | None:
+        """Where the one runner of `runner_id` is listed; None when none is, or several are
+        (GitHub's ids are unique, but a list read page by page may repeat a runner)."""
+        ids = list(map(_runner_id, self.runners))
+        return ids.index(runner_id) if ids.count(runner_id) == 1 else None
 
     def _names(self) -> dict[str, GitHubRunner]:
         by_name = self._by_name
@@ -135,8 +142,8 @@ class RunnerListing(Sequence[GitHubRunner]):
     def _derived(
         self, runners: tuple[GitHubRunner, ...], name: str, entries: tuple[GitHubRunner, ...]
     ) -> RunnerListing:
-        """A listing of `runners`, which differ from these in the runners named `name` only,
-        now `entries`: the name index is carried over when each name has one runner."""
+        """A listing of `runners`, which differ from these in the one runner named `name`
+        only, now `entries`: the name index is carried over when each name has one runner."""
         listing = replace(self, runners=runners)
         if self._by_name is not None and len(self._by_name) == len(self.runners):
             by_name = dict(self._by_name)
