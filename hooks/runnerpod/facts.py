@@ -15,11 +15,11 @@ from hooks.naming import RUNNER_ID_ANNOTATION
 from hooks.runner.observed_pod import RUNNER_CONTAINER, ObservedPod, observe_pod
 
 UNREACHABLE_AFTER_SECONDS = 60.0
+"""How long past its grace period a terminating pod may still report a running runner before
+its node counts as gone (ARC's force-delete waits the same minute)."""
 MAX_GRACE_SECONDS = 100 * 365 * 86_400.0
 """A deletion grace period read as at most a century: the field is an int64, and a wait that
 long is never in practice, while adding more to a time would overflow."""
-"""How long past its grace period a terminating pod may still report a running runner before
-its node counts as gone (ARC's force-delete waits the same minute)."""
 
 RUNNER_ID = re.compile(r"[0-9]{1,18}")
 """A GitHub runner id as the annotation records it (an int64, in ASCII digits)."""
