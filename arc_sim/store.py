@@ -445,9 +445,11 @@ def _spec(obj: KubeObject) -> dict[str, Any]:
 
 def selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
     """A metav1.LabelSelector (matchLabels and matchExpressions); `{}` selects everything."""
-    for label, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(label) != value:
-            return False
+    match_labels = selector.get("matchLabels") or {}
+    # Every pair present in `labels` (a view comparison: no loop in Python; a parent's sync
+    # matches each of its thousands of children).
+    if not match_labels.items() <= labels.items():
+        return False
     for expression in selector.get("matchExpressions") or []:
         label = expression.get("key", "")
         operator = expression.get("operator")

@@ -15,6 +15,7 @@ from hooks.metacontroller import (
     CompositeHookRequest,
     CompositeHookResponse,
     KubeObject,
+    SharedChild,
     list_or_empty,
     object_or_empty,
 )
@@ -26,6 +27,12 @@ T = TypeVar("T")
 
 ConditionValue = tuple[str, str, str]
 """(status "True"/"False", reason, message)."""
+
+
+def shared_kept(obj: KubeObject) -> SharedChild:
+    """`as_kept` for a reading kept in the memo (`read_once_per_state`): shared by every
+    answer that keeps this state of the child, and encoded once."""
+    return SharedChild(as_kept(obj))
 
 
 def as_kept(obj: KubeObject) -> KubeObject:

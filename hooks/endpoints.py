@@ -33,6 +33,7 @@ from hooks.metacontroller import (
     HookKind,
     HookRoute,
     KubeObject,
+    encode_answer,
 )
 from hooks.metrics import FRESH_PARENT_READS, HOOK_LATENCY
 from hooks.request_reader import ReadRequest, RequestReader
@@ -148,7 +149,7 @@ def _sync_endpoint(
             if response.events:
                 await edge.events.record(subject(hook_request), response.events)
             wire = response.to_wire()
-            body = orjson.dumps(wire)
+            body = encode_answer(wire)
         except Exception as error:
             return _failed(path, key, started, error)
         outcome = "finalized" if response.finalized else "ok"

@@ -18,6 +18,7 @@ from enum import Enum
 from itertools import repeat
 from typing import Annotated, Any
 
+import orjson
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -114,6 +115,32 @@ class CompositeHookRequest(_HookRequest):
 
     def _owned(self) -> ObjectGroups:
         return self.children
+
+
+class SharedChild(dict[str, Any]):
+    """A desired child shared by every answer that has it: built once per state of an
+    observed child and kept in the readings memo (a set's Runner, an HRA's reservation), so
+    never changed once built (a change is made on a copy). Its JSON is therefore encoded once,
+    by the first answer that has it: a set of thousands answers with the same children again
+    and again."""
+
+    __slots__ = ("_encoded",)
+
+    def encoded(self) -> orjson.Fragment:
+        try:
+            return self._encoded
+        except AttributeError:
+            self._encoded: orjson.Fragment = orjson.Fragment(orjson.dumps(self))
+            return self._encoded
+
+
+def encode_answer(wire: dict[str, Any]) -> bytes:
+    """An answer's JSON (`to_wire`), each shared child's taken as encoded before."""
+    children = wire.get("children")
+    if children:
+        encoded = [child.encoded() if type(child) is SharedChild else child for child in children]
+        wire = {**wire, "children": encoded}
+    return orjson.dumps(wire)
 
 
 class CompositeHookResponse(BaseModel):

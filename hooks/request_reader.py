@@ -160,6 +160,8 @@ def _braces_and_commas(fields: int) -> int:
 
 def _field_length(key: str) -> int:
     """A field's name and colon, written compact."""
+    if key.isascii() and key.isprintable() and '"' not in key and "\\" not in key:
+        return len(key) + 3  # nothing escaped: the quotes and the colon
     return len(orjson.dumps(key)) + 1
 
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -24,7 +25,7 @@ from hooks.deps import HookDeps
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import GitHubRunner, RunnerListing, Scope
 from hooks.memo import Memo
-from hooks.metacontroller import CompositeHookRequest
+from hooks.metacontroller import CompositeHookRequest, SharedChild, encode_answer
 from hooks.resources.runner import Runner
 from hooks.runner.controller import sync_runner
 from hooks.runner.pod import build_runner_pod
@@ -510,3 +511,74 @@ def test_a_runner_lists_changes_are_the_plain_ones(
         assert listing.runners == plain
         for each in ["a", "b", "c", "d", "e"]:
             assert listing.named(each) == next((r for r in plain if r.name == each), None)
+
+
+_JSON_LEAVES = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=5)
+_JSON_VALUES = st.recursive(
+    _JSON_LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@given(
+    children=st.lists(
+        st.tuples(st.dictionaries(st.text(max_size=4), _JSON_VALUES, max_size=4), st.booleans()),
+        max_size=5,
+    )
+)
+def test_an_answer_with_shared_children_encodes_as_the_plain_answer(
+    children: list[tuple[dict[str, Any], bool]],
+) -> None:
+    wire = {"status": {"replicas": 1}, "children": [dict(child) for child, _ in children]}
+    with_shared = {
+        "status": {"replicas": 1},
+        "children": [SharedChild(child) if shared else child for child, shared in children],
+    }
+    for _ in range(2):  # encoded, then the encoding reused
+        assert encode_answer(with_shared) == orjson.dumps(wire)
+
+
+def test_a_set_answers_a_changed_runner_as_it_is_now_not_as_encoded_before() -> None:
+    """A Runner's encoding is kept with its reading (one state: uid and resourceVersion); a new
+    state is read, and encoded, anew."""
+    clock = ManualClock(datetime(2026, 1, 5, 9, 0, tzinfo=UTC))
+    client = hook_client(create_app(hook_settings(), github=InMemoryGitHub(clock), clock=clock))
+    parent = {
+        "apiVersion": "actions.summerwind.dev/v1alpha1",
+        "kind": "RunnerReplicaSet",
+        "metadata": {"name": "pool", "namespace": "default", "uid": "rrs-1", "generation": 1},
+        "spec": {"replicas": 2, "template": {"spec": {"organization": "acme"}}},
+    }
+
+    def runner(name: str, version: str, labels: dict[str, str]) -> dict[str, Any]:
+        return {
+            "apiVersion": "actions.summerwind.dev/v1alpha1",
+            "kind": "Runner",
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "uid": f"uid-{name}",
+                "resourceVersion": version,
+                "creationTimestamp": "2026-01-05T08:00:00Z",
+                "labels": labels,
+            },
+            "spec": {"organization": "acme"},
+            "status": {"phase": "Running", "ready": True, "online": True, "busy": False},
+        }
+
+    def kept_labels(runners: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+        children = {f"default/{r['metadata']['name']}": r for r in runners}
+        request = {"controller": {}, "parent": parent, "children": {"Runner.v1": children}}
+        response = client.post("/sync/runnerreplicaset", json=request)
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        return {c["metadata"]["name"]: c["metadata"]["labels"] for c in answer["children"]}
+
+    first = [runner("a", "1", {"pool": "x"}), runner("b", "1", {"pool": "x"})]
+    assert kept_labels(first) == {"a": {"pool": "x"}, "b": {"pool": "x"}}
+    assert kept_labels(first) == {"a": {"pool": "x"}, "b": {"pool": "x"}}  # from the memo
+    changed = [runner("a", "2", {"pool": "y"}), first[1]]
+    assert kept_labels(changed) == {"a": {"pool": "y"}, "b": {"pool": "x"}}

@@ -236,3 +236,8 @@ def test_a_world_whose_every_request_is_split_runs_as_one_read_whole(
         assert len(members) > 0
         for text, obj in members.items():
             assert obj == orjson.loads(text)
+
+
+@given(st.text())
+def test_a_field_name_takes_the_length_its_compact_json_has(key: str) -> None:
+    assert request_reader._field_length(key) == len(orjson.dumps(key) + b":")

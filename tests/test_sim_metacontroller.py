@@ -40,6 +40,7 @@ from arc_sim.metacontroller.spec import (
     read_controller,
     webhook_url,
 )
+from arc_sim.metacontroller.wire import DecodedChildren
 from arc_sim.metacontroller.workqueue import WorkQueue
 from arc_sim.store import KubeObject, ObjectStore
 from arc_sim.world import hook_token_secret
@@ -770,6 +771,27 @@ def test_item6_children_default_to_the_parent_namespace_and_get_the_generated_la
     assert child["metadata"]["labels"] == generated
     applied = json.loads(child["metadata"]["annotations"][LAST_APPLIED_ANNOTATION])
     assert applied["metadata"] == {"name": "w1-config", "namespace": "team", "labels": generated}
+
+
+def test_item6_the_same_large_answer_for_parents_of_two_namespaces_gives_each_its_own_child(
+    world: World,
+) -> None:
+    """Children of large answers are decoded once and shared between answers: filling in the
+    namespace and the generated label must not change the shared object."""
+    pad = "x" * (DecodedChildren.SPLIT_ABOVE_BYTES + 1)
+    world.hooks.on("/sync", lambda _: answer(config_map("shared", None), status={"pad": pad}))
+    world.start(composite())
+    parents = [world.create(widget(namespace=namespace)) for namespace in ("a", "b")]
+    world.run()
+    world.touch("Widget", "w1", "a")  # answered again with the very same children
+    world.run()
+
+    for parent in parents:
+        namespace = parent["metadata"]["namespace"]
+        child = world.get("ConfigMap", "shared", namespace)
+        assert child["metadata"]["labels"] == {"controller-uid": parent["metadata"]["uid"]}
+        assert child["metadata"]["ownerReferences"][0]["uid"] == parent["metadata"]["uid"]
+    assert not world.emulator.errors
 
 
 @pytest.mark.parametrize("generate_selector", [True, False])

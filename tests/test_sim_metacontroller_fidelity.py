@@ -864,12 +864,15 @@ def test_a_member_whose_resource_version_is_the_same_is_not_encoded_again() -> N
     runner: KubeObject = {"kind": "Runner", "metadata": {"name": "r", "uid": "u"}}
     runner["metadata"]["resourceVersion"] = "7"
     first = encoded.object_map({"Runner.v1": {"r": runner}})
-    runner["spec"] = {"edited": "in place, which no store does"}
-    assert encoded.object_map({"Runner.v1": {"r": runner}}) == first  # reused
-    runner["metadata"]["resourceVersion"] = "8"
+    same_version = {**runner, "spec": {"edited": "with the same version, which no store does"}}
+    assert encoded.object_map({"Runner.v1": {"r": same_version}}) == first  # reused
+    assert encoded.object_map({"Runner.v1": {"r": runner}}) == first  # the very object
+    runner = {**runner, "metadata": {**runner["metadata"], "resourceVersion": "8"}}
     assert encoded.object_map({"Runner.v1": {"r": runner}}) == orjson.dumps(
         {"Runner.v1": {"r": runner}}
     )
+    renamed = encoded.object_map({"Runner.v1": {"default/r": runner}})  # another key
+    assert renamed == orjson.dumps({"Runner.v1": {"default/r": runner}})
     for uid in ("a", "b", "c"):  # past the limit: forgotten, still right
         other = {"kind": "Runner", "metadata": {"name": uid, "uid": uid, "resourceVersion": "1"}}
         assert encoded.object_map({"Runner.v1": {uid: other}}) == orjson.dumps(

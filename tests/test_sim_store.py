@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from arc_sim.store import AlreadyExists, Conflict, KubeObject, ObjectStore, selector_matches
 from hooks.clock import ManualClock
@@ -122,3 +124,14 @@ def test_label_selectors() -> None:
     assert not selector_matches(
         {"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, labels
     )
+
+
+_label_maps = st.dictionaries(st.sampled_from(["app", "tier", "pool"]), st.sampled_from(["a", "b"]))
+
+
+@given(match_labels=_label_maps, labels=_label_maps)
+def test_match_labels_select_a_child_when_every_pair_is_among_its_labels(
+    match_labels: dict[str, str], labels: dict[str, str]
+) -> None:
+    wanted = all(labels.get(label) == value for label, value in match_labels.items())
+    assert selector_matches({"matchLabels": match_labels}, labels) is wanted

@@ -17,6 +17,7 @@ from typing import Any
 from arc_sim.metacontroller.cache import ObjectCache
 from arc_sim.metacontroller.failures import SyncFailure
 from arc_sim.metacontroller.finalizers import is_deleting
+from arc_sim.metacontroller.identity_memo import IdentityMemo
 from arc_sim.metacontroller.merge import MergeError, updated_child, with_last_applied
 from arc_sim.metacontroller.resources import ResourceCatalog, UnknownResource
 from arc_sim.metacontroller.spec import ChildRule, UpdateStrategies
@@ -69,7 +70,27 @@ def child_map(objects: list[KubeObject]) -> tuple[ChildMap, list[str]]:
     return result, errors
 
 
+def in_namespace(children: list[KubeObject], namespace: str) -> list[KubeObject]:
+    """The answer's children, each in the parent's namespace unless it names one (as
+    Metacontroller fills it in). The answer's objects are not changed: a child given the
+    namespace is a copy, and the list is the same when none lacks one."""
+    if all((child.get("metadata") or {}).get("namespace") for child in children):
+        return children
+    filled = []
+    for child in children:
+        metadata = child.get("metadata") or {}
+        if not metadata.get("namespace"):
+            child = {**child, "metadata": {**metadata, "namespace": namespace}}
+        filled.append(child)
+    return filled
+
+
 # --- ownership
+
+
+Claim = tuple[dict[str, Any], str | None, bool | None, tuple[str, str]]
+"""What claiming found of a controlled child under a selector and namespace: the selector, the
+namespace, whether it matches (None: in another namespace, left alone) and its key."""
 
 
 def claim_children(
@@ -80,10 +101,12 @@ def claim_children(
     namespaced_parent: bool,
     rules: tuple[ChildRule, ...],
     selector: dict[str, Any],
+    claims: IdentityMemo[Claim] | None = None,
 ) -> ChildMap:
     """The children the parent controls and its selector matches, adopting matching orphans
     and releasing controlled children that no longer match. Every rule has a group, even an
-    empty one."""
+    empty one. `claims` remembers what each controlled child was found to be (a parent of
+    thousands of children is synced again and again while few of them change)."""
     metadata = parent["metadata"]
     namespace = (metadata.get("namespace") or "") if namespaced_parent else None
     parent_deleting = is_deleting(parent)
@@ -92,11 +115,15 @@ def claim_children(
     for rule in rules:
         members = claimed.setdefault(rule.type.group_key, {})
         for child in cache.controlled_by(metadata["uid"], rule.type.kind):
-            child_metadata = child["metadata"]
-            if namespace is not None and (child_metadata.get("namespace") or "") != namespace:
+            claim = claims.get(child) if claims is not None else None
+            if claim is None or claim[1] != namespace or not _same(claim[0], selector):
+                claim = _claim(child, selector, namespace)
+                if claims is not None:
+                    claims.put(child, claim)
+            if claim[2] is None:
                 continue
-            if selector_matches(selector, labels_of(child)):
-                members[child_metadata.get("namespace") or "", child_metadata["name"]] = child
+            if claim[2]:
+                members[claim[3]] = child
             elif not parent_deleting:
                 _try(errors, "release", child, partial(_release, store, child, metadata["uid"]))
         if parent_deleting:
@@ -112,6 +139,19 @@ def claim_children(
     if errors:
         raise SyncFailure("invalid", "can't claim children: " + "; ".join(errors))
     return claimed
+
+
+def _same(known: dict[str, Any], selector: dict[str, Any]) -> bool:
+    return known is selector or known == selector
+
+
+def _claim(child: KubeObject, selector: dict[str, Any], namespace: str | None) -> Claim:
+    child_metadata = child["metadata"]
+    child_namespace = child_metadata.get("namespace") or ""
+    key = (child_namespace, child_metadata["name"])
+    if namespace is not None and child_namespace != namespace:
+        return selector, namespace, None, key
+    return selector, namespace, selector_matches(selector, labels_of(child)), key
 
 
 def _try(
@@ -266,29 +306,22 @@ def _create(store: ObjectStore, parent: KubeObject, desired: KubeObject, errors:
         errors.append(f"can't create {_describe(child)}: {error}")
 
 
-_SETTLED_LIMIT = 100_000
-_settled: dict[str, tuple[KubeObject, KubeObject]] = {}
-"""By child uid: the stored object and a desired state whose merge changed nothing in it. A
-parent with thousands of children is synced again and again while few of them change; the
-merge is a pure function of the two, and a stored object is never changed in place, so the
-same object (by identity) and an equal desired state merge to nothing again."""
+_settled: IdentityMemo[KubeObject] = IdentityMemo(limit=100_000)
+"""For a stored object, a desired state whose merge changed nothing in it. A parent with
+thousands of children is synced again and again while few of them change; the merge is a pure
+function of the two, and a stored object is never changed in place, so the same object (by
+identity) and an equal desired state merge to nothing again."""
 
 
 def _settled_already(current: KubeObject, desired: KubeObject) -> bool:
-    entry = _settled.get(current["metadata"].get("uid") or "")
+    settled = _settled.get(current)
     # The same desired object (an unchanged child of the answer, `wire.DecodedChildren`) is
     # equal without looking.
-    return (
-        entry is not None and entry[0] is current and (entry[1] is desired or entry[1] == desired)
-    )
+    return settled is not None and (settled is desired or settled == desired)
 
 
 def _remember_settled(current: KubeObject, desired: KubeObject) -> None:
-    uid = current["metadata"].get("uid")
-    if isinstance(uid, str) and uid:
-        if len(_settled) >= _SETTLED_LIMIT:
-            _settled.clear()
-        _settled[uid] = (current, desired)
+    _settled.put(current, desired)
 
 
 def _update(

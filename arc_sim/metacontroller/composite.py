@@ -12,8 +12,10 @@ from typing import Any
 from arc_sim.metacontroller.cache import ObjectKey, controller_ref
 from arc_sim.metacontroller.children import (
     ChildMap,
+    Claim,
     child_map,
     claim_children,
+    in_namespace,
     labels_of,
     manage_children,
 )
@@ -27,6 +29,7 @@ from arc_sim.metacontroller.finalizers import (
     should_finalize,
     sync_finalizer,
 )
+from arc_sim.metacontroller.identity_memo import IdentityMemo
 from arc_sim.metacontroller.spec import CompositeSpec
 from arc_sim.metacontroller.wire import (
     DecodedChildren,
@@ -54,6 +57,10 @@ _STATUS_ATTEMPTS = 4
 modelled."""
 
 
+_PARENTS_REMEMBERED = 10_000
+"""Parents whose last desired children, and generated selector, a controller remembers."""
+
+
 class CompositeController:
     def __init__(self, spec: CompositeSpec, context: Context) -> None:
         self.spec = spec
@@ -68,6 +75,11 @@ class CompositeController:
         self._controller_json = encode(spec.controller)
         self._encoded = EncodedMembers()
         self._decoded = DecodedChildren()
+        self._claims: IdentityMemo[Claim] = IdentityMemo()
+        self._generated_selectors: dict[str, dict[str, Any]] = {}
+        self._last_desired: dict[
+            str, tuple[list[KubeObject], dict[str, Any], ChildMap, tuple[str, ...]]
+        ] = {}
         self.related: RelatedObjects[ParentKey] = RelatedObjects(
             spec.hooks.customize,
             self._controller_json,
@@ -205,6 +217,7 @@ class CompositeController:
             namespaced_parent=spec.parent.namespaced,
             rules=spec.children,
             selector=selector,
+            claims=self._claims,
         )
         related = self.related.select(key, parent)
 
@@ -219,16 +232,15 @@ class CompositeController:
         body = composite_request(
             self._controller_json, parent, children, related_map, finalizing, self._encoded
         )
-        answer = read_composite_answer(context.hooks.call(hook, body), hook.strict, self._decoded)
-        for child in answer.children:
-            metadata = child.setdefault("metadata", {})
-            if not metadata.get("namespace"):
-                metadata["namespace"] = namespace
+        answer = read_composite_answer(
+            context.hooks.call(hook, body), hook.strict, self._decoded, parent["metadata"]["uid"]
+        )
+        wanted = in_namespace(answer.children, namespace)
         if answer.resync_after > 0:
             self.queue.add_after(key, answer.resync_after)
         if answer.finalized:
             parent = remove_finalizer(context.store, parent, spec.finalizer)
-        desired, errors = child_map(self._checked_children(parent, selector, answer.children))
+        desired, errors = self._desired(parent, selector, wanted)
         if not is_deleting(parent) or should_finalize(parent, spec.finalizer):
             errors += self._apply(parent, observed, desired)
         if not self._write_status(parent, answer.status):
@@ -236,18 +248,34 @@ class CompositeController:
         if errors:
             raise SyncFailure("apply", "; ".join(errors))
 
+    def _desired(
+        self, parent: KubeObject, selector: dict[str, Any], children: list[KubeObject]
+    ) -> tuple[ChildMap, list[str]]:
+        """The desired children by group and key, and the ones that cannot be applied. A
+        parent answered with the very list of its last answer (`DecodedChildren`) and the same
+        selector has the same desired children: a set of thousands whose status changed is
+        not looked through again."""
+        uid = parent["metadata"]["uid"]
+        last = self._last_desired.get(uid)
+        if last is not None and last[0] is children and last[1] == selector:
+            return last[2], list(last[3])
+        desired, errors = child_map(self._checked_children(parent, selector, children))
+        if len(self._last_desired) >= _PARENTS_REMEMBERED:
+            self._last_desired.clear()
+        self._last_desired[uid] = (children, selector, desired, tuple(errors))
+        return desired, errors
+
     def _checked_children(
         self, parent: KubeObject, selector: dict[str, Any], children: list[KubeObject]
     ) -> list[KubeObject]:
-        """Desired children with the generated selector's label, all matching the selector."""
+        """Desired children with the generated selector's label, all matching the selector.
+        The answer's objects are not changed (`DecodedChildren` shares them): a child given
+        the label is a copy."""
         uid = parent["metadata"]["uid"]
+        if self.spec.generate_selector:
+            children = [_with_controller_uid(child, uid) for child in children]
         for child in children:
             metadata = child["metadata"]
-            if self.spec.generate_selector:
-                labels = metadata.get("labels")
-                if not isinstance(labels, dict):
-                    labels = metadata["labels"] = {}
-                labels.setdefault(CONTROLLER_UID_LABEL, uid)
             if not selector_matches(selector, metadata.get("labels") or {}):
                 raise SyncFailure(
                     "invalid",
@@ -272,7 +300,16 @@ class CompositeController:
 
     def _selector_or_none(self, parent: KubeObject) -> dict[str, Any] | None:
         if self.spec.generate_selector:
-            return {"matchLabels": {CONTROLLER_UID_LABEL: parent["metadata"]["uid"]}}
+            # The same object for every sync of the parent: what claiming found under it
+            # holds without comparing (`children.claim_children`).
+            uid = parent["metadata"]["uid"]
+            generated = self._generated_selectors.get(uid)
+            if generated is None:
+                if len(self._generated_selectors) >= _PARENTS_REMEMBERED:
+                    self._generated_selectors.clear()
+                generated = {"matchLabels": {CONTROLLER_UID_LABEL: uid}}
+                self._generated_selectors[uid] = generated
+            return generated
         selector = (parent.get("spec") or {}).get("selector")
         if not isinstance(selector, dict):
             return None
@@ -309,6 +346,20 @@ class CompositeController:
             except NotFound:
                 return False
         return False
+
+
+def _with_controller_uid(child: KubeObject, uid: str) -> KubeObject:
+    """The child with the generated selector's label (kept when it has one already)."""
+    metadata = child["metadata"]
+    labels = metadata.get("labels")
+    if isinstance(labels, dict) and CONTROLLER_UID_LABEL in labels:
+        return child
+    labels = (
+        {**labels, CONTROLLER_UID_LABEL: uid}
+        if isinstance(labels, dict)
+        else {CONTROLLER_UID_LABEL: uid}
+    )
+    return {**child, "metadata": {**metadata, "labels": labels}}
 
 
 def only_status_changed(old: KubeObject, new: KubeObject) -> bool:

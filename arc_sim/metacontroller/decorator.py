@@ -15,7 +15,7 @@ from arc_sim.metacontroller.cache import (
     object_key,
     same_but_status,
 )
-from arc_sim.metacontroller.children import ChildMap, child_map, manage_children
+from arc_sim.metacontroller.children import ChildMap, child_map, in_namespace, manage_children
 from arc_sim.metacontroller.conflicts import OTHER_WRITE_SEEN_AFTER, InjectedConflict
 from arc_sim.metacontroller.context import Context
 from arc_sim.metacontroller.customize import RelatedObjects
@@ -194,19 +194,13 @@ class DecoratorController:
             self._controller_json, obj, children, related_map, finalizing, self._encoded
         )
         answer = read_decorator_answer(context.hooks.call(hook, body), hook.strict, self._decoded)
-        for attachment in answer.attachments:
-            metadata = attachment.setdefault("metadata", {})
-            if not metadata.get("namespace"):
-                metadata["namespace"] = namespace
-            annotations = metadata.get("annotations")
-            if not isinstance(annotations, dict):
-                annotations = metadata["annotations"] = {}
-            annotations[DECORATOR_ANNOTATION] = self.name
+        attachments = [self._marked(attachment) for attachment in answer.attachments]
+        attachments = in_namespace(attachments, namespace)
         if answer.resync_after > 0:
             self.queue.add_after(key, answer.resync_after)
         if not self._update_object(key, obj, answer):
             return  # a conflict or the object gone: nothing more until the next event
-        desired, errors = child_map(answer.attachments)
+        desired, errors = child_map(attachments)
         if not is_deleting(obj) or should_finalize(obj, finalizer):
             errors += manage_children(
                 context.store, context.catalog, spec.strategies, obj, observed, desired
@@ -231,6 +225,17 @@ class DecoratorController:
                     continue
                 members[child_namespace, child_metadata["name"]] = child
         return observed
+
+    def _marked(self, attachment: KubeObject) -> KubeObject:
+        """The attachment annotated with this decorator's name (a copy: the answer's objects
+        are shared, `DecodedChildren`)."""
+        metadata = attachment.get("metadata") or {}
+        annotations = metadata.get("annotations")
+        if isinstance(annotations, dict) and annotations.get(DECORATOR_ANNOTATION) == self.name:
+            return attachment
+        annotations = dict(annotations) if isinstance(annotations, dict) else {}
+        annotations[DECORATOR_ANNOTATION] = self.name
+        return {**attachment, "metadata": {**metadata, "annotations": annotations}}
 
     def _update_object(self, key: ObjectKey, obj: KubeObject, answer: DecoratorAnswer) -> bool:
         """Labels and annotations (null deletes a key), status (null keeps it) and the

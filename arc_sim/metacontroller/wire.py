@@ -16,6 +16,7 @@ import msgspec
 import orjson
 
 from arc_sim.metacontroller.failures import SyncFailure
+from arc_sim.metacontroller.identity_memo import IdentityMemo
 from arc_sim.store import KubeObject
 
 ObjectMap = dict[str, dict[str, KubeObject]]
@@ -27,16 +28,17 @@ def encode(value: Any) -> bytes:
 
 
 class EncodedMembers:
-    """Each member's `"key":<JSON>` from an earlier request, by uid, reused while its
-    resourceVersion is the same (the API server changes it with every write): a parent synced
-    again and again with hundreds of children encodes only the children that changed. One per
-    controller, so that it lives no longer than its emulator (uids repeat across worlds); it
-    keeps bytes only, and forgets everything once it holds `limit` members, deleted ones
-    included."""
+    """Each member's `"key":<JSON>` from an earlier request, reused for the very object (a
+    stored object is never changed in place) or, by uid, while its resourceVersion is the same
+    (the API server changes it with every write): a parent synced again and again with hundreds
+    of children encodes only the children that changed. One per controller, so that it lives no
+    longer than its emulator (uids repeat across worlds); it forgets everything once it holds
+    `limit` members, deleted ones included."""
 
     def __init__(self, limit: int = 20_000) -> None:
         self.limit = limit
         self._by_uid: dict[str, tuple[str, str, bytes]] = {}
+        self._by_object: IdentityMemo[tuple[str, bytes]] = IdentityMemo(limit)
 
     def object_map(self, objects: ObjectMap) -> bytes:
         """`encode(objects)`, byte for byte (but for nesting: each member may nest the 254
@@ -56,6 +58,14 @@ class EncodedMembers:
         return b"".join(parts)
 
     def _member(self, key: str, obj: KubeObject) -> bytes:
+        known = self._by_object.get(obj)  # the very object: its fields are not read again
+        if known is not None and known[0] == key:
+            return known[1]
+        encoded = self._by_version(key, obj)
+        self._by_object.put(obj, (key, encoded))
+        return encoded
+
+    def _by_version(self, key: str, obj: KubeObject) -> bytes:
         metadata = obj["metadata"]
         uid, version = metadata.get("uid"), metadata.get("resourceVersion")
         kept = isinstance(uid, str) and uid and isinstance(version, str) and version
@@ -210,18 +220,24 @@ class DecodedChildren:
     """Each desired child of an earlier answer, by its exact JSON text: a parent answered
     again and again with hundreds of children decodes only the ones that changed, and an
     unchanged child is the very object decoded before (applying it then compares by identity,
-    `children._settled_already`). One per controller; only compact text (what its decoding
-    encodes back to) is kept, and everything is forgotten once it holds `limit` children."""
+    `children._settled_already`). A parent's list of children the same as in its last answer
+    (only its status changed, say) is the very list. One per controller; only compact text
+    (what its decoding encodes back to) is kept, and everything is forgotten once it holds
+    `limit` children, or lists of `limit` parents. Callers do not change what it gives."""
 
     SPLIT_ABOVE_BYTES = 64 * 1024
 
     def __init__(self, limit: int = 20_000) -> None:
         self.limit = limit
         self._by_text: dict[bytes, KubeObject] = {}
+        self._lists: dict[str, tuple[bytes, list[KubeObject]]] = {}
 
-    def compact_answer(self, body: bytes, list_field: str) -> dict[str, Any] | None:
-        """`_compact_document(body)`, the objects of `list_field` reused; None when the body
-        is small or not compact (it is then decoded the usual way)."""
+    def compact_answer(
+        self, body: bytes, list_field: str, parent_uid: str = ""
+    ) -> dict[str, Any] | None:
+        """`_compact_document(body)`, the objects of `list_field` reused (and the list, for
+        `parent_uid`); None when the body is small or not compact (it is then decoded the
+        usual way)."""
         if len(body) <= self.SPLIT_ABOVE_BYTES:
             return None
         try:
@@ -232,7 +248,7 @@ class DecodedChildren:
         texts: list[bytes] = []
         for key, raw in parts.items():
             text = bytes(raw)
-            value = self._objects(text) if key == list_field else _compact_document(text)
+            value = self._list(text, parent_uid) if key == list_field else _compact_document(text)
             if value is None and text != b"null":
                 return None
             document[key] = value
@@ -240,6 +256,17 @@ class DecodedChildren:
         # Compact as a whole: nothing between the parts, no field twice (a duplicate, dropped
         # by the decoding, would be missing here).
         return document if b"{" + b",".join(texts) + b"}" == body else None
+
+    def _list(self, text: bytes, parent_uid: str) -> list[KubeObject] | None:
+        last = self._lists.get(parent_uid) if parent_uid else None
+        if last is not None and last[0] == text:
+            return last[1]
+        objects = self._objects(text)
+        if objects is not None and parent_uid:
+            if len(self._lists) >= self.limit:
+                self._lists.clear()
+            self._lists[parent_uid] = (text, objects)
+        return objects
 
     def _objects(self, text: bytes) -> list[KubeObject] | None:
         try:
@@ -268,9 +295,9 @@ _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 
 
 def read_composite_answer(
-    body: bytes, strict: bool, decoded: DecodedChildren | None = None
+    body: bytes, strict: bool, decoded: DecodedChildren | None = None, parent_uid: str = ""
 ) -> CompositeAnswer:
-    answer = _document(body, strict, _COMPOSITE_FIELDS, decoded, "children")
+    answer = _document(body, strict, _COMPOSITE_FIELDS, decoded, "children", parent_uid)
     return CompositeAnswer(
         status=_optional_object(answer.get("status"), "status"),
         children=_children(answer.get("children"), "children"),
@@ -280,9 +307,9 @@ def read_composite_answer(
 
 
 def read_decorator_answer(
-    body: bytes, strict: bool, decoded: DecodedChildren | None = None
+    body: bytes, strict: bool, decoded: DecodedChildren | None = None, parent_uid: str = ""
 ) -> DecoratorAnswer:
-    answer = _document(body, strict, _DECORATOR_FIELDS, decoded, "attachments")
+    answer = _document(body, strict, _DECORATOR_FIELDS, decoded, "attachments", parent_uid)
     return DecoratorAnswer(
         labels=_string_map(answer.get("labels"), "labels"),
         annotations=_string_map(answer.get("annotations"), "annotations"),
@@ -344,8 +371,9 @@ def _document(
     fields: frozenset[str],
     decoded: DecodedChildren | None = None,
     list_field: str = "",
+    parent_uid: str = "",
 ) -> dict[str, Any]:
-    document = decoded.compact_answer(body, list_field) if decoded is not None else None
+    document = decoded.compact_answer(body, list_field, parent_uid) if decoded is not None else None
     if document is None:
         document = _compact_document(body)
     if document is None:

@@ -39,11 +39,11 @@ from hooks.autoscaler.metrics import RunnerScope
 from hooks.autoscaler.reservations import Reservation
 from hooks.children import (
     ConditionValue,
-    as_kept,
     describe_validation_error,
     invalid_answer,
     merge_conditions,
     read_once_per_state,
+    shared_kept,
 )
 from hooks.clock import format_time, parse_time
 from hooks.deps import HookDeps
@@ -186,9 +186,9 @@ class _ObservedReservation:
                 replicas=replicas,
             )
         except (KeyError, TypeError, ValueError):
-            return cls(as_kept(obj), name, None, False, None)
+            return cls(shared_kept(obj), name, None, False, None)
         completed = bool(spec.get("completionTime"))
-        return cls(as_kept(obj), name, reservation, completed, expiration)
+        return cls(shared_kept(obj), name, reservation, completed, expiration)
 
 
 def _observed_reservations(objects: list[KubeObject], deps: HookDeps) -> list[_ObservedReservation]:

@@ -21,11 +21,11 @@ from pydantic import ValidationError
 
 from hooks.children import (
     ConditionValue,
-    as_kept,
     describe_validation_error,
     invalid_answer,
     merge_conditions,
     read_once_per_state,
+    shared_kept,
 )
 from hooks.clock import format_time
 from hooks.deps import HookDeps
@@ -89,9 +89,9 @@ class RunnerChild:
 
     @cached_property
     def kept(self) -> KubeObject:
-        """The Runner as a desired object that changes nothing (built once per state when the
-        reading is remembered)."""
-        return as_kept(self.obj)
+        """The Runner as a desired object that changes nothing (built and encoded once per
+        state when the reading is remembered)."""
+        return shared_kept(self.obj)
 
     @property
     def registered(self) -> bool:
