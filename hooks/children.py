@@ -24,6 +24,7 @@ from hooks.resources.common import Condition
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 
 T = TypeVar("T")
+K = TypeVar("K", bound=dict[str, Any])
 
 ConditionValue = tuple[str, str, str]
 """(status "True"/"False", reason, message)."""
@@ -32,24 +33,26 @@ ConditionValue = tuple[str, str, str]
 def shared_kept(obj: KubeObject) -> SharedChild:
     """`as_kept` for a reading kept in the memo (`read_once_per_state`): shared by every
     answer that keeps this state of the child, and encoded once."""
-    return SharedChild(as_kept(obj))
+    return _kept_into(SharedChild(), obj)
 
 
 def as_kept(obj: KubeObject) -> KubeObject:
     """An observed child, as a desired object that changes nothing."""
+    return _kept_into({}, obj)
+
+
+def _kept_into(kept: K, obj: KubeObject) -> K:
     metadata = object_or_empty(obj.get("metadata"))
     annotations = {
         k: v for k, v in object_or_empty(metadata.get("annotations")).items() if k != LAST_APPLIED
     }
-    kept: KubeObject = {
-        "apiVersion": obj.get("apiVersion", "v1"),
-        "kind": obj.get("kind"),
-        "metadata": {
-            "name": metadata.get("name"),
-            "namespace": metadata.get("namespace"),
-            "labels": object_or_empty(metadata.get("labels")),
-            "annotations": annotations,
-        },
+    kept["apiVersion"] = obj.get("apiVersion", "v1")
+    kept["kind"] = obj.get("kind")
+    kept["metadata"] = {
+        "name": metadata.get("name"),
+        "namespace": metadata.get("namespace"),
+        "labels": object_or_empty(metadata.get("labels")),
+        "annotations": annotations,
     }
     # An object's content besides metadata: `spec`, a Secret's `data` and `type`, a Role's
     # `rules`, a RoleBinding's `roleRef` and `subjects`.

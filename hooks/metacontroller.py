@@ -120,25 +120,34 @@ class CompositeHookRequest(_HookRequest):
 class SharedChild(dict[str, Any]):
     """A desired child shared by every answer that has it: built once per state of an
     observed child and kept in the readings memo (a set's Runner, an HRA's reservation), so
-    never changed once built (a change is made on a copy). Its JSON is therefore encoded once,
-    by the first answer that has it: a set of thousands answers with the same children again
-    and again."""
+    never changed once built (a change is made on a copy). From its second answer on, its JSON
+    is encoded once and taken as it is: a set of thousands answers with the same children again
+    and again. A child in one answer only is encoded with that answer, as any other."""
 
     __slots__ = ("_encoded",)
 
-    def encoded(self) -> orjson.Fragment:
-        try:
-            return self._encoded
-        except AttributeError:
-            self._encoded: orjson.Fragment = orjson.Fragment(orjson.dumps(self))
-            return self._encoded
+    def for_answer(self) -> KubeObject | orjson.Fragment:
+        # Threads answering at once may both encode it: the same bytes, either kept.
+        encoded = getattr(self, "_encoded", None)
+        if encoded is None:
+            self._encoded: orjson.Fragment | object = _ANSWERED_ONCE
+            return self
+        if encoded is _ANSWERED_ONCE:
+            encoded = self._encoded = orjson.Fragment(orjson.dumps(self))
+        assert isinstance(encoded, orjson.Fragment)
+        return encoded
+
+
+_ANSWERED_ONCE = object()
 
 
 def encode_answer(wire: dict[str, Any]) -> bytes:
     """An answer's JSON (`to_wire`), each shared child's taken as encoded before."""
     children = wire.get("children")
     if children:
-        encoded = [child.encoded() if type(child) is SharedChild else child for child in children]
+        encoded = [
+            child.for_answer() if type(child) is SharedChild else child for child in children
+        ]
         wire = {**wire, "children": encoded}
     return orjson.dumps(wire)
 
