@@ -85,6 +85,20 @@ def in_namespace(children: list[KubeObject], namespace: str) -> list[KubeObject]
     return filled
 
 
+def with_metadata_entry(
+    child: KubeObject, field: str, key: str, value: str, *, overwrite: bool
+) -> KubeObject:
+    """The child with `metadata[field][key]` set to `value` (kept as it is when present and
+    not `overwrite`; a `field` that is not a map is replaced). The answer's objects are not
+    changed (`wire.DecodedChildren` shares them): a child that needs the entry is a copy."""
+    metadata = child.get("metadata") or {}
+    entries = metadata.get(field)
+    if isinstance(entries, dict) and key in entries and (entries[key] == value or not overwrite):
+        return child
+    entries = {**entries, key: value} if isinstance(entries, dict) else {key: value}
+    return {**child, "metadata": {**metadata, field: entries}}
+
+
 # --- ownership
 
 

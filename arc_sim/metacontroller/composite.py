@@ -18,6 +18,7 @@ from arc_sim.metacontroller.children import (
     in_namespace,
     labels_of,
     manage_children,
+    with_metadata_entry,
 )
 from arc_sim.metacontroller.context import Context
 from arc_sim.metacontroller.customize import RelatedObjects
@@ -273,7 +274,10 @@ class CompositeController:
         the label is a copy."""
         uid = parent["metadata"]["uid"]
         if self.spec.generate_selector:
-            children = [_with_controller_uid(child, uid) for child in children]
+            children = [
+                with_metadata_entry(child, "labels", CONTROLLER_UID_LABEL, uid, overwrite=False)
+                for child in children
+            ]
         for child in children:
             metadata = child["metadata"]
             if not selector_matches(selector, metadata.get("labels") or {}):
@@ -346,20 +350,6 @@ class CompositeController:
             except NotFound:
                 return False
         return False
-
-
-def _with_controller_uid(child: KubeObject, uid: str) -> KubeObject:
-    """The child with the generated selector's label (kept when it has one already)."""
-    metadata = child["metadata"]
-    labels = metadata.get("labels")
-    if isinstance(labels, dict) and CONTROLLER_UID_LABEL in labels:
-        return child
-    labels = (
-        {**labels, CONTROLLER_UID_LABEL: uid}
-        if isinstance(labels, dict)
-        else {CONTROLLER_UID_LABEL: uid}
-    )
-    return {**child, "metadata": {**metadata, "labels": labels}}
 
 
 def only_status_changed(old: KubeObject, new: KubeObject) -> bool:

@@ -15,7 +15,13 @@ from arc_sim.metacontroller.cache import (
     object_key,
     same_but_status,
 )
-from arc_sim.metacontroller.children import ChildMap, child_map, in_namespace, manage_children
+from arc_sim.metacontroller.children import (
+    ChildMap,
+    child_map,
+    in_namespace,
+    manage_children,
+    with_metadata_entry,
+)
 from arc_sim.metacontroller.conflicts import OTHER_WRITE_SEEN_AFTER, InjectedConflict
 from arc_sim.metacontroller.context import Context
 from arc_sim.metacontroller.customize import RelatedObjects
@@ -194,7 +200,10 @@ class DecoratorController:
             self._controller_json, obj, children, related_map, finalizing, self._encoded
         )
         answer = read_decorator_answer(context.hooks.call(hook, body), hook.strict, self._decoded)
-        attachments = [self._marked(attachment) for attachment in answer.attachments]
+        attachments = [
+            with_metadata_entry(a, "annotations", DECORATOR_ANNOTATION, self.name, overwrite=True)
+            for a in answer.attachments
+        ]
         attachments = in_namespace(attachments, namespace)
         if answer.resync_after > 0:
             self.queue.add_after(key, answer.resync_after)
@@ -225,17 +234,6 @@ class DecoratorController:
                     continue
                 members[child_namespace, child_metadata["name"]] = child
         return observed
-
-    def _marked(self, attachment: KubeObject) -> KubeObject:
-        """The attachment annotated with this decorator's name (a copy: the answer's objects
-        are shared, `DecodedChildren`)."""
-        metadata = attachment.get("metadata") or {}
-        annotations = metadata.get("annotations")
-        if isinstance(annotations, dict) and annotations.get(DECORATOR_ANNOTATION) == self.name:
-            return attachment
-        annotations = dict(annotations) if isinstance(annotations, dict) else {}
-        annotations[DECORATOR_ANNOTATION] = self.name
-        return {**attachment, "metadata": {**metadata, "annotations": annotations}}
 
     def _update_object(self, key: ObjectKey, obj: KubeObject, answer: DecoratorAnswer) -> bool:
         """Labels and annotations (null deletes a key), status (null keeps it) and the

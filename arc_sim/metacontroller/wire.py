@@ -307,9 +307,9 @@ def read_composite_answer(
 
 
 def read_decorator_answer(
-    body: bytes, strict: bool, decoded: DecodedChildren | None = None, parent_uid: str = ""
+    body: bytes, strict: bool, decoded: DecodedChildren | None = None
 ) -> DecoratorAnswer:
-    answer = _document(body, strict, _DECORATOR_FIELDS, decoded, "attachments", parent_uid)
+    answer = _document(body, strict, _DECORATOR_FIELDS, decoded, "attachments")
     return DecoratorAnswer(
         labels=_string_map(answer.get("labels"), "labels"),
         annotations=_string_map(answer.get("annotations"), "annotations"),
