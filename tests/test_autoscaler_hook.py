@@ -349,6 +349,39 @@ def test_completed_reservations_do_not_count_but_stay_until_their_expiry(
     assert child_names(cluster.sync()) == ["job-2"]
 
 
+def test_completed_reservations_expiring_apart_are_removed_together(
+    cluster: Cluster, clock: ManualClock
+) -> None:
+    """After a burst, completed reservations expire a fraction of a second apart. Their
+    removal changes no count, so it asks for no sync of its own: the sync due anyway takes
+    every one expired by then, and the answer stays the same meanwhile."""
+    first = ago(clock, LIFETIME.total_seconds() - 2)
+    cluster.add(
+        *(
+            reservation(
+                f"job-{n}",
+                first + timedelta(seconds=n / 10),
+                started=first + timedelta(seconds=n / 10),
+                completed=ago(clock, 60),
+            )
+            for n in range(1, 101)
+        ),
+        reservation("job-1000", clock.now(), started=clock.now()),
+    )
+
+    answer = cluster.sync()
+
+    assert answer["resyncAfterSeconds"] == 60  # the sync period, not job-1's expiry in 2 s
+    assert answer["status"]["desiredReplicas"] == 1
+    assert len(answer["children"]) == 101
+
+    clock.advance(answer["resyncAfterSeconds"])
+    after = cluster.sync()
+
+    assert child_names(after) == ["job-1000"]  # all 100 expired by then, gone in one sync
+    assert after["status"]["desiredReplicas"] == 1
+
+
 def test_a_waiting_reservation_starts_only_when_it_gets_room(
     client: TestClient, clock: ManualClock
 ) -> None:
@@ -451,7 +484,7 @@ def test_a_waiting_reservation_gets_no_start_time_while_the_others_hold_the_room
                 )
             ],
             {},
-            45,
+            60,  # it no longer counts: removed by the sync due anyway, not one of its own
             id="completed-reservation-expiry",
         ),
         pytest.param(

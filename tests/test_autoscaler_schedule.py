@@ -6,15 +6,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 import pytest
 from dateutil import rrule
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hooks.autoscaler import AutoscalingError, active_override, next_boundary
 from hooks.autoscaler.schedule import (
     TICK,
     Schedule,
+    _one_period_later,
+    _recurrence,
     effective_min_replicas,
     match_schedule,
     rfc3339,
@@ -332,16 +337,23 @@ def test_next_boundary_is_strictly_after_now() -> None:
     )
 
 
+REFERENCE_RULES: dict[str, Literal[0, 1, 2, 3, 4, 5, 6]] = {
+    "Daily": rrule.DAILY,
+    "Weekly": rrule.WEEKLY,
+    "Monthly": rrule.MONTHLY,
+    "Yearly": rrule.YEARLY,
+}
+
+
 def reference_match(schedule: Schedule, now: datetime) -> tuple[str, str]:
-    """Active and upcoming periods from an rrule walked from the very first start."""
+    """Active and upcoming periods from an rrule walked from the very first start (the
+    upcoming window ends one period after now, normalized as Go's `time.Date` does)."""
     duration = schedule.end - schedule.start
-    daily = schedule.frequency == "Daily"
     rule = rrule.rrule(
-        rrule.DAILY if daily else rrule.WEEKLY, dtstart=schedule.start, until=schedule.until
+        REFERENCE_RULES[schedule.frequency], dtstart=schedule.start, until=schedule.until
     )
-    period_days = 1 if daily else 7
     active = rule.between(now - duration + TICK, now, inc=True)
-    upcoming = rule.between(now + TICK, now + timedelta(days=period_days), inc=True)
+    upcoming = rule.between(now + TICK, _one_period_later(schedule.frequency, now), inc=True)
     return (
         f"{rfc3339(active[0])}-{rfc3339(active[0] + duration)}" if active else "",
         f"{rfc3339(upcoming[0])}-{rfc3339(upcoming[0] + duration)}" if upcoming else "",
@@ -375,3 +387,44 @@ def test_years_old_schedules_match_as_if_walked_from_their_first_start(
         match = match_schedule(schedule, now)
 
         assert (text(match.active), text(match.upcoming)) == reference_match(schedule, now)
+
+
+@given(
+    frequency=st.sampled_from(["Monthly", "Yearly"]),
+    start=st.datetimes(datetime(1990, 1, 1), datetime(2027, 12, 31), timezones=st.just(UTC)),
+    hours=st.integers(1, 27 * 24),
+    now=st.datetimes(datetime(2026, 1, 1), datetime(2028, 12, 31), timezones=st.just(UTC)),
+)
+def test_monthly_and_yearly_schedules_match_as_if_walked_from_their_first_start(
+    frequency: str, start: datetime, hours: int, now: datetime
+) -> None:
+    """The walk starts the year before `now` (a start on the 29th to 31st skips the months
+    without that day, and February 29 the years without it, as the walk from the start does)."""
+    start = start.replace(microsecond=0)
+    schedule = Schedule(start, start + timedelta(hours=hours), frequency)
+
+    match = match_schedule(schedule, now)
+
+    assert (text(match.active), text(match.upcoming)) == reference_match(schedule, now)
+
+
+@pytest.mark.parametrize(
+    ("frequency", "now"),
+    [
+        ("Monthly", datetime(2026, 3, 31, 7, tzinfo=UTC)),
+        ("Yearly", datetime(2026, 1, 31, 7, tzinfo=UTC)),
+    ],
+)
+def test_a_schedule_from_year_one_is_walked_from_the_year_before_now(
+    frequency: str, now: datetime
+) -> None:
+    """A start in year 1 (a valid date-time) walked month by month took a second a sync."""
+    start = datetime(1, 1, 31, 6, tzinfo=UTC)
+    schedule = Schedule(start, start + timedelta(hours=2), frequency)
+
+    walk = _recurrence(schedule, not_before=now)
+
+    assert walk.after(datetime(2025, 1, 1, tzinfo=UTC)) == datetime(2025, 1, 31, 6, tzinfo=UTC)
+    assert next(iter(walk)).year == 2025
+    active = match_schedule(schedule, now).active
+    assert active is not None and active.start == now - timedelta(hours=1)

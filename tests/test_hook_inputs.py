@@ -599,6 +599,10 @@ SPECIAL_STRINGS = [
     "30m",
     "-5s",
     "99999999999h",
+    "1" * 20_000,  # a number with no unit: read in one pass, not one per way of splitting it
+    "1Ei",  # quantities Kubernetes reads: exbi, exa, a large exponent
+    "1E",
+    "1e9999999",
     "0.5",
     "NaN",
     "Weekly",
@@ -875,6 +879,22 @@ def assert_still_serving(client: TestClient, path: str) -> None:
 
 
 # ------------------------------------------------------------------ the hooks
+
+
+@pytest.mark.parametrize("quantity", ["1Ei", "1E", "2E3", "1e9999999", "1e99999999999", "1" * 9999])
+@pytest.mark.parametrize("finalizing", [False, True])
+def test_any_quantity_text_is_answered(quantity: str, finalizing: bool) -> None:
+    """A Runner's resources may hold any quantity Kubernetes reads (or text it does not): the
+    sync answers, and a finalize still lets the Runner go."""
+    request = runner_requests(finalizing)[0]
+    request["parent"]["spec"]["resources"] = {"limits": {"memory": quantity, "cpu": quantity}}
+    with hook_server() as (client, errors):
+        path = "/finalize/runner" if finalizing else "/sync/runner"
+        response = post(client, path, orjson.dumps(request))
+        check_answer(path, request, response, errors)
+        assert response.status_code == 200
+        if finalizing:
+            assert response.json()["finalized"] is True
 
 
 @pytest.mark.parametrize("path", HOOK_PATHS)

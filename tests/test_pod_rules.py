@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import json
+import re
+from decimal import Decimal
 from typing import Any
 
 import kubernetes_validate
@@ -224,16 +226,75 @@ def test_duplicate_names_are_problems() -> None:
         ("1.5k", "1500"),
         ("100Mi", str(100 * 1024**2)),
         ("+1", "1"),
+        ("1E", str(10**18)),  # exa
+        ("1Ei", str(1024**6)),  # exbi
+        ("2E3", "2000"),  # an exponent
+        ("1e-3", "0.001"),
+        ("1.", "1"),
+        (".5Ki", "512"),
+        ("1e9999999", "1e9999999"),  # large, but Kubernetes reads it
     ],
 )
 def test_quantities(text: str, value: str) -> None:
     assert quantity_problem(text) is None
-    assert quantity_value(text) == float(value)
+    assert quantity_value(text) == Decimal(value)
 
 
-@pytest.mark.parametrize("text", ["", "1Gb", "lots", "1.2.3", "1 Gi", "Gi", "0x10", True, 1.5])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "1Gb",
+        "lots",
+        "1.2.3",
+        "1 Gi",
+        "Gi",
+        "0x10",
+        "1K",  # kilo is k
+        "1E+",
+        "1e",
+        "1e2.5",
+        "1e99999999999",  # the exponent is a 32-bit integer
+        "1" * 30_000 + "x",  # refused by its length, before it is matched
+        "1" * 30_000,
+        True,
+        1.5,
+    ],
+)
 def test_not_quantities(text: object) -> None:
     assert quantity_problem(text) is not None
+
+
+def _go_quantity(text: str) -> Decimal | None:
+    """Kubernetes' reading (resource.ParseQuantity, in Go's own steps): a number of digits and
+    dots, then a suffix of suffix letters, a sign and digits, interpreted as a binary or decimal
+    SI suffix or as `e` with a 32-bit exponent. None when it is refused."""
+    split = re.fullmatch(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)", text)
+    if split is None or split.group(1).lstrip("+-").count(".") > 1:
+        return None
+    number, suffix = split.groups()
+    if number.lstrip("+-") == ".":
+        return None
+    binary = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+    decimal = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+    if suffix in binary:
+        return Decimal(number) * Decimal(1024) ** binary[suffix]
+    if suffix in decimal:
+        return Decimal(number).scaleb(decimal[suffix])
+    exponent = re.fullmatch(r"[eE]([-+]?[0-9]+)", suffix)
+    if exponent is None or abs(int(exponent.group(1))) > 2**31 - 1:
+        return None
+    return Decimal(number).scaleb(int(exponent.group(1)))
+
+
+@given(st.text(alphabet="0123456789.+-eEiKMGTPnumk", max_size=10))
+def test_quantities_read_as_kubernetes_reads_them(text: str) -> None:
+    expected = _go_quantity(text)
+    if expected is None:
+        assert quantity_problem(text) is not None
+    else:
+        assert quantity_problem(text) is None
+        assert quantity_value(text) == expected
 
 
 json_values = st.recursive(

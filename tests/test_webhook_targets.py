@@ -116,3 +116,12 @@ def test_go_durations(text: str, expected: timedelta) -> None:
 def test_invalid_go_durations(text: str) -> None:
     with pytest.raises(ValueError, match="invalid duration"):
         parse_go_duration(text)
+
+
+@pytest.mark.parametrize("text", ["1" * 20_000, "1" * 20_000 + "h", "1." * 10_000])
+def test_a_long_invalid_duration_is_refused_and_quoted_short(text: str) -> None:
+    """A number of 20,000 digits has one way to be read (the regular expression does not try
+    every split of it, which took seconds), and the error quotes only its start."""
+    with pytest.raises(ValueError, match="invalid duration") as refused:
+        parse_go_duration(text)
+    assert len(str(refused.value)) < 100

@@ -399,14 +399,6 @@ class _Sync:
             children.append(kept)
         return children
 
-    def _completed_expiries(self) -> list[datetime]:
-        return [
-            observed.expiration_time
-            for observed in self.observed
-            if (observed.completed or observed.name in self.finished)
-            and observed.expiration_time is not None
-        ]
-
     # ------------------------------------------------------------------ status
 
     def _replicas_in_effect(self, kind: str, target: KubeObject) -> int | None:
@@ -462,11 +454,13 @@ class _Sync:
         return format_time(max(times)) if times else None
 
     def _resync(self, next_change_at: datetime | None) -> float:
+        """At the next moment the answer can change, at least every sync period. A completed
+        reservation's expiry is not such a moment: it no longer counts, so its removal waits
+        for the next sync due anyway. After a burst, thousands of them expire a fraction of a
+        second apart; a sync for each would send the HRA with every reservation each time."""
         waits = [self.deps.sync_period]
-        moments = [*self._completed_expiries(), *([next_change_at] if next_change_at else [])]
-        for moment in moments:
-            if moment > self.now:
-                waits.append(max(1.0, math.ceil((moment - self.now).total_seconds())))
+        if next_change_at is not None and next_change_at > self.now:
+            waits.append(max(1.0, math.ceil((next_change_at - self.now).total_seconds())))
         return min(waits)
 
     def _unchanged(

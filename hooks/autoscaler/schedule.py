@@ -273,16 +273,33 @@ def _check_duration(frequency: str, duration: timedelta, period: timedelta) -> N
 def _recurrence(schedule: Schedule, not_before: datetime) -> rrule.rrule:
     """The schedule's rule, for occurrences from `not_before` on.
 
-    rrule walks every occurrence from its start: years of a daily override cost ~0.1 s a sync.
-    Daily and weekly occurrences are whole steps apart on the start's wall clock, so the rule
-    may start from a later occurrence (a step earlier than needed, for daylight-saving shifts).
+    rrule walks every occurrence from its start: years of a daily override cost ~0.1 s a sync,
+    and a monthly one from year 1 a second. Daily and weekly occurrences are whole steps apart
+    on the start's wall clock, so the rule may start from a later occurrence (a step earlier
+    than needed, for daylight-saving shifts). Monthly and yearly steps vary in length, but
+    their occurrences are every date with the start's day of the month (and month) at its wall
+    time, which rrule finds from any later start of the walk: the year before `not_before`.
     """
     frequency = _FREQUENCIES[schedule.frequency]
     start = schedule.start
-    step = timedelta(days=frequency.days)
-    if frequency.days and not_before > start:
-        start += max(_elapsed(start, not_before) // step - 1, 0) * step
-    return rrule.rrule(frequency.rule, dtstart=start, until=schedule.until)
+    if frequency.days:
+        if not_before > start:
+            step = timedelta(days=frequency.days)
+            start += max(_elapsed(start, not_before) // step - 1, 0) * step
+        return rrule.rrule(frequency.rule, dtstart=start, until=schedule.until)
+    walk_from = datetime(not_before.astimezone(start.tzinfo).year - 1, 1, 1, tzinfo=start.tzinfo)
+    if walk_from <= start:
+        return rrule.rrule(frequency.rule, dtstart=start, until=schedule.until)
+    return rrule.rrule(
+        frequency.rule,
+        dtstart=walk_from,
+        until=schedule.until,
+        bymonth=start.month if frequency.years else None,
+        bymonthday=start.day,
+        byhour=start.hour,
+        byminute=start.minute,
+        bysecond=start.second,
+    )
 
 
 def spec_min_replicas_or_default(spec_min_replicas: int | None) -> int:

@@ -22,7 +22,7 @@ import functools
 import json
 import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from importlib import resources
 from typing import Any
 
@@ -36,11 +36,24 @@ DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0
 QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 IANA_SERVICE_NAME = re.compile(r"[-a-z0-9]+")
-QUANTITY = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")
+QUANTITY_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+QUANTITY = re.compile(rf"({QUANTITY_NUMBER.pattern})((?:[KMGTPE]i)|[numkMGTPE]|[eE][+-]?[0-9]+)?")
+"""Kubernetes' quantity grammar (resource.Quantity): a signed decimal number, then a binary or
+decimal SI suffix or a decimal exponent. Each part starts with what the one before cannot
+contain, so a match is found in one pass, however long the text."""
 
-QUANTITY_SUFFIXES = frozenset(
-    {"", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
-)
+BINARY_SI = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+"""Powers of 1024."""
+DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+"""Powers of ten. `1E` is an exa, `1E3` a thousand."""
+_SUFFIX_TEXT = "eEinumkKMGTP+-0123456789"
+"""What Kubernetes reads as a quantity's suffix (then checks it is one it knows)."""
+MAX_QUANTITY_LENGTH = 128
+"""Longer text is refused before it is matched: no real quantity comes near, and a request may
+hold many megabytes of digits."""
+EXPONENT_LIMIT = 2**31 - 1
+"""Kubernetes reads a decimal exponent as a 32-bit integer."""
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
@@ -314,33 +327,37 @@ def quantity_problem(value: object) -> str | None:
         return None
     if not isinstance(value, str):
         return "must be a quantity such as 500m, 1Gi or 2"
+    if len(value) > MAX_QUANTITY_LENGTH:
+        return f"must be a quantity of at most {MAX_QUANTITY_LENGTH} characters"
     match = QUANTITY.fullmatch(value)
     if match is None:
+        number = QUANTITY_NUMBER.match(value)
+        if number is not None and not value[number.end() :].strip(_SUFFIX_TEXT):
+            return "must be a quantity such as 500m, 1Gi or 2 (unknown suffix)"
         return "must be a quantity such as 500m, 1Gi or 2"
-    number, suffix = match.groups()
-    try:
-        Decimal(number)
-    except InvalidOperation:
-        return "must be a quantity such as 500m, 1Gi or 2"
-    if suffix not in QUANTITY_SUFFIXES and not re.fullmatch(r"[eE][-+]?[0-9]+", suffix):
-        return "must be a quantity such as 500m, 1Gi or 2 (unknown suffix)"
+    suffix = match.group(2) or ""
+    exponent = suffix not in BINARY_SI and suffix not in DECIMAL_SI
+    if exponent and not _exponent_in_range(suffix[1:]):
+        return "must be a quantity such as 500m, 1Gi or 2 (exponent out of range)"
     return None
 
 
+def _exponent_in_range(text: str) -> bool:
+    digits = text.lstrip("+-").lstrip("0")
+    return len(digits) <= len(str(EXPONENT_LIMIT)) and int(digits or "0") <= EXPONENT_LIMIT
+
+
 def quantity_value(value: int | str) -> Decimal:
-    """The quantity as a number (only for quantities `quantity_problem` accepts)."""
+    """The quantity as an exact number (only for quantities `quantity_problem` accepts)."""
     if isinstance(value, int):
         return Decimal(value)
     match = QUANTITY.fullmatch(value)
     assert match is not None
-    number, suffix = match.groups()
-    if suffix[:1] in ("e", "E"):
-        return Decimal(number) * Decimal(10) ** int(suffix[1:])
-    binary = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-    if suffix in binary:
-        return Decimal(number) * Decimal(1024) ** binary[suffix]
-    decimal = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-    return Decimal(number) * Decimal(10) ** decimal[suffix]
+    number, suffix = Decimal(match.group(1)), match.group(2) or ""
+    if suffix in BINARY_SI:
+        return _EXACT.multiply(number, _EXACT.power(Decimal(1024), BINARY_SI[suffix]))
+    exponent = DECIMAL_SI[suffix] if suffix in DECIMAL_SI else int(suffix[1:])
+    return number.scaleb(exponent, _EXACT)
 
 
 # ------------------------------------------------------------------------------ parts

@@ -16,7 +16,7 @@ _NANOSECONDS = {
     "m": 60 * 1_000_000_000,
     "h": 3600 * 1_000_000_000,
 }
-_PART = re.compile(r"(\d+\.?\d*|\.\d+)([a-zµμ]+)")
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([a-zµμ]+)")  # one way to match: linear in the text
 _MAX_NANOSECONDS = 2**63 - 1  # Go's time.Duration is an int64 of nanoseconds
 
 
@@ -32,14 +32,19 @@ def parse_go_duration(text: str) -> timedelta:
     if rest == "0":
         return timedelta(0)
     if not rest:
-        raise ValueError(f"invalid duration {text!r}")
+        raise ValueError(f"invalid duration {_shown(text)}")
     total, position = 0, 0
     while position < len(rest):
         match = _PART.match(rest, position)
         if match is None or match.group(2) not in _NANOSECONDS:
-            raise ValueError(f"invalid duration {text!r}")
+            raise ValueError(f"invalid duration {_shown(text)}")
         total += int(Decimal(match.group(1)) * _NANOSECONDS[match.group(2)])
         position = match.end()
     if total > _MAX_NANOSECONDS:
-        raise ValueError(f"invalid duration {text!r}: out of range")
+        raise ValueError(f"invalid duration {_shown(text)}: out of range")
     return sign * timedelta(microseconds=total // 1000)
+
+
+def _shown(text: str) -> str:
+    """The text as an error quotes it: a spec may hold megabytes of digits."""
+    return repr(text if len(text) <= 40 else text[:40] + "...")
