@@ -36,6 +36,7 @@ from hooks.metacontroller import (
     encode_answer,
 )
 from hooks.metrics import FRESH_PARENT_READS, HOOK_LATENCY
+from hooks.request_body import BodyTooLarge, body_within
 from hooks.request_reader import ReadRequest, RequestReader
 from hooks.workers import CallRunner
 
@@ -291,23 +292,18 @@ def _failed(path: str, key: str, started: float, error: Exception) -> Response:
 
 async def _read_body(request: Request, reading: BodyReading) -> ReadRequest:
     limit = reading.max_bytes
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _too_large(int(declared), limit)  # refused before it is read
-    body = await request.body()
-    if len(body) > limit:
-        raise _too_large(len(body), limit)
+    try:
+        body = await body_within(request, limit)
+    except BodyTooLarge as error:
+        raise BadHookRequest(
+            f"request body of {error.described()} is over the limit of {limit} "
+            "(HOOK_MAX_REQUEST_BYTES)",
+            status=413,
+        ) from None
     try:
         return reading.reader.read(body)
     except UnreadableBody as error:
         raise BadHookRequest(str(error)) from None
-
-
-def _too_large(size: int, limit: int) -> BadHookRequest:
-    return BadHookRequest(
-        f"request body of {size} bytes is over the limit of {limit} (HOOK_MAX_REQUEST_BYTES)",
-        status=413,
-    )
 
 
 _CHECKED_MEMBERS = {MEMBERS_CHECKED: True}

@@ -17,6 +17,7 @@ from starlette.routing import Route
 from hooks.clock import Clock
 from hooks.github.port import GitHubPort, RunnerGroupInfo
 from hooks.kube.port import KubePort
+from hooks.request_body import BodyTooLarge, body_within
 from hooks.settings import Settings
 from hooks.telemetry import WebhookLabels, record_delivery
 from hooks.webhook.decision import Decision
@@ -129,8 +130,7 @@ def _endpoint(receiver: WebhookReceiver, labels_of: WebhookLabels) -> Callable[[
 
 
 async def _bounded_body(request: Request, limit: int) -> bytes | None:
-    declared = request.headers.get("content-length")
-    if declared and declared.isascii() and declared.isdigit() and int(declared) > limit:
+    try:
+        return await body_within(request, limit)
+    except BodyTooLarge:
         return None
-    body = await request.body()
-    return body if len(body) <= limit else None
