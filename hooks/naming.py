@@ -23,6 +23,47 @@ RUNNER_ID_ANNOTATION = "actions-runner/id"
 BASE36_NAME = re.compile(r"[0-9a-z]{1,13}")
 """A name's counter: base 36, at most 13 digits (36**13 > 2**64, more than any counter)."""
 
+MAX_OBJECT_NAME = 253
+MAX_LABEL_VALUE = 63
+RUNNER_NAME_SUFFIX = 1 + 4 + 13
+"""What a set adds to its name to name a runner: `-`, the uid tag, the counter."""
+MAX_SLOT_DIGITS = 7
+"""A RunnerSet's volume slots, as a claim name spells them: up to ten million."""
+
+
+def deployment_name_problem(name: str) -> str | None:
+    """A RunnerDeployment's name is the value of its runners' `runner-deployment-name` label
+    (as in ARC, whose RunnerReplicaSet is refused by the API server past 63 characters)."""
+    if len(name) > MAX_LABEL_VALUE:
+        return (
+            f"metadata.name: at most {MAX_LABEL_VALUE} characters for a RunnerDeployment (it is "
+            f"the value of its runners' {DEPLOYMENT_NAME_LABEL} label)"
+        )
+    return None
+
+
+def replica_set_name_problem(name: str) -> str | None:
+    """A RunnerReplicaSet's runners are named `<set>-<uid tag><counter>`."""
+    longest = MAX_OBJECT_NAME - RUNNER_NAME_SUFFIX
+    if len(name) > longest:
+        return (
+            f"metadata.name: at most {longest} characters for a RunnerReplicaSet (its Runners "
+            f"are named after it, and a name has at most {MAX_OBJECT_NAME})"
+        )
+    return None
+
+
+def claim_names_problem(set_name: str, template_names: list[str]) -> str | None:
+    """A RunnerSet's volume claims are named `<template>-<set>-<slot>`, as a StatefulSet's."""
+    longest = MAX_OBJECT_NAME - 2 - MAX_SLOT_DIGITS
+    if any(len(template) + len(set_name) > longest for template in template_names):
+        return (
+            f"metadata.name and spec.volumeClaimTemplates[].metadata.name: at most {longest} "
+            f"characters together (the claims are named <template>-<set>-<slot>, and a name "
+            f"has at most {MAX_OBJECT_NAME})"
+        )
+    return None
+
 
 def uid_tag(uid: str) -> str:
     """Four characters from the set's uid: a set recreated with the same name never reuses

@@ -881,6 +881,40 @@ def assert_still_serving(client: TestClient, path: str) -> None:
 # ------------------------------------------------------------------ the hooks
 
 
+@pytest.mark.parametrize(
+    ("path", "longest", "stated"),
+    [
+        # the value of its runners' runner-deployment-name label
+        ("/sync/runnerdeployment", 63, "at most 63 characters"),
+        # its Runners are named <set>-<uid tag><counter of up to 13>
+        ("/sync/runnerreplicaset", 235, "at most 235 characters"),
+        # its claims are named <template>-<set>-<slot>; the seed's template is "work"
+        ("/sync/runnerset", 244 - len("work"), "at most 244 characters together"),
+    ],
+)
+def test_a_name_too_long_for_the_children_it_names_is_invalid(
+    path: str, longest: int, stated: str
+) -> None:
+    """A custom resource's name may have 253 characters, but these sets name children after
+    themselves: past `longest`, a child would be refused by the API server. The set is invalid,
+    keeps what it has, and asks for nothing new; at `longest` it is valid."""
+    with hook_server() as (client, errors):
+        for length, valid in ((longest, True), (longest + 1, False), (253, False)):
+            for seed in SEEDS[path]:
+                request = copy.deepcopy(seed)
+                request["parent"]["metadata"]["name"] = "a" * length
+                response = post(client, path, orjson.dumps(request))
+                check_answer(path, request, response, errors)  # keeps what it has if invalid
+                status = response.json()["status"]
+                assert invalid(response.json()) != valid, (length, status)
+                if not valid:
+                    (message,) = [
+                        c["message"] for c in status["conditions"] if c["type"] == "Valid"
+                    ]
+                    assert stated in message
+                    assert "a" * 64 not in message  # names the field, not its value
+
+
 @pytest.mark.parametrize("quantity", ["1Ei", "1E", "2E3", "1e9999999", "1e99999999999", "1" * 9999])
 @pytest.mark.parametrize("finalizing", [False, True])
 def test_any_quantity_text_is_answered(quantity: str, finalizing: bool) -> None:

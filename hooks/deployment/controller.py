@@ -43,7 +43,7 @@ from hooks.metacontroller import (
     KubeObject,
     object_or_empty,
 )
-from hooks.naming import DEPLOYMENT_NAME_LABEL, TEMPLATE_HASH_LABEL
+from hooks.naming import DEPLOYMENT_NAME_LABEL, TEMPLATE_HASH_LABEL, deployment_name_problem
 from hooks.replicaset.controller import readable_time, template_hash
 from hooks.resources.common import ScaleSetStatus
 from hooks.resources.replicaset import (
@@ -172,6 +172,8 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
             ["RunnerReplicaSet"],
         )
     problems = validate_runner_template(deployment.spec.template)
+    if (name_problem := deployment_name_problem(deployment.metadata.name)) is not None:
+        problems.append(name_problem)
     if deployment.spec.replicas is not None and deployment.spec.replicas < 0:
         problems.append("spec.replicas must not be negative")
     if not readable_time(deployment.spec.effective_time):

@@ -44,6 +44,7 @@ from hooks.naming import (
     SYNC_TIME_ANNOTATION,
     TEMPLATE_HASH_LABEL,
     base36,
+    replica_set_name_problem,
     uid_tag,
 )
 from hooks.resources.replicaset import (
@@ -161,6 +162,8 @@ def sync_runner_replica_set(request: CompositeHookRequest, deps: HookDeps) -> Co
             request, [describe_validation_error(error, "RunnerReplicaSet")], now, ["Runner"]
         )
     problems = validate_runner_template(replica_set.spec.template)
+    if (name_problem := replica_set_name_problem(replica_set.metadata.name)) is not None:
+        problems.append(name_problem)
     if replica_set.spec.replicas is not None and replica_set.spec.replicas < 0:
         problems.append("spec.replicas must not be negative")
     if not readable_time(replica_set.spec.effective_time):

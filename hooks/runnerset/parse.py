@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from hooks.children import describe_validation_error
 from hooks.deps import HookDeps
 from hooks.metacontroller import CompositeHookRequest, KubeObject, object_or_empty
+from hooks.naming import claim_names_problem
 from hooks.resources.common import ObjectMeta
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
 from hooks.runner.registration import registration_mode
@@ -62,6 +63,8 @@ def _spec_problems(runner_set: RunnerSet, *, jit: bool) -> list[str]:
         problems.append("spec.replicas must not be negative")
     if len(claimed) != len(names):
         problems.append("spec.volumeClaimTemplates: every template needs metadata.name")
+    if (names_problem := claim_names_problem(runner_set.metadata.name, claimed)) is not None:
+        problems.append(names_problem)
     return problems
 
 
