@@ -24,10 +24,16 @@ def add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "simulate",
         help="replay a scenario file in the simulated world (docs/scenarios.md)",
         description="Replay a scenario in virtual time and print its summary.",
-        epilog="exit status: 0 when every invariant holds, 1 when one fails, 2 for a scenario "
-        "file that cannot be read",
+        epilog="exit status: 0 when every invariant holds; 1 when one fails (named on "
+        "stderr); 2 for a usage error or a scenario file that cannot be read or is invalid",
     )
-    parser.add_argument("file", type=Path)
+    parser.add_argument(
+        "file",
+        type=Path,
+        metavar="FILE",
+        help="the scenario: a YAML file of manifests, jobs and a timeline of disruptions "
+        "(docs/scenarios.md; examples in scenarios/)",
+    )
     parser.add_argument(
         "--json", action="store_true", help="end with the summary as one line of JSON"
     )
@@ -63,7 +69,10 @@ def add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> C
     demo = commands.add_parser(
         "demo",
         help="watch the system at work in the simulated world",
-        epilog="exit status: 0 when every invariant holds, 1 otherwise",
+        description="Run a RunnerDeployment with a HorizontalRunnerAutoscaler through a "
+        "virtual hour in the simulated world (two bursts of jobs, a hook replica failing for "
+        "five minutes, then the teardown), printing its progress and a summary.",
+        epilog="exit status: 0 when every invariant holds; 1 when one fails; 2 for a usage error",
     )
     demo.add_argument(
         "--scale-set",

@@ -8,17 +8,18 @@ these figures explain the ratio of `bench_runner_hooks` rather than add up to it
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import orjson
 from starlette.concurrency import run_in_threadpool
 
-from bench.asgi_call import BENCH_SETTINGS
+from bench.asgi_call import BENCH_SETTINGS, expect_no_cluster
 from bench.bench_runner_hooks import runner_hook_requests
 from hooks.clock import ManualClock
 from hooks.deps import HookDeps
@@ -35,7 +36,7 @@ from tests.in_memory_github import InMemoryGitHub
 CALLS = 3000
 
 
-def _median_us(call: Callable[[], object], calls: int = CALLS) -> float:
+def _median_us(calls: int, call: Callable[[], object]) -> float:
     times = []
     for _ in range(calls):
         started = time.perf_counter()
@@ -44,7 +45,7 @@ def _median_us(call: Callable[[], object], calls: int = CALLS) -> float:
     return sorted(times)[calls // 2] * 1e6
 
 
-def _median_async_us(call: Callable[[], Awaitable[object]], calls: int = CALLS) -> float:
+def _median_async_us(calls: int, call: Callable[[], Awaitable[object]]) -> float:
     async def run() -> list[float]:
         times = []
         for _ in range(calls):
@@ -60,8 +61,22 @@ def _nothing() -> None:
     return None
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bench_breakdown",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--calls",
+        type=int,
+        default=CALLS,
+        help="timed calls per stage; the median is printed (default: %(default)s)",
+    )
+    args = parser.parse_args(argv)
+    calls: int = args.calls
     logging.disable(logging.INFO)
+    expect_no_cluster()
     clock = ManualClock()
     backend = InMemoryGitHub(clock)
     backend.register(Scope(organization="acme"), "example-runner", busy=True)
@@ -78,23 +93,31 @@ def main() -> int:
 
     rows = [
         ("request body, bytes", float(len(sync_body))),
-        ("decode, json.loads", _median_us(lambda: json.loads(sync_body))),
-        ("decode, orjson.loads", _median_us(lambda: orjson.loads(sync_body))),
-        ("request model", _median_us(lambda: CompositeHookRequest.model_validate(document))),
-        ("Runner model (memo miss)", _median_us(lambda: Runner.model_validate(request.parent))),
+        ("decode, json.loads", _median_us(calls, lambda: json.loads(sync_body))),
+        ("decode, orjson.loads", _median_us(calls, lambda: orjson.loads(sync_body))),
+        ("request model", _median_us(calls, lambda: CompositeHookRequest.model_validate(document))),
+        (
+            "Runner model (memo miss)",
+            _median_us(calls, lambda: Runner.model_validate(request.parent)),
+        ),
         (
             "runner pod (memo miss)",
-            _median_us(lambda: build_runner_pod(runner, settings, secret_name="s", jit=False)),
+            _median_us(
+                calls, lambda: build_runner_pod(runner, settings, secret_name="s", jit=False)
+            ),
         ),
-        ("sync controller, memo warm", _median_us(lambda: sync_runner(request, deps))),
+        ("sync controller, memo warm", _median_us(calls, lambda: sync_runner(request, deps))),
         (
             "finalize controller, memo warm",
-            _median_us(lambda: finalize_runner(finalize_request, deps)),
+            _median_us(calls, lambda: finalize_runner(finalize_request, deps)),
         ),
-        ("encode, json.dumps", _median_us(lambda: json.dumps(wire, separators=(",", ":")))),
-        ("encode, orjson.dumps", _median_us(lambda: orjson.dumps(wire))),
-        ("thread hop, run_in_threadpool", _median_async_us(lambda: run_in_threadpool(_nothing))),
-        ("thread hop, WorkerThreads", _median_async_us(lambda: workers.run(_nothing))),
+        ("encode, json.dumps", _median_us(calls, lambda: json.dumps(wire, separators=(",", ":")))),
+        ("encode, orjson.dumps", _median_us(calls, lambda: orjson.dumps(wire))),
+        (
+            "thread hop, run_in_threadpool",
+            _median_async_us(calls, lambda: run_in_threadpool(_nothing)),
+        ),
+        ("thread hop, WorkerThreads", _median_async_us(calls, lambda: workers.run(_nothing))),
     ]
     for label, value in rows:
         unit = "" if label.endswith("bytes") else " us"

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from bench.asgi_call import BENCH_HOOK_TOKEN, BENCH_SETTINGS, median_seconds
+from bench.asgi_call import BENCH_HOOK_TOKEN, BENCH_SETTINGS, expect_no_cluster, median_seconds
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
@@ -61,11 +61,23 @@ def _log_to_devnull() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Runner hook latency, as a ratio to /healthz.")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bench_runner_hooks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--log", action="store_true", help="INFO logging on (to /dev/null)")
-    parser.add_argument("--repeats", type=int, default=REPEATS, help="interleaved blocks")
-    parser.add_argument("--rounds", type=int, default=ROUNDS, help="calls per block")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=REPEATS,
+        help="interleaved blocks (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=ROUNDS, help="calls per block (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
+    expect_no_cluster()
     if args.log:
         _log_to_devnull()
     else:

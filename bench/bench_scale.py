@@ -132,11 +132,27 @@ def growth_exponent(points: list[Point]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--sizes", default="100,300,1000", help="runner counts, comma-separated")
-    parser.add_argument("--minutes", type=float, default=60.0, help="virtual minutes per size")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bench_scale",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
-        "--warmup", type=float, default=5.0, help="minutes before GitHub calls count as steady"
+        "--sizes",
+        default="100,300,1000",
+        help="runner counts, comma-separated (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=60.0,
+        help="virtual minutes per size (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=5.0,
+        help="minutes before GitHub calls count as steady (default: %(default)s)",
     )
     args = parser.parse_args(argv)
     if not 0 <= args.warmup < args.minutes:

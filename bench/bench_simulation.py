@@ -9,8 +9,10 @@ with 10 Runners and 100 jobs; the ratio shows how the cost grows with scale.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
+from collections.abc import Sequence
 
 from arc_sim.scenario import Scenario
 from arc_sim.summary import Summary
@@ -64,7 +66,13 @@ def run(world: World) -> Summary:
     return summary
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bench_simulation",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.parse_args(argv)
     logging.disable(logging.WARNING)
     baseline = run(World(scenario(10, 100, 30)))
     full = run(World(scenario(100, 1000, 3)))

@@ -11,11 +11,13 @@ Run: python -m bench.bench_webhook
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import logging
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from arc_sim.kube_port import StoreKube
@@ -30,9 +32,9 @@ SECRET = b"bench-secret"
 ARC = "actions.summerwind.dev/v1alpha1"
 
 
-def cluster(clock: ManualClock) -> ObjectStore:
+def cluster(clock: ManualClock, autoscalers: int = AUTOSCALERS) -> ObjectStore:
     store = ObjectStore(clock)
-    for index in range(AUTOSCALERS):
+    for index in range(autoscalers):
         namespace = f"team-{index % 20}"
         name = f"runners-{index}"
         store.create(
@@ -61,8 +63,8 @@ def cluster(clock: ManualClock) -> ObjectStore:
     return store
 
 
-def delivery(job_id: int) -> tuple[dict[str, str], bytes]:
-    repository = f"repo-{job_id % AUTOSCALERS}"
+def delivery(job_id: int, autoscalers: int = AUTOSCALERS) -> tuple[dict[str, str], bytes]:
+    repository = f"repo-{job_id % autoscalers}"
     payload: dict[str, Any] = {
         "action": "queued",
         "workflow_job": {
@@ -95,12 +97,15 @@ def median(values: list[float]) -> float:
     return sorted(values)[len(values) // 2]
 
 
-async def answer_times(ttl: float, first_job: int) -> list[float]:
+async def answer_times(
+    ttl: float, first_job: int, autoscalers: int = AUTOSCALERS, rounds: int = ROUNDS
+) -> list[float]:
     clock = ManualClock()
-    receiver = WebhookReceiver(StoreKube(cluster(clock)), clock, secret=SECRET, targets_ttl=ttl)
+    store = cluster(clock, autoscalers)
+    receiver = WebhookReceiver(StoreKube(store), clock, secret=SECRET, targets_ttl=ttl)
     times = []
-    for job_id in range(first_job, first_job + ROUNDS):
-        headers, body = delivery(job_id)
+    for job_id in range(first_job, first_job + rounds):
+        headers, body = delivery(job_id, autoscalers)
         started = time.perf_counter()
         reply = await receiver.handle(headers, body)
         times.append(time.perf_counter() - started)
@@ -108,19 +113,41 @@ async def answer_times(ttl: float, first_job: int) -> list[float]:
     return times
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bench_webhook",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--autoscalers",
+        type=int,
+        default=AUTOSCALERS,
+        help="HorizontalRunnerAutoscalers (each with its RunnerDeployment) in the cluster "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=ROUNDS,
+        help="deliveries answered per case, and timed parses; the medians are printed "
+        "(default: %(default)s)",
+    )
+    args = parser.parse_args(argv)
+    autoscalers: int = args.autoscalers
+    rounds: int = args.rounds
     logging.disable(logging.INFO)
-    _, body = delivery(1)
+    _, body = delivery(1, autoscalers)
     parse_times = []
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         started = time.perf_counter()
         json.loads(body)
         parse_times.append(time.perf_counter() - started)
     parse = median(parse_times)
-    warm = median(asyncio.run(answer_times(ttl=3600, first_job=1)))
-    cold = median(asyncio.run(answer_times(ttl=0, first_job=1)))
+    warm = median(asyncio.run(answer_times(3600, 1, autoscalers, rounds)))  # cached
+    cold = median(asyncio.run(answer_times(0, 1, autoscalers, rounds)))  # read again
 
-    print(f"{AUTOSCALERS} HorizontalRunnerAutoscalers, {ROUNDS} queued deliveries")
+    print(f"{autoscalers} HorizontalRunnerAutoscalers, {rounds} queued deliveries")
     print(f"json.loads of the payload     median {parse * 1e6:9.1f} us   (baseline)")
     print(f"answer, HRA list cached       median {warm * 1e6:9.1f} us   ratio {warm / parse:7.1f}x")
     print(f"answer, HRA list read again   median {cold * 1e6:9.1f} us   ratio {cold / parse:7.1f}x")

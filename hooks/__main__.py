@@ -7,6 +7,10 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hooks.settings import Settings
 
 DEFAULT_CRD_DIR = Path("metacontroller/crds")
 COMMANDS_GROUP = "arc_hooks.commands"
@@ -20,6 +24,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="arc-hooks",
         description="GitHub Actions runners on Kubernetes as Metacontroller hooks.",
+        epilog="exit status: 2 for a usage error (an unknown command or option, a missing "
+        "argument); `arc-hooks COMMAND --help` gives each command's others",
     )
     parser.add_argument("--version", action="version", version=f"arc-hooks {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -29,7 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run the hook server",
         description="Serve Metacontroller's hooks, GitHub's webhook, /healthz, /readyz and "
         "/metrics. Settings come from the environment (README, Configuration).",
-        epilog="exit status: 0 after a clean shutdown, 2 for unusable TLS files",
+        epilog="exit status: 0 after a clean shutdown (SIGTERM or SIGINT); 2 for a usage "
+        "error, invalid settings in the environment or unusable TLS files; 3 when a port "
+        "cannot be listened on (uvicorn's startup failure)",
     )
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default: %(default)s)"
@@ -67,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "jobs GitHub offers it and write how many are assigned on its "
         "HorizontalRunnerAutoscaler. No public endpoint is needed. GitHub credentials come "
         "from the environment, as for `serve`.",
+        epilog="exit status: 0 after a clean stop (SIGTERM or SIGINT; the message sessions are "
+        "deleted first); 1 when the metrics port cannot be listened on; 2 for a usage error, "
+        "invalid settings in the environment or no GitHub credentials",
     )
     listen.add_argument(
         "--namespace", help="only RunnerDeployments of this namespace (default: all)"
@@ -78,9 +89,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="serve /metrics on this port; 0: none (default: %(default)s)",
     )
 
-    crds = commands.add_parser("crds", help="write the CRDs generated from the models")
-    crds.add_argument("--dir", type=Path, default=DEFAULT_CRD_DIR)
-    crds.add_argument("--check", action="store_true", help="fail if a committed CRD is stale")
+    crds = commands.add_parser(
+        "crds",
+        help="write the CRDs generated from the models",
+        description="Write the CustomResourceDefinitions generated from the resource models, "
+        "one YAML file per CRD, and print each path written; with --check, write nothing and "
+        "list the files that are stale or missing.",
+        epilog="exit status: 0 when the CRDs were written, or with --check when every one is "
+        "up to date; 1 with --check when one is stale or missing; 2 for a usage error",
+    )
+    crds.add_argument(
+        "--dir",
+        type=Path,
+        default=DEFAULT_CRD_DIR,
+        metavar="DIR",
+        help="directory of the CRD files, created if missing (default: %(default)s, relative "
+        "to the current directory)",
+    )
+    crds.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; fail if a CRD file in DIR is stale or missing",
+    )
 
     plugins = plugin_commands(commands)
 
@@ -130,9 +160,10 @@ def _serve(
     from hooks.hook_auth import HookCredentials
     from hooks.logs import configure_logging
     from hooks.server import TlsError, serve, tls_options
-    from hooks.settings import Settings
 
-    settings = Settings()
+    settings = _settings("serve")
+    if settings is None:
+        return 2
     secrets = [
         s.get_secret_value()
         for s in (
@@ -178,9 +209,10 @@ def _listen(namespace: str | None, metrics_port: int) -> int:
     from hooks.listener.metrics import LISTENER_REGISTRY
     from hooks.listener.run import listener_from_settings
     from hooks.logs import configure_logging
-    from hooks.settings import Settings
 
-    settings = Settings()
+    settings = _settings("listen")
+    if settings is None:
+        return 2
     secrets = [
         s.get_secret_value()
         for s in (settings.github_token, settings.github_app_private_key)
@@ -196,11 +228,34 @@ def _listen(namespace: str | None, metrics_port: int) -> int:
         return 2
     process = listener_from_settings(settings, namespace)
     if metrics_port:
-        start_http_server(metrics_port, registry=LISTENER_REGISTRY)
+        try:
+            start_http_server(metrics_port, registry=LISTENER_REGISTRY)
+        except OSError as error:
+            print(f"arc-hooks listen: metrics port {metrics_port}: {error}", file=sys.stderr)
+            return 1
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: process.stop_requested.set())
     process.run()  # a clean stop deletes the sessions: another replica takes over at once
     return 0
+
+
+def _settings(command: str) -> Settings | None:
+    """The settings from the environment; None, after saying why on stderr, when they are
+    invalid. The values given are left out of the message: they may be secrets."""
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from hooks.settings import Settings
+
+    try:
+        return Settings()
+    except ValidationError as error:
+        for problem in error.errors(include_url=False, include_input=False):
+            where = ".".join(str(part) for part in problem["loc"]) or "settings"
+            print(f"arc-hooks {command}: {where}: {problem['msg']}", file=sys.stderr)
+    except SettingsError as error:
+        print(f"arc-hooks {command}: {error}", file=sys.stderr)
+    return None
 
 
 def _crds(directory: Path, check: bool) -> int:
