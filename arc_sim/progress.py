@@ -217,8 +217,8 @@ def _failed_hook_calls(world: World, windows: list[tuple[float, float]]) -> int:
 
 
 def describe(world: World, elapsed: float) -> str:
-    """One progress line: the HRAs' desired replicas, runner pods by state, jobs, API and hook
-    calls."""
+    """One progress line: the HRAs' desired replicas (when there are HRAs), runner pods by
+    state, jobs, API and hook calls."""
     states: Counter[str] = Counter()
     for record in world.github.runner_records():
         if record.status != "online":
@@ -229,13 +229,15 @@ def describe(world: World, elapsed: float) -> str:
     jobs = world.github.job_summary()
     api_calls = len(world.github.requests)
     hook_calls = sum(world.emulator.hook_calls.values())
+    autoscalers = world.store.list_objects("HorizontalRunnerAutoscaler")
     desired = reserved = 0
-    for hra in world.store.list_objects("HorizontalRunnerAutoscaler"):
+    for hra in autoscalers:
         status = hra.get("status") or {}
         desired += int(status.get("desiredReplicas") or 0)
         reserved += int(status.get("reservedReplicas") or 0)
+    scaling = f"HRA desired {desired:2d} (reserved {reserved:2d})  " if autoscalers else ""
     return (
-        f"{stamp(elapsed)}  HRA desired {desired:2d} (reserved {reserved:2d})  "
+        f"{stamp(elapsed)}  {scaling}"
         f"runner pods {pods:2d} (busy {states['busy']}, idle {states['idle']}, "
         f"offline {states['offline']})  jobs: {jobs.waiting} queued, {jobs.in_progress} running, "
         f"{jobs.completed} done, {jobs.interrupted} interrupted  "

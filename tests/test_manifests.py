@@ -6,7 +6,6 @@ import copy
 import functools
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import tomllib
@@ -28,6 +27,7 @@ from hooks.resources.replicaset import RunnerDeployment, RunnerReplicaSet
 from hooks.resources.runner import Runner
 from hooks.resources.runnerset import RunnerSet
 from hooks.settings import Settings
+from tests.kubectl import kustomize_available
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "metacontroller"
@@ -187,7 +187,7 @@ def test_kustomize_builds() -> None:
     # `kubectl apply -k metacontroller/` is the install command. .ci/run installs kubectl, so CI
     # builds the kustomization for real; without kubectl, what can be checked here is that it
     # uses nothing beyond the resource list and image override this file reads itself.
-    if shutil.which("kubectl") is None:
+    if not kustomize_available():
         assert set(_kustomization()) == {"apiVersion", "kind", "resources", "images"}
         assert all((MANIFESTS / resource).is_file() for resource in _kustomization()["resources"])
         return
@@ -689,7 +689,7 @@ TLS_COMPONENT = MANIFESTS / "components" / "tls"
 @functools.cache
 def _tls_build() -> list[dict[str, Any]] | None:
     """The install with the TLS component, as a user's kustomization composes them."""
-    if shutil.which("kubectl") is None:
+    if not kustomize_available():
         return None
     with tempfile.TemporaryDirectory() as directory:
         user = Path(directory)
@@ -798,7 +798,7 @@ def test_both_deployments_read_settings_from_an_optional_config_map() -> None:
 def test_the_readmes_overlay_reaches_both_deployments_and_every_controller() -> None:
     """The README's overlay: kustomize names the generated ConfigMap with a content hash and
     rewrites the references, so a changed setting rolls the Deployments out."""
-    if shutil.which("kubectl") is None:  # .ci/run installs it; without, the references only
+    if not kustomize_available():  # .ci/run installs it; without, the references only
         test_both_deployments_read_settings_from_an_optional_config_map()
         return
     with tempfile.TemporaryDirectory() as directory:

@@ -35,7 +35,7 @@ timeline:
 teardown: true
 """
 
-STATUS_LINE = re.compile(r"^t=\s*(\d+)m  HRA desired .* runner pods .* jobs: .* done")
+STATUS_LINE = re.compile(r"^t=\s*(\d+)m  (HRA desired .*)?runner pods .* jobs: .* done")
 MARK_LINE = re.compile(rf"^t=\s*(\d+)m  {MARK} (.*)$")
 
 
@@ -88,6 +88,7 @@ def test_a_pipe_gets_one_line_per_interval_and_a_line_per_timeline_event() -> No
     statuses = [int(m[1]) for line in lines if (m := STATUS_LINE.match(line))]
     marks = [(int(m[1]), m[2]) for line in lines if (m := MARK_LINE.match(line))]
     assert statuses == [5, 10, 15, 20]
+    assert "HRA" not in text  # the scenario has no HorizontalRunnerAutoscaler to report on
     assert len(statuses) + len(marks) == len(lines)
     assert [(minute, text.split(" (")[0].split(":")[0]) for minute, text in marks] == [
         (4, "hook outage begins"),
