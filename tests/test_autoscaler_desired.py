@@ -158,7 +158,9 @@ def test_a_suggestion_of_zero_is_not_replaced_by_min_before_the_clamp() -> None:
         ),
         (
             hra(1, 10, [MetricSpec(type="Unknown")]),
-            'validating autoscaling metrics: unsupported metric type "Unknown"',
+            "validating autoscaling metrics: unsupported metric type in spec.metrics[0].type: "
+            'it must be one of "PercentageRunnersBusy" or '
+            '"TotalNumberOfQueuedAndInProgressWorkflowRuns"',
         ),
         (
             hra(1, 10, [QUEUED_RUNS, BUSY]),
@@ -172,6 +174,13 @@ def test_a_suggestion_of_zero_is_not_replaced_by_min_before_the_clamp() -> None:
             ),
             "invalid HRA Spec: Metrics[0] of PercentageRunnersBusy cannot be combined with "
             "Metrics[1] of PercentageRunnersBusy: The only allowed combination is "
+            "0=PercentageRunnersBusy and 1=TotalNumberOfQueuedAndInProgressWorkflowRuns",
+        ),
+        # ARC prints the second type too; any text there is not repeated.
+        (
+            hra(1, 10, [BUSY, MetricSpec(type="ghp_pasted")]),
+            "invalid HRA Spec: Metrics[0] of PercentageRunnersBusy cannot be combined with "
+            "Metrics[1] of an unsupported type: The only allowed combination is "
             "0=PercentageRunnersBusy and 1=TotalNumberOfQueuedAndInProgressWorkflowRuns",
         ),
     ],
@@ -200,9 +209,9 @@ def test_enterprise_runners_cannot_use_workflow_runs() -> None:
         (2, 5, 4, 4, SUGGESTED),
         (2, 5, 7, 5, CAPPED_AT_MAX),
         (0, 5, 0, 0, SUGGESTED),
-        # min > max: min wins from below, max from above (ARC's if / else-if).
-        (5, 3, 4, 5, RAISED_TO_MIN),
-        (5, 3, 6, 3, CAPPED_AT_MAX),
+        (3, 3, 6, 3, CAPPED_AT_MAX),
+        # ARC reads a negative min as 1.
+        (-4, 5, 0, 1, RAISED_TO_MIN),
     ],
 )
 def test_clamps(min_replicas: int, max_replicas: int, queued: int, want: int, reason: str) -> None:

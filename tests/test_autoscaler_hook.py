@@ -605,7 +605,12 @@ def test_missing_max_replicas_gives_arcs_error_and_keeps_the_children(
         ({"minReplicas": "two"}, None, "spec.minReplicas"),
         ({"scaleDownDelaySecondsAfterScaleOut": "10m"}, None, "scaleDownDelaySecondsAfterScaleOut"),
         ({"metrics": {"type": "PercentageRunnersBusy"}}, None, "spec.metrics"),
-        ({"scaleTargetRef": {"kind": "Deployment", "name": TARGET}}, None, "'Deployment'"),
+        (
+            {"scaleTargetRef": {"kind": "Deployment", "name": TARGET}},
+            None,
+            "spec.scaleTargetRef.kind is not supported. valid kinds are RunnerDeployment and "
+            "RunnerSet",
+        ),
         ({"scaleTargetRef": {}}, None, "spec.scaleTargetRef.name is required"),
         (
             {"metrics": [{**BUSY_METRIC, "scaleUpThreshold": "high"}]},
@@ -615,7 +620,7 @@ def test_missing_max_replicas_gives_arcs_error_and_keeps_the_children(
         (
             {"metrics": [{"type": "CPU"}]},
             None,
-            'unsupported metric type "CPU"',
+            "unsupported metric type in spec.metrics[0].type",
         ),
         (
             {
@@ -624,7 +629,7 @@ def test_missing_max_replicas_gives_arcs_error_and_keeps_the_children(
                 ]
             },
             None,
-            "'tomorrow' is not an RFC 3339 time",
+            "spec.scheduledOverrides[0].startTime is not an RFC 3339 time",
         ),
         (
             {"capacityReservations": [{"expirationTime": "soon", "replicas": 1}]},

@@ -171,7 +171,7 @@ def test_workflow_run_repositories(scope: RunnerScope, names: list[str], want: l
 
 
 def test_a_repository_must_be_owner_slash_name() -> None:
-    with pytest.raises(AutoscalingError, match='"app" is not of the form OWNER/REPO'):
+    with pytest.raises(AutoscalingError, match="repository is not of the form OWNER/REPO"):
         workflow_run_repositories(MetricSpec(), RunnerScope(repository="app"))
 
 

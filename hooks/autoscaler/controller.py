@@ -34,7 +34,7 @@ from hooks.autoscaler.desired import (
     ScaleTarget,
     desired_replicas,
 )
-from hooks.autoscaler.errors import AutoscalingError
+from hooks.autoscaler.errors import AutoscalingError, InvalidSpecError
 from hooks.autoscaler.metrics import RunnerScope
 from hooks.autoscaler.reservations import Reservation
 from hooks.children import (
@@ -70,6 +70,7 @@ from hooks.resources.autoscaler import (
     HorizontalRunnerAutoscaler,
     HorizontalRunnerAutoscalerStatus,
 )
+from hooks.resources.pod_rules import DNS1123_SUBDOMAIN
 from hooks.resources.replicaset import RunnerDeployment
 from hooks.resources.reservation import KIND as RESERVATION_KIND
 from hooks.resources.runner import API_VERSION, RunnerConfig
@@ -242,8 +243,16 @@ class _Sync:
         if not name:
             return self._unchanged("InvalidSpec", "spec.scaleTargetRef.name is required")
         if kind not in _PLURALS:
+            # ARC's log line, without the kind it quotes: the field may hold any text.
             return self._unchanged(
-                "InvalidSpec", f"spec.scaleTargetRef.kind {kind!r} is not one of {list(_PLURALS)}"
+                "InvalidSpec",
+                "spec.scaleTargetRef.kind is not supported. valid kinds are "
+                f"{RUNNER_DEPLOYMENT} and {RUNNER_SET}",
+            )
+        if not _is_object_name(name):
+            # No object has such a name, and one that is not a name may be anything.
+            return self._unchanged(
+                "InvalidSpec", "spec.scaleTargetRef.name is not a valid object name"
             )
         target_obj = self.request.object_named(kind, name, related=True)
         if target_obj is None or not _same_namespace(target_obj, self.hra):
@@ -299,6 +308,8 @@ class _Sync:
             )
         except GitHubError as error:
             return self._unchanged("GitHubError", str(error))
+        except InvalidSpecError as error:
+            return self._unchanged("InvalidSpec", str(error))
         except AutoscalingError as error:
             return self._unchanged("RunnerAutoscalingFailure", str(error))
         except OverflowError:
@@ -553,6 +564,11 @@ def _runner_config(kind: str, target: KubeObject) -> RunnerConfig:
     if kind == RUNNER_DEPLOYMENT:
         return RunnerDeployment.model_validate(target).spec.template.spec
     return RunnerConfig.model_validate(target.get("spec") or {})  # a RunnerSet: inline
+
+
+def _is_object_name(name: str) -> bool:
+    """Kubernetes' rule for the names of these objects: a DNS-1123 subdomain."""
+    return len(name) <= 253 and DNS1123_SUBDOMAIN.fullmatch(name) is not None
 
 
 def _same_namespace(obj: KubeObject, hra: HorizontalRunnerAutoscaler) -> bool:

@@ -11,6 +11,10 @@
    scale-out, a value not above the current `status.desiredReplicas` keeps the current one
    (not in scale-set mode);
 6. `lastSuccessfulScaleOutTime` becomes now when the value goes up (from nothing: above 1).
+
+Unlike ARC, a spec whose values ARC would misuse (a negative maxReplicas, minReplicas above
+maxReplicas, a negative delay or reservation) is refused with InvalidSpecError, checked where
+ARC checks that min and max are set (`validation.py`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from hooks.autoscaler.activity import ActivitySource
-from hooks.autoscaler.errors import AutoscalingError
+from hooks.autoscaler.errors import AutoscalingError, InvalidSpecError
 from hooks.autoscaler.metrics import (
     JobCounts,
     RunnerScope,
@@ -41,6 +45,7 @@ from hooks.autoscaler.schedule import (
     next_boundary,
     summarize_overrides,
 )
+from hooks.autoscaler.validation import spec_problems, trigger_duration_notes
 from hooks.clock import format_time, parse_time
 from hooks.resources.autoscaler import (
     METRIC_PERCENTAGE_RUNNERS_BUSY,
@@ -132,6 +137,8 @@ def desired_replicas(
     if hold:
         reason = SCALE_DOWN_DELAYED
         message += f"; {clamped} after the scale-down delay, at {format_time(hold.until)}"
+    # Said in status: the receiver falls back to ten minutes with at most a line in its log.
+    message = "; ".join([message, *trigger_duration_notes(spec.scale_up_triggers)])
     return Decision(
         desired_replicas=desired,
         last_scale_out_time=_last_scale_out_time(hra.status, desired, now),
@@ -194,6 +201,9 @@ def _check_bounds(hra: HorizontalRunnerAutoscaler) -> None:
         raise AutoscalingError(f"horizontalrunnerautoscaler {name} is missing minReplicas")
     if spec.max_replicas is None:
         raise AutoscalingError(f"horizontalrunnerautoscaler {name} is missing maxReplicas")
+    problems = spec_problems(spec)
+    if problems:
+        raise InvalidSpecError("; ".join(problems))
 
 
 def _clamp(value: int, minimum: int, maximum: int | None) -> tuple[int, str]:
@@ -240,7 +250,7 @@ def _status_time(text: str) -> datetime:
         return parse_time(text)
     except ValueError as error:
         raise AutoscalingError(
-            f"status.lastSuccessfulScaleOutTime: {text!r} is not an RFC 3339 time"
+            "status.lastSuccessfulScaleOutTime is not an RFC 3339 time"
         ) from error
 
 

@@ -22,6 +22,7 @@ from hooks.resources.autoscaler import (
 SUPPORTED_METRICS = (METRIC_PERCENTAGE_RUNNERS_BUSY, METRIC_QUEUED_AND_IN_PROGRESS_WORKFLOW_RUNS)
 SELF_HOSTED = "self-hosted"  # GitHub gives it to every self-hosted runner
 _VALIDATING = "validating autoscaling metrics: spec.autoscaling.metrics[]"
+_ALLOWED_TYPES = " or ".join(json.dumps(name) for name in SUPPORTED_METRICS)
 
 
 @dataclass(frozen=True)
@@ -126,9 +127,7 @@ def workflow_run_repositories(metric: MetricSpec, scope: RunnerScope) -> list[st
     """The target's repository, or `org/<name>` for each of the metric's repositoryNames."""
     if scope.repository:
         if "/" not in scope.repository:
-            raise AutoscalingError(
-                f"repository {json.dumps(scope.repository)} is not of the form OWNER/REPO"
-            )
+            raise AutoscalingError("the scale target's repository is not of the form OWNER/REPO")
         return [scope.repository]
     if not scope.organization:
         raise AutoscalingError(
@@ -162,20 +161,28 @@ def check_metric_types(metrics: Sequence[MetricSpec]) -> None:
             f"too many autoscaling metrics configured: It must be 0 to 2, but got {len(metrics)}"
         )
     if metrics and metrics[0].type not in SUPPORTED_METRICS:
+        # ARC quotes the type; it may be any text, so the field is named instead.
         raise AutoscalingError(
-            "validating autoscaling metrics: unsupported metric type "
-            f"{json.dumps(metrics[0].type or '')}"
+            "validating autoscaling metrics: unsupported metric type in spec.metrics[0].type: "
+            f"it must be one of {_ALLOWED_TYPES}"
         )
     if len(metrics) == 2 and (
         metrics[0].type != METRIC_PERCENTAGE_RUNNERS_BUSY
         or metrics[1].type != METRIC_QUEUED_AND_IN_PROGRESS_WORKFLOW_RUNS
     ):
         raise AutoscalingError(
-            f"invalid HRA Spec: Metrics[0] of {metrics[0].type or ''} cannot be combined with "
-            f"Metrics[1] of {metrics[1].type or ''}: The only allowed combination is "
+            f"invalid HRA Spec: Metrics[0] of {_type_shown(metrics[0])} cannot be combined with "
+            f"Metrics[1] of {_type_shown(metrics[1])}: The only allowed combination is "
             f"0={METRIC_PERCENTAGE_RUNNERS_BUSY} and "
             f"1={METRIC_QUEUED_AND_IN_PROGRESS_WORKFLOW_RUNS}"
         )
+
+
+def _type_shown(metric: MetricSpec) -> str:
+    """A known type as ARC prints it; any other text is not repeated."""
+    if metric.type is not None and metric.type in SUPPORTED_METRICS:
+        return metric.type
+    return "an unsupported type"
 
 
 def _count_jobs(jobs: Sequence[WorkflowJob], runner_labels: Sequence[str]) -> JobCounts:

@@ -125,5 +125,5 @@ def _parse(text: str, index: int, field: str) -> datetime:
         return parse_time(text)
     except ValueError as error:
         raise AutoscalingError(
-            f"spec.capacityReservations[{index}].{field}: {text!r} is not an RFC 3339 time"
+            f"spec.capacityReservations[{index}].{field} is not an RFC 3339 time"
         ) from error

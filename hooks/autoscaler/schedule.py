@@ -28,6 +28,8 @@ from hooks.resources.autoscaler import ScheduledOverride
 
 TICK = timedelta(microseconds=1)
 DEFAULT_MIN_REPLICAS = 1
+# ARC's message without the frequency it quotes: the field may hold any text.
+_INVALID_FREQUENCY = 'invalid freq: It must be one of "Daily", "Weekly", "Monthly", and "Yearly"'
 
 
 @dataclass(frozen=True)
@@ -94,14 +96,11 @@ def match_schedule(schedule: Schedule, now: datetime) -> ScheduleMatch:
     if not schedule.frequency:
         return _match_one_off(schedule, now)
     if schedule.frequency not in _FREQUENCIES:
-        raise AutoscalingError(
-            f"invalid freq {json.dumps(schedule.frequency)}: It must be one of "
-            '"Daily", "Weekly", "Monthly", and "Yearly"'
-        )
-    period_end = _one_period_later(schedule.frequency, now)
+        raise AutoscalingError(_INVALID_FREQUENCY)
+    period_end = one_period_later(schedule.frequency, now)
     duration = _elapsed(schedule.start, schedule.end)
     _check_duration(schedule.frequency, duration, _elapsed(now, period_end))
-    rule = _recurrence(schedule, not_before=now - duration)
+    rule = recurrence(schedule, not_before=now - duration)
     active_starts = rule.between(now - duration + TICK, now, inc=True)
     if len(active_starts) > 1:
         raise AutoscalingError(
@@ -116,14 +115,19 @@ def match_schedule(schedule: Schedule, now: datetime) -> ScheduleMatch:
     )
 
 
-def schedule_of(override: ScheduledOverride) -> Schedule:
+def schedule_of(override: ScheduledOverride, index: int) -> Schedule:
+    """The times of `spec.scheduledOverrides[index]`; errors name the field, not its text."""
+    where = f"spec.scheduledOverrides[{index}]"
     rule = override.recurrence_rule
     until = rule.until_time if rule else None
+    frequency = (rule.frequency or "") if rule else ""
+    if frequency and frequency not in _FREQUENCIES:
+        raise AutoscalingError(f"{where}.recurrenceRule.frequency: {_INVALID_FREQUENCY}")
     return Schedule(
-        start=_parse(override.start_time, "startTime"),
-        end=_parse(override.end_time, "endTime"),
-        frequency=(rule.frequency or "") if rule else "",
-        until=_parse(until, "recurrenceRule.untilTime") if until else None,
+        start=_parse(override.start_time, f"{where}.startTime"),
+        end=_parse(override.end_time, f"{where}.endTime"),
+        frequency=frequency,
+        until=_parse(until, f"{where}.recurrenceRule.untilTime") if until else None,
     )
 
 
@@ -135,7 +139,7 @@ def match_overrides(overrides: Sequence[ScheduledOverride], now: datetime) -> Ov
     active: MatchedOverride | None = None
     upcoming: MatchedOverride | None = None
     for index, override in enumerate(overrides):
-        match = match_schedule(schedule_of(override), now)
+        match = match_schedule(schedule_of(override, index), now)
         if match.active is not None and active is None:
             active = MatchedOverride(index, override, match.active)
         if match.upcoming is not None and (
@@ -189,8 +193,8 @@ def summarize_overrides(matches: OverrideMatches, spec_min_replicas: int | None)
 def next_boundary(overrides: Sequence[ScheduledOverride], now: datetime) -> datetime | None:
     """The next moment, after `now`, at which any override starts or ends."""
     boundaries: list[datetime] = []
-    for override in overrides:
-        schedule = schedule_of(override)
+    for index, override in enumerate(overrides):
+        schedule = schedule_of(override, index)
         active = match_schedule(schedule, now).active  # also validates the schedule
         if active is not None:
             boundaries.append(active.end)
@@ -244,11 +248,11 @@ def _next_start(schedule: Schedule, now: datetime) -> datetime | None:
     monthly override skips short months."""
     if not schedule.frequency:
         return schedule.start if now < schedule.start else None
-    following: datetime | None = _recurrence(schedule, not_before=now).after(now, inc=False)
+    following: datetime | None = recurrence(schedule, not_before=now).after(now, inc=False)
     return following
 
 
-def _one_period_later(frequency: str, now: datetime) -> datetime:
+def one_period_later(frequency: str, now: datetime) -> datetime:
     """`now` plus one period, normalized like Go's `time.Date` (overflowing days roll over)."""
     period = _FREQUENCIES[frequency]
     month_index = now.month - 1 + period.months
@@ -270,7 +274,7 @@ def _check_duration(frequency: str, duration: timedelta, period: timedelta) -> N
         )
 
 
-def _recurrence(schedule: Schedule, not_before: datetime) -> rrule.rrule:
+def recurrence(schedule: Schedule, not_before: datetime) -> rrule.rrule:
     """The schedule's rule, for occurrences from `not_before` on.
 
     rrule walks every occurrence from its start: years of a daily override cost ~0.1 s a sync,
@@ -316,6 +320,4 @@ def _parse(text: str, field: str) -> datetime:
     try:
         return parse_time(text)
     except ValueError as error:
-        raise AutoscalingError(
-            f"scheduledOverrides[].{field}: {text!r} is not an RFC 3339 time"
-        ) from error
+        raise AutoscalingError(f"{field} is not an RFC 3339 time") from error
