@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from arc_sim.scenario import load_scenario
 from bench.bench_scale import JOBS_PER_RUNNER_HOUR, Point, growth_exponent, scenario
 
 
@@ -33,3 +35,12 @@ def test_scenario_asks_ten_jobs_per_runner_hour_until_the_run_ends(
     last = jobs.start + (jobs.count - 1) * jobs.every
     assert last < built.duration <= last + jobs.every  # none left for the teardown
     assert built.duration == minutes * 60
+
+
+def test_the_burst_scenario_is_the_one_bench_readme_describes() -> None:
+    """bench/README.md's 2,000-job burst, runnable with `arc-hooks simulate`."""
+    burst = load_scenario(Path(__file__).parent.parent / "bench" / "webhook-burst-2000.yaml")
+    (jobs,) = burst.jobs
+    (autoscaler,) = [o for o in burst.objects if o["kind"] == "HorizontalRunnerAutoscaler"]
+    assert (jobs.count, jobs.every, burst.duration) == (2000, 0.1, 40 * 60)
+    assert autoscaler["spec"]["maxReplicas"] == 500
