@@ -9,7 +9,7 @@ run (and perhaps called GitHub).
 Two ways to measure the depth, the same answer:
 
 - a small body is decoded, then encoded again inside `ANSWER_HEADROOM` lists, as its answer
-  would be;
+  would be, unless it holds too few brackets to nest that deep (most do);
 - a large body (a set's sync with a thousand children) is decoded once, inside `WRAPPING`
   more lists, so that orjson's own read limit refuses exactly the bodies nested deeper than
   `MAX_NESTING`: no second pass over megabytes. Below `WRAP_ABOVE_BYTES` unwrapping the lists
@@ -53,7 +53,7 @@ def read_json_object(body: bytes) -> dict[str, Any]:
     document = _decoded_wrapped(body) if len(body) > WRAP_ABOVE_BYTES else _NOT_DECODED
     if document is _NOT_DECODED:
         document = _decoded(body)
-        _check_written_depth(document)
+        _check_written_depth(document, body)
     if not isinstance(document, dict):
         raise UnreadableBody("request body must be a JSON object")
     return document
@@ -66,7 +66,11 @@ def _decoded(body: bytes) -> Any:
         raise UnreadableBody(f"request body is not valid JSON: {error.msg}") from None
 
 
-def _check_written_depth(document: Any) -> None:
+def _check_written_depth(document: Any, body: bytes) -> None:
+    # Nesting needs an opening bracket per level: a body with fewer in all (inside strings too)
+    # cannot nest too deep, and most cannot, so they are spared encoding the document again.
+    if body.count(b"{") + body.count(b"[") <= MAX_NESTING:
+        return
     if not writable_at(document, 0):
         raise UnreadableBody(f"request body nested deeper than {MAX_NESTING} levels")
 
