@@ -350,7 +350,9 @@ def _replica_set(
         "metadata": {
             "name": f"{name}-{hash_[:5]}",
             "namespace": deployment.metadata.namespace,
-            "labels": {**deployment.metadata.labels, **labels},
+            # As ARC's: the template's labels with the two above, so that the deployment's
+            # selector (which matches its template) finds its sets.
+            "labels": dict(template_metadata["labels"]),
         },
         "spec": spec,
     }

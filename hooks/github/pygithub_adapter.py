@@ -26,6 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
 import requests
 from github import Auth, Github, GithubException
 from github.Requester import Requester
@@ -407,15 +408,8 @@ class PyGithubAdapter(GitHubPort):
 
     def registration_token(self, scope: Scope) -> RegistrationToken:
         def call(gh: Github) -> RegistrationToken:
-            if scope.organization and not scope.repository:
-                org = gh.get_organization(scope.organization)
-                return parse_registration_token(
-                    org.create_self_hosted_runner_registration_token().raw_data
-                )
-            _, data = gh.requester.requestJsonAndCheck(
-                "POST", f"{scope_path(scope)}/actions/runners/registration-token"
-            )
-            return parse_registration_token(data)
+            path = f"{scope_path(scope)}/actions/runners/registration-token"
+            return parse_registration_token(_created(gh.requester, path))
 
         return self._guard("create registration token", scope, call)
 
@@ -624,6 +618,19 @@ class PyGithubAdapter(GitHubPort):
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text
+
+
+def _created(requester: Requester, path: str) -> Any:
+    """The answer to a POST that GitHub answers `201 Created` when it creates what was asked:
+    any other success is an error, as ARC's client has it (a proxy or a stand-in answering 200
+    has not created a token). An error status raises what PyGithub raises for it."""
+    status, headers, body = requester.requestJson("POST", path)
+    data = orjson.loads(body) if body else None
+    if status >= 400:
+        raise requester.createException(status, headers, data if isinstance(data, dict) else {})
+    if status != 201:
+        raise GitHubError(f"unexpected status {status} (201 Created expected)", status)
+    return data
 
 
 def _in_context(what: str, exc: GitHubError) -> GitHubError:
