@@ -587,6 +587,10 @@ def test_rate_limit_rules(clock: ManualClock) -> None:
     )
     assert removal_outcome(422, {}, "Validation Failed") is RemoveOutcome.ERROR
     assert removal_outcome(401, {}, "Bad credentials") is RemoveOutcome.ERROR
+    assert removal_outcome(204, {}, "") is RemoveOutcome.REMOVED
+    # Any other success is not GitHub's answer to a removal (ARC's client refuses it too).
+    assert removal_outcome(200, {}, "") is RemoveOutcome.ERROR
+    assert removal_outcome(202, {}, "") is RemoveOutcome.ERROR
 
 
 def test_endpoint_templates() -> None:

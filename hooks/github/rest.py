@@ -172,8 +172,10 @@ def to_float(value: str | None) -> float | None:
 
 
 def removal_outcome(status: int, headers: Mapping[str, Any] | None, message: str) -> RemoveOutcome:
-    """Classify GitHub's answer to DELETE .../actions/runners/{id}."""
-    if 200 <= status < 300:
+    """Classify GitHub's answer to DELETE .../actions/runners/{id}. Only `204 No Content` says
+    the runner was removed, as ARC's client has it: another success (a proxy, a stand-in) is
+    an error, tried again, rather than a registration taken for gone and left behind."""
+    if status == 204:
         return RemoveOutcome.REMOVED
     if status == 404:
         return RemoveOutcome.NOT_FOUND
