@@ -10,6 +10,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from hooks.github.credentials import UNUSABLE_APP_KEY, app_key_signs
+from hooks.github.pygithub_adapter import load_private_key
 from hooks.hook_auth import HookCredentials
 from hooks.metrics import REGISTRY
 from hooks.settings import Settings
@@ -30,6 +32,8 @@ async def _healthz(request: Request) -> Response:
 def _readyz(settings: Settings, credentials: HookCredentials) -> Callable[[Request], Any]:
     """Not ready while hooks would be refused or could not reach GitHub."""
 
+    app_key_usable = _app_key_usable(settings)
+
     async def endpoint(request: Request) -> Response:
         reasons = []
         if not credentials.ready:
@@ -39,6 +43,8 @@ def _readyz(settings: Settings, credentials: HookCredentials) -> Callable[[Reque
                 "no GitHub credentials (set GITHUB_TOKEN, or GITHUB_APP_ID, "
                 "GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY)"
             )
+        elif not app_key_usable:
+            reasons.append(f"GITHUB_APP_PRIVATE_KEY {UNUSABLE_APP_KEY}")
         if reasons:
             return PlainTextResponse("not ready: " + "; ".join(reasons), status_code=503)
         return PlainTextResponse("ready")
@@ -48,3 +54,17 @@ def _readyz(settings: Settings, credentials: HookCredentials) -> Callable[[Reque
 
 async def _metrics(request: Request) -> Response:
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
+def _app_key_usable(settings: Settings) -> bool:
+    """The server's GitHub App key, when the App is what it calls GitHub with, can sign. Read
+    once: a key that cannot would fail every call, so the replica takes no traffic."""
+    if settings.github_token is not None and settings.github_token.get_secret_value():
+        return True
+    if settings.github_app_private_key is None:
+        return True
+    try:
+        pem = load_private_key(settings.github_app_private_key.get_secret_value())
+    except OSError:
+        return False
+    return app_key_signs(pem)

@@ -12,6 +12,8 @@ import logging
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from hypothesis import given
 from hypothesis import strategies as st
 from starlette.applications import Starlette
@@ -43,7 +45,41 @@ from tests.hook_driver import HookDriver, new_runner, running_status
 
 SERVER_PAT = "ghp_" + "s" * 36
 ACME_PAT = "ghp_" + "a" * 36
-PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----\n"
+PEM = (
+    rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    .private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    .decode()
+)
+"""A GitHub App's key, as GitHub hands one out (RSA, PEM)."""
+UNLOADABLE_PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----\n"
+
+
+def other_pem(kind: str) -> str:
+    """A PEM PyGithub cannot sign an App's token with (RS256)."""
+    if kind == "ec":
+        private: Any = ec.generate_private_key(ec.SECP256R1())
+    elif kind == "ed25519":
+        private = ed25519.Ed25519PrivateKey.generate()
+    else:
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    if kind == "rsa-public":
+        public: bytes = private.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        return public.decode()
+    encryption: Any = (
+        serialization.BestAvailableEncryption(b"pass")
+        if kind == "rsa-encrypted"
+        else serialization.NoEncryption()
+    )
+    pem: bytes = private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption
+    )
+    return pem.decode()
 
 
 def secret(name: str = "acme-github", namespace: str = "default", **values: str) -> dict[str, Any]:
@@ -187,6 +223,25 @@ def test_unusable_credentials_fail_every_call_with_the_reason_and_never_remove()
         GitHubClients(UnconfiguredGitHub("server")).port(
             read_credentials(secret(github_token=ACME_PAT), "default", "c")
         ).registration_token(Scope(organization="acme"))
+
+
+@pytest.mark.parametrize("kind", ["unloadable", "ec", "ed25519", "rsa-public", "rsa-encrypted"])
+def test_an_app_key_pygithub_cannot_sign_with_is_a_problem_that_never_quotes_it(
+    kind: str,
+) -> None:
+    """PyJWT refused such a key only inside the first call (`InvalidKeyError`, not a
+    `ValueError`), which escaped the hooks as a 500 and kept a Runner's finalizer."""
+    key = UNLOADABLE_PEM if kind == "unloadable" else other_pem(kind)
+    values = {"github_app_id": "1", "github_app_installation_id": "2"}
+    read = read_credentials(secret(**values, github_app_private_key=key), "default", "creds")
+    assert isinstance(read, CredentialsProblem)
+    assert read.reason == "SecretInvalid"
+    assert "github_app_private_key is not an unencrypted RSA private key" in read.message
+    body = key.strip().splitlines()[1]
+    assert body not in read.message and body not in repr(read)
+    assert isinstance(
+        read_credentials(secret(**values, github_app_private_key=PEM), "d", "c"), ApiCredentials
+    )
 
 
 def test_a_secret_that_fails_to_build_a_client_says_so_without_its_content() -> None:

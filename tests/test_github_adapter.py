@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from github import Auth
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -196,6 +196,35 @@ def test_github_app_auth(
         adapter.close()
     # One installation token per adapter, reused across calls.
     assert fake.count_requests("POST", INSTALLATION_TOKEN_ROUTE, 201) == 2
+
+
+def test_an_app_key_that_cannot_sign_fails_each_call_as_a_github_error(
+    fake: FakeGitHub, clock: ManualClock, base_url: str
+) -> None:
+    """PyJWT's `InvalidKeyError` (an EC key here: GitHub Apps sign with RS256) is no
+    `ValueError`: it escaped the port, and every hook calling GitHub answered 500. Now each
+    call fails as the port's errors do, naming the key without quoting it, and a removal is an
+    error to retry; the server's /readyz says why (tests/test_hook_auth.py)."""
+    key = (
+        ec.generate_private_key(ec.SECP256R1())
+        .private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        .decode()
+    )
+    adapter = PyGithubAdapter.from_settings(app_settings(base_url, key), clock)
+    try:
+        for call in (lambda: adapter.list_runners(ORG), lambda: adapter.registration_token(REPO)):
+            with pytest.raises(GitHubError, match="private key is not an unencrypted RSA") as err:
+                call()
+            assert key.splitlines()[1] not in str(err.value)
+        removal = adapter.remove_runner(ORG, 1)
+        assert removal.outcome is RemoveOutcome.ERROR
+        assert "private key is not an unencrypted RSA" in removal.message
+    finally:
+        adapter.close()
 
 
 def test_installation_token_is_refreshed_before_it_expires(

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from hypothesis import given
 from hypothesis import strategies as st
@@ -282,6 +282,39 @@ def test_a_missing_or_empty_token_file_refuses_hooks_until_it_is_written(tmp_pat
         _write_secret_file(tmp_path, "token", HOOK_TOKEN)
         assert client.post("/sync/runner", json=COMPOSITE, headers=HOOK_AUTH).status_code == 200
         assert client.get("/readyz").status_code == 200
+
+
+@pytest.mark.parametrize(("kind", "ready"), [("rsa", True), ("ec", False), ("missing-file", False)])
+def test_readyz_says_when_the_github_app_key_cannot_sign(
+    tmp_path: Path, kind: str, ready: bool
+) -> None:
+    """The server's own App key is checked once, as PyGithub will sign with it (RS256): one
+    that cannot would fail every call, so the replica reports not ready and why."""
+    private: Any = (
+        rsa.generate_private_key(public_exponent=65537, key_size=2048) if kind == "rsa" else _key()
+    )
+    pem = private.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    key = str(tmp_path / "absent.pem") if kind == "missing-file" else pem
+    clock = ManualClock()
+    settings = Settings.model_validate(
+        {
+            "GITHUB_APP_ID": "1",
+            "GITHUB_APP_INSTALLATION_ID": 2,
+            "GITHUB_APP_PRIVATE_KEY": key,
+            "HOOK_BEARER_TOKEN": HOOK_TOKEN,
+        }
+    )
+    with TestClient(create_app(settings, github=InMemoryGitHub(clock), clock=clock)) as client:
+        answer = client.get("/readyz")
+
+    assert (answer.status_code == 200) == ready
+    if not ready:
+        assert "GITHUB_APP_PRIVATE_KEY is not an unencrypted RSA private key" in answer.text
+    assert pem.splitlines()[1] not in answer.text
 
 
 def test_credentials_read_a_file_once_until_it_changes(tmp_path: Path) -> None:

@@ -18,6 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+from jwt.algorithms import RSAAlgorithm
+from jwt.exceptions import InvalidKeyError
 from pydantic import SecretStr
 
 from hooks.metacontroller import KubeObject, object_or_empty
@@ -139,7 +142,22 @@ def _problem(
     # Never a path: a path would read a file of the hook server's, not the user's key.
     if not private_key.lstrip().startswith("-----BEGIN"):
         return f"{PRIVATE_KEY_KEY} is not a PEM private key"
+    if not app_key_signs(private_key):
+        return f"{PRIVATE_KEY_KEY} {UNUSABLE_APP_KEY}"
     return ""
+
+
+UNUSABLE_APP_KEY = "is not an unencrypted RSA private key in PEM form (GitHub Apps sign with RS256)"
+
+
+def app_key_signs(pem: str) -> bool:
+    """Whether PyGithub can sign a GitHub App's JWT with `pem`, read as PyJWT reads it for
+    RS256. A key that cannot would fail every call, deep inside each (PyJWT's own error)."""
+    try:
+        key = RSAAlgorithm(RSAAlgorithm.SHA256).prepare_key(pem)
+    except (InvalidKeyError, ValueError, TypeError):
+        return False
+    return isinstance(key, RSAPrivateKey)
 
 
 def _decoded(secret: KubeObject) -> dict[str, str]:

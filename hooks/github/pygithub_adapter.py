@@ -30,10 +30,11 @@ import orjson
 import requests
 from github import Auth, Github, GithubException
 from github.Requester import Requester
+from jwt.exceptions import PyJWTError
 
 from hooks.clock import Clock, parse_time
 from hooks.github.cached import CachedGitHub
-from hooks.github.credentials import DEFAULT_CREDENTIALS, ApiCredentials
+from hooks.github.credentials import DEFAULT_CREDENTIALS, UNUSABLE_APP_KEY, ApiCredentials
 from hooks.github.list_pacing import LatestRateBudget
 from hooks.github.offline import refuse_if_offline
 from hooks.github.port import (
@@ -266,6 +267,8 @@ class ClockInstallationAuth(Auth.AppInstallationAuth):
                 "POST", f"/app/installations/{int(self.installation_id)}/access_tokens", input=body
             )
             return str(data["token"]), parse_time(str(data["expires_at"]))
+        except PyJWTError:  # the App's key cannot sign: its own message may quote the key
+            raise GitHubError(f"{op}: the GitHub App private key {UNUSABLE_APP_KEY}") from None
         except GithubException as exc:
             raise port_error(op, exc.status, exc.headers, error_message(exc.data), now) from None
         except (requests.RequestException, OSError) as exc:
@@ -516,6 +519,9 @@ class PyGithubAdapter(GitHubPort):
                 RemoveOutcome.ERROR,
                 message=self._redact(f"{op} in {scope}: {_transport_message(exc)}"),
             )
+        except PyJWTError:
+            message = f"{op} in {scope}: the GitHub App private key {UNUSABLE_APP_KEY}"
+            return RemoveResult(RemoveOutcome.ERROR, message=message)
         message = error_message(body)
         outcome = removal_outcome(status, headers, message)
         retry_after = None
@@ -606,6 +612,8 @@ class PyGithubAdapter(GitHubPort):
                 return call(gh)
         except GitHubError as exc:  # e.g. from the installation token: add what it was for
             raise _in_context(what, exc) from None
+        except PyJWTError:  # the App's key cannot sign: its own message may quote the key
+            raise GitHubError(f"{what}: the GitHub App private key {UNUSABLE_APP_KEY}") from None
         except GithubException as exc:
             message = self._redact(error_message(exc.data))
             raise port_error(what, exc.status, exc.headers, message, self._clock.now()) from None
