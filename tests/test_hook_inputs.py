@@ -915,6 +915,44 @@ def test_a_name_too_long_for_the_children_it_names_is_invalid(
                     assert "a" * 64 not in message  # names the field, not its value
 
 
+@pytest.mark.parametrize(
+    "break_spec",
+    [
+        pytest.param(lambda spec: spec.update(replicas=-1), id="negative-replicas"),
+        pytest.param(lambda spec: spec.update(containerMode="kubernetess"), id="container-mode"),
+        pytest.param(
+            lambda spec: spec["template"]["spec"]["containers"][0].update(
+                imagePullPolicy="Sometimes"
+            ),
+            id="pull-policy",
+        ),
+    ],
+)
+def test_a_runner_set_deleted_with_an_invalid_spec_still_stops_its_runners_gracefully(
+    break_spec: Any,
+) -> None:
+    """Its spec still names the scope its runners are registered in: a busy runner is waited
+    for as with a valid spec (its StatefulSet kept), not dropped with its job; the problem is
+    reported."""
+    with hook_server() as (client, errors):
+        request = copy.deepcopy(SEEDS["/finalize/runnerset"][0])
+        valid = post(client, "/finalize/runnerset", orjson.dumps(request)).json()
+        break_spec(request["parent"]["spec"])
+        response = post(client, "/finalize/runnerset", orjson.dumps(request))
+        check_answer("/finalize/runnerset", request, response, errors)
+
+    def statefulsets(answer: Json) -> list[str]:
+        return sorted(
+            c["metadata"]["name"] for c in answer["children"] if c["kind"] == "StatefulSet"
+        )
+
+    answer = response.json()
+    assert statefulsets(valid), "the seed has runners to stop"
+    assert statefulsets(answer) == statefulsets(valid)
+    assert answer["finalized"] is False
+    assert invalid(answer)
+
+
 @pytest.mark.parametrize("quantity", ["1Ei", "1E", "2E3", "1e9999999", "1e99999999999", "1" * 9999])
 @pytest.mark.parametrize("finalizing", [False, True])
 def test_any_quantity_text_is_answered(quantity: str, finalizing: bool) -> None:

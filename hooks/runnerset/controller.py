@@ -60,6 +60,7 @@ from hooks.metacontroller import (
 from hooks.resources.common import ScaleSetStatus
 from hooks.resources.runner import API_VERSION
 from hooks.resources.runnerset import RunnerSet
+from hooks.runner.parse import has_scope
 from hooks.runner.pod import PodDefaults
 from hooks.runnerset.decide import (
     RELEASE_RESYNC_SECONDS,
@@ -144,11 +145,15 @@ def sync_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeH
 
 def finalize_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
     runner_set, problems = parse_runner_set(request, deps)
-    if runner_set is None or problems:
+    if runner_set is None or runner_set.spec is None or not has_scope(scope_of(runner_set.spec)):
         return _finalize_unreadable(request, problems, deps.clock.now())
+    # A spec with problems still says where its runners are registered: they stop as any
+    # runner does, a busy one after its job, and the problems stay reported.
     facts, github = _facts(request, runner_set, deps)
     ahead = partial(next_certain_question, facts)
     plan = resolve(partial(decide_finalize, facts), github, ahead=ahead)
+    if problems:
+        plan.conditions["Valid"] = ("False", "InvalidSpec", "; ".join(problems))
     if plan.finalized:
         # Every member is gone: its scale set, if it kept one, goes last.
         assert runner_set.spec is not None
@@ -232,8 +237,9 @@ def _kept_as_they_are(
 def _finalize_unreadable(
     request: CompositeHookRequest, problems: list[str], now: datetime
 ) -> CompositeHookResponse:
-    """Without a readable spec there is no scope to unregister in: the StatefulSets go, and
-    the runner-pod decorator removes each pod's registration (the pod's env names its scope)."""
+    """Without a readable spec, or one naming no scope, there is nowhere to unregister: the
+    StatefulSets go, and the runner-pod decorator removes each pod's registration (the pod's
+    env names its scope)."""
     pods = request.objects("Pod", related=True)
     statefulsets = request.objects("StatefulSet")
     kept = [
