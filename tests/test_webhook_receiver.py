@@ -503,6 +503,27 @@ def test_a_job_no_hra_serves_gets_arcs_message(world: World) -> None:
     assert world.reservations() == []
 
 
+def test_the_reasons_a_job_went_unserved_stay_short_however_many_labels_and_hras() -> None:
+    """Each HRA considered gets a note in the answer (and its log line): with thousands of
+    labels and hundreds of HRAs they once made answers of hundreds of megabytes. Each note
+    names five labels at most, and the answer the first ten HRAs' notes."""
+    objects = []
+    for n in range(30):
+        objects += [autoscaler(f"hra-{n}"), deployment(f"hra-{n}")]
+    world = make_world(*objects)
+    labels = ["self-hosted", *(f"label-{n}-" + "x" * 200 for n in range(5_000))]
+
+    reply = world.deliver(job_payload("queued", labels=labels))
+
+    assert (reply.status, reply.outcome) == (200, IGNORED)
+    assert reply.message.startswith(NO_TARGET_MESSAGE)
+    assert reply.message.count("lacks the job's labels label-0-") == 10
+    assert reply.message.endswith("; and 20 more)")
+    assert "label-5-" not in reply.message and ", and more" in reply.message
+    assert len(reply.message) < 20_000
+    assert world.reservations() == []
+
+
 ORG_GROUP_TARGET = (
     autoscaler("org-runners"),
     deployment("org-runners", organization=OWNER, group="ci", labels=["linux"]),

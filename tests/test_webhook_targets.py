@@ -84,6 +84,7 @@ def test_missing_labels() -> None:
     runners = TargetRunners("RunnerDeployment", "r", organization="o", labels=("Linux", "GPU"))
     assert runners.missing_labels(["SELF-HOSTED", "linux", "gpu"]) == []
     assert runners.missing_labels(["linux", "x64", "arm64"]) == ["x64", "arm64"]
+    assert runners.missing_labels(["x64", "linux", "arm64", "gpu"], limit=2) == ["x64", "arm64"]
 
 
 @pytest.mark.parametrize(

@@ -61,6 +61,8 @@ from hooks.webhook.targets import RUNNER_DEPLOYMENT, RunnerGroupVisibility, Scal
 log = logging.getLogger("arc_hooks.webhook")
 
 RECENT_DELIVERIES = 10_000
+NOTES_SHOWN = 10
+"""An answer says why the first this many HRAs considered did not match, and how many more."""
 
 # Outcomes (the `outcome` label of the deliveries metric).
 SCALED = "scaled"  # a reservation was created or completed
@@ -172,7 +174,9 @@ class WebhookReceiver:
                 extra={"detail": str(error)},
             )
             decision = decide(event, targets, now=now)
-        notes = "; ".join(decision.notes)
+        notes = "; ".join(decision.notes[:NOTES_SHOWN])
+        if len(decision.notes) > NOTES_SHOWN:
+            notes += f"; and {len(decision.notes) - NOTES_SHOWN} more"
         if decision.action is Action.NONE or decision.target is None:
             message = f"{decision.message} ({notes})" if notes else decision.message
             return Reply(200, message, outcome=IGNORED)

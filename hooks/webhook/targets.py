@@ -17,6 +17,7 @@ Keys compare case-insensitively, as GitHub compares owner, repository and group 
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -31,6 +32,11 @@ RUNNER_DEPLOYMENT = "RunnerDeployment"
 RUNNER_SET = "RunnerSet"
 SELF_HOSTED = "self-hosted"
 DEFAULT_RESERVATION_DURATION = timedelta(minutes=10)
+LABELS_NAMED = 5
+"""A note names this many of the labels an HRA's runners lack: a job may list thousands, and
+each HRA considered gets a note in the answer and the log line."""
+LABEL_SHOWN = 100
+"""Characters of a label a note shows."""
 
 
 class GroupScope(enum.IntEnum):
@@ -147,15 +153,17 @@ class TargetRunners:
             return RunnerGroup(GroupScope.ORGANIZATION, self.group)
         return None
 
-    def missing_labels(self, job_labels: Iterable[str]) -> list[str]:
-        """The job's labels these runners lack, compared case-insensitively (ARC #2302).
-        `self-hosted` is never missing: every runner here is self-hosted."""
+    def missing_labels(self, job_labels: Iterable[str], *, limit: int | None = None) -> list[str]:
+        """The job's labels these runners lack (the first `limit` of them, when given),
+        compared case-insensitively (ARC #2302). `self-hosted` is never missing: every runner
+        here is self-hosted."""
         have = {label.casefold() for label in self.labels}
-        return [
+        missing = (
             label
             for label in job_labels
             if label.casefold() != SELF_HOSTED and label.casefold() not in have
-        ]
+        )
+        return list(itertools.islice(missing, limit))
 
 
 @dataclass(frozen=True)
@@ -220,12 +228,12 @@ class ScaleTarget:
         event = triggers[0].github_event
         if event is None or event.workflow_job is None:
             return "its scaleUpTrigger has no githubEvent.workflowJob"
-        missing = self.runners.missing_labels(job_labels)
+        missing = self.runners.missing_labels(job_labels, limit=LABELS_NAMED + 1)
         if missing:
-            return (
-                f"its {self.runners.kind} {self.runners.name!r} lacks the job's labels "
-                f"{', '.join(missing)}"
-            )
+            named = ", ".join(label[:LABEL_SHOWN] for label in missing[:LABELS_NAMED])
+            more = ", and more" if len(missing) > LABELS_NAMED else ""
+            runners = f"{self.runners.kind} {self.runners.name!r}"
+            return f"its {runners} lacks the job's labels {named}{more}"
         return None
 
     def reservation_duration(self) -> tuple[timedelta, str | None]:
