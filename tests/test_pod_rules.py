@@ -119,11 +119,281 @@ def _mutated(path: str, value: Any) -> dict[str, Any]:
         ("metadata.labels", {"x/" + "y" * 64: ""}, "a key's name must be"),
         ("spec.serviceAccountName", "Not_A_Name", "serviceAccountName: must be a DNS"),
         ("spec.containers", [], "at least one container is required"),
+        # validateConfigMapVolumeSource, validateSecretVolumeSource, validateKeyToPath
+        ("spec.volumes.0", {"name": "work", "configMap": {}}, "configMap.name: required"),
+        ("spec.volumes.0", {"name": "work", "secret": {}}, "secret.secretName: required"),
+        (
+            "spec.volumes.0",
+            {"name": "work", "secret": {"secretName": "s", "defaultMode": 4095}},
+            "defaultMode: must be a file mode",
+        ),
+        (
+            "spec.volumes.0",
+            {"name": "work", "configMap": {"name": "c", "defaultMode": -1}},
+            "defaultMode: must be a file mode",
+        ),
+        (
+            "spec.volumes.0",
+            {
+                "name": "work",
+                "configMap": {"name": "c", "items": [{"key": "k", "path": "p", "mode": 512}]},
+            },
+            "items[0].mode: must be a file mode",
+        ),
+        (
+            "spec.volumes.0",
+            {"name": "work", "secret": {"secretName": "s", "items": [{"key": "", "path": "p"}]}},
+            "items[0].key: required",
+        ),
+        (
+            "spec.volumes.0",
+            {"name": "work", "configMap": {"name": "c", "items": [{"key": "k", "path": "../p"}]}},
+            "path: must be a relative path",
+        ),
+        (
+            "spec.volumes.0",
+            {"name": "work", "downwardAPI": {"defaultMode": 1000}},
+            "downwardAPI.defaultMode: must be",
+        ),
+        (
+            "spec.volumes.0",
+            {"name": "work", "persistentVolumeClaim": {"claimName": ""}},
+            "claimName: required",
+        ),
+        # AccumulateUniqueHostPorts: one host port, protocol and host IP per pod
+        (
+            "spec.containers.0.ports",
+            [
+                {"containerPort": 80, "hostPort": 8080},
+                {"containerPort": 81, "hostPort": 8080, "protocol": "TCP"},
+            ],
+            "ports[1].hostPort: must be unique",
+        ),
+        # validateContainerResourceName, ValidateResourceQuantityValue, validateResourceRequirements
+        ("spec.containers.0.resources.limits", {"gpu": "1"}, "limits[gpu]: must be cpu, memory"),
+        (
+            "spec.containers.0.resources.limits",
+            {"requests.example.com/gpu": "1"},
+            "must be an extended resource name",
+        ),
+        (
+            "spec.containers.0.resources.limits",
+            {"nvidia.com/gpu": "500m"},
+            "must be a whole number",
+        ),
+        (
+            "spec.containers.0.resources.requests",
+            {"nvidia.com/gpu": 1},
+            "limits[nvidia.com/gpu]: required beside its request",
+        ),
+        (
+            "spec.containers.0.resources",
+            {"limits": {"nvidia.com/gpu": 2}, "requests": {"nvidia.com/gpu": 1}},
+            "requests[nvidia.com/gpu]: must equal its limit",
+        ),
+        (
+            "spec.containers.0.resources",
+            {"limits": {"hugepages-2Mi": "2Mi"}},
+            "hugepages require a cpu or memory",
+        ),
+        # validateObjectFieldSelector with validEnvDownwardAPIFieldPathExpressions
+        (
+            "spec.containers.0.env.1.valueFrom",
+            {"fieldRef": {"fieldPath": "metadata.bogus"}},
+            "fieldRef.fieldPath: must be one of",
+        ),
+        (
+            "spec.containers.0.env.1.valueFrom",
+            {"fieldRef": {"fieldPath": "metadata.labels"}},
+            "fieldRef.fieldPath: must be one of",
+        ),
+        (
+            "spec.containers.0.env.1.valueFrom",
+            {"fieldRef": {"fieldPath": "spec.nodeName['x']"}},
+            "only metadata.labels and metadata.annotations take a key",
+        ),
+        (
+            "spec.containers.0.env.1.valueFrom",
+            {"fieldRef": {"fieldPath": "metadata.labels['bad key!']"}},
+            "the key in brackets must be a qualified name",
+        ),
+        (
+            "spec.containers.0.env.1.valueFrom",
+            {"fieldRef": {"apiVersion": "v2", "fieldPath": "metadata.name"}},
+            "fieldRef.apiVersion: must be v1",
+        ),
+        # ValidateVolumeMounts, validateMountPropagation
+        (
+            "spec.containers.0.volumeMounts.0.mountPropagation",
+            "Sometimes",
+            "mountPropagation: must be one of",
+        ),
+        (
+            "spec.containers.0.volumeMounts.0.mountPropagation",
+            "Bidirectional",
+            "Bidirectional only in privileged",
+        ),
+        (
+            "spec.containers.0.volumeMounts.0",
+            {"name": "work", "mountPath": "/w", "subPath": "a", "subPathExpr": "b"},
+            "subPathExpr: may not be given beside subPath",
+        ),
+        (
+            "spec.containers.0.volumeMounts.0.subPathExpr",
+            "/$(POD)",
+            "subPathExpr: must be a relative path",
+        ),
+        # IsValidUserID, IsValidGroupID
+        (
+            "spec.containers.0.securityContext.runAsUser",
+            2**31,
+            "runAsUser: must be at most 2147483647",
+        ),
+        ("spec.containers.0.securityContext", {"runAsGroup": 2**31}, "runAsGroup: must be at most"),
+        ("spec.securityContext", {"fsGroup": 2**31}, "fsGroup: must be at most 2147483647"),
+        (
+            "spec.securityContext",
+            {"supplementalGroups": [2**31]},
+            "supplementalGroups: must be integers from 0",
+        ),
+        # validatePodDNSConfig, ValidateHostAliases, ValidatePodSpec
+        (
+            "spec.dnsConfig",
+            {"nameservers": ["1.1.1.1", "1.0.0.1", "8.8.8.8", "8.8.4.4"]},
+            "dnsConfig.nameservers: must have at most 3",
+        ),
+        (
+            "spec.dnsConfig",
+            {"nameservers": ["dns.example.com"]},
+            "nameservers[0]: must be an IP address",
+        ),
+        (
+            "spec.hostAliases",
+            [{"ip": "not-an-ip", "hostnames": ["a"]}],
+            "hostAliases[0].ip: must be an IP address",
+        ),
+        ("spec.hostAliases", [{"ip": "fe80::1%eth0"}], "hostAliases[0].ip: must be an IP address"),
+        (
+            "spec.hostAliases",
+            [{"ip": "10.0.0.1", "hostnames": ["Not A Host"]}],
+            "hostnames[0]: must be a DNS subdomain",
+        ),
+        ("spec.hostname", "Not_A_Label", "hostname: must be a DNS label"),
+        ("spec.activeDeadlineSeconds", 2**31, "activeDeadlineSeconds: must be at most 2147483647"),
     ],
 )
 def test_what_the_api_server_refuses_is_a_problem(path: str, value: Any, problem: str) -> None:
     problems = pod_problems(_mutated(path, value))
     assert any(problem in p for p in problems), problems
+
+
+def _pod_with(**spec: Any) -> dict[str, Any]:
+    pod = copy.deepcopy(VALID_POD)
+    pod["spec"].update(spec)
+    return pod
+
+
+def test_what_the_api_server_accepts_near_those_rules_stays_valid() -> None:
+    """The edges of the rules above: each value here is accepted by Kubernetes 1.30+."""
+    runner = copy.deepcopy(VALID_POD["spec"]["containers"][0])
+    runner["ports"] = [
+        {"containerPort": 80, "hostPort": 8080},
+        {"containerPort": 80, "hostPort": 8080, "protocol": "UDP"},  # another protocol
+        {"containerPort": 81, "hostPort": 8080, "hostIP": "10.0.0.1"},  # another host IP
+    ]
+    runner["env"] += [
+        {"name": f"F{i}", "valueFrom": {"fieldRef": {"fieldPath": path}}}
+        for i, path in enumerate(
+            [
+                "metadata.name",
+                "metadata.labels['app.kubernetes.io/name']",
+                "metadata.annotations['Example.com/Key']",  # read in lower case
+                "status.podIPs",
+                "spec.serviceAccountName",
+                "spec.host",  # the old name of spec.nodeName
+            ]
+        )
+    ]
+    runner["env"].append(
+        {"name": "V", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.uid"}}}
+    )
+    runner["resources"] = {
+        "limits": {"cpu": 2, "nvidia.com/gpu": 1, "hugepages-2Mi": "4Mi"},
+        "requests": {"memory": "1Gi", "nvidia.com/gpu": "1", "example.kubernetes.io/x": "0.5"},
+    }
+    runner["volumeMounts"] += [
+        {"name": "config", "mountPath": "/c", "mountPropagation": "HostToContainer"},
+        {"name": "config", "mountPath": "/d", "subPathExpr": "$(POD_NAME)"},
+    ]
+    runner["securityContext"] = {"runAsUser": 2**31 - 1, "runAsGroup": 0}
+    privileged = {
+        "name": "mounter",
+        "image": "busybox",
+        "securityContext": {"privileged": True},
+        "volumeMounts": [{"name": "work", "mountPath": "/w", "mountPropagation": "Bidirectional"}],
+    }
+    init = [
+        {"name": f"init-{i}", "image": "busybox", "ports": [{"containerPort": 9, "hostPort": 9}]}
+        for i in range(2)  # init containers run one at a time: the same host port is fine
+    ]
+    pod = _pod_with(
+        containers=[runner, privileged],
+        initContainers=init,
+        volumes=[
+            *VALID_POD["spec"]["volumes"],
+            {
+                "name": "config",
+                "configMap": {
+                    "name": "c",
+                    "defaultMode": 0o777,
+                    "items": [{"key": "k", "path": "a/b", "mode": 0}],
+                },
+            },
+            {"name": "token", "secret": {"secretName": "s", "defaultMode": 0o400}},
+        ],
+        dnsConfig={"nameservers": ["10.0.0.10", "2001:db8::53", "010.000.000.001"]},
+        hostAliases=[{"ip": "::ffff:10.0.0.1", "hostnames": ["runner.local"]}],
+        hostname="runner-0",
+        securityContext={"fsGroup": 2**31 - 1, "supplementalGroups": [0, 2**31 - 1]},
+        activeDeadlineSeconds=2**31 - 1,
+    )
+    assert pod_problems(pod) == []
+    kubernetes_validate.validate(pod, K8S_VERSION, strict=True)
+
+
+def test_with_the_hosts_network_a_container_port_is_its_host_port() -> None:
+    """SetDefaults_Pod gives each port of a host-network pod its container port as host port
+    (then AccumulateUniqueHostPorts), and validatePodHostNetworkDeps refuses another."""
+    sidecar = {"name": "side", "image": "busybox", "ports": [{"containerPort": 8080}]}
+    same_port = _pod_with(hostNetwork=True, containers=[*VALID_POD["spec"]["containers"], sidecar])
+    assert any("ports[0].hostPort: must be unique" in p for p in pod_problems(same_port))
+    assert pod_problems(_pod_with(containers=same_port["spec"]["containers"])) == []
+
+    other_port = _mutated("spec.containers.0.ports.0.hostPort", 9090)
+    other_port["spec"]["hostNetwork"] = True
+    assert any("must match containerPort when hostNetwork" in p for p in pod_problems(other_port))
+    matching = _mutated("spec.containers.0.ports.0.hostPort", 8080)
+    matching["spec"]["hostNetwork"] = True
+    assert pod_problems(matching) == []
+
+
+def test_messages_of_the_new_rules_never_quote_a_value() -> None:
+    pod = _pod_with(
+        hostname=SECRET,
+        dnsConfig={"nameservers": [SECRET]},
+        hostAliases=[{"ip": SECRET, "hostnames": [SECRET]}],
+        volumes=[
+            *VALID_POD["spec"]["volumes"],
+            {
+                "name": "c",
+                "configMap": {"name": "c", "items": [{"key": "k", "path": "/" + SECRET}]},
+            },
+        ],
+    )
+    pod["spec"]["containers"][0]["env"][1]["valueFrom"] = {"fieldRef": {"fieldPath": SECRET}}
+    problems = pod_problems(pod)
+    assert len(problems) >= 6, problems
+    assert not any(SECRET in p or SECRET.lower()[:12] in p for p in problems), problems
 
 
 def _schema_keywords(node: object) -> set[str]:
@@ -315,11 +585,17 @@ POD_PATHS = [
     "spec.containers.0.resources",
     "spec.containers.0.resources.limits",
     "spec.containers.0.volumeMounts",
+    "spec.containers.0.volumeMounts.0",
+    "spec.containers.0.env.1.valueFrom",
     "spec.containers.0.securityContext",
     "spec.containers",
     "spec.volumes",
     "spec.volumes.0",
     "spec.volumes.0.emptyDir",
+    "spec.volumes.0.configMap",
+    "spec.dnsConfig",
+    "spec.hostAliases",
+    "spec.hostNetwork",
     "spec.tolerations",
     "spec.tolerations.0",
     "spec.nodeSelector",
@@ -362,6 +638,30 @@ def test_any_content_gives_problems_never_an_error(path: str, value: Any) -> Non
         ({"containers": [{"name": "runner", "env": "not-a-list"}]}, "spec.containers[0].env"),
         ({"env": [{"name": 5}]}, "spec.env[0].name: must be of type string"),
         ({"tolerations": [{"tolerationSeconds": "long"}]}, "spec.tolerations[0].toleration"),
+        ({"volumes": [{"name": "cm", "configMap": {}}]}, "volumes[cm].configMap.name: required"),
+        ({"resources": {"limits": {"gpu": "1"}}}, "containers[runner].resources.limits[gpu]"),
+        ({"dnsConfig": {"nameservers": ["a", "b", "c", "d"]}}, "spec.dnsConfig.nameservers"),
+        ({"securityContext": {"runAsUser": 2**31}}, "spec.securityContext.runAsUser"),
+        (
+            {"env": [{"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "metadata.bogus"}}}]},
+            "containers[runner].env[0].valueFrom.fieldRef.fieldPath",
+        ),
+        (
+            {
+                "volumes": [{"name": "v", "emptyDir": {}}],
+                "volumeMounts": [{"name": "v", "mountPath": "/v", "mountPropagation": "Bogus"}],
+            },
+            "volumeMounts[v].mountPropagation",
+        ),
+        (
+            {
+                "sidecarContainers": [
+                    {"name": "a", "image": "x", "ports": [{"containerPort": 1, "hostPort": 80}]},
+                    {"name": "b", "image": "x", "ports": [{"containerPort": 2, "hostPort": 80}]},
+                ]
+            },
+            "containers[b].ports[0].hostPort",
+        ),
     ],
 )
 def test_a_runner_spec_is_judged_by_the_pod_it_builds(spec: dict[str, Any], field: str) -> None:

@@ -9,20 +9,23 @@ Two layers, as the API server has them. First the schema: types and required fie
 Kubernetes' own OpenAPI description of Pod metadata and PodSpec (`pod-schema-v1.33.json`,
 extracted by `tests/pod_schema_source.py`), checked with jsonschema. Then the rules of
 `pkg/apis/core/validation/validation.go` (Kubernetes 1.33) for the parts of a PodSpec a runner
-template sets: names, labels and annotations, containers (names, images, pull policy, ports,
-environment, resources, mounts, security context), volumes, tolerations, node selectors, DNS,
-grace periods. Rules that depend on cluster state (admission, quotas) are not here. Messages
-name the field and the rule, never the value: a token pasted into the wrong field must not end
-up in a status condition.
+template sets: names, labels and annotations, containers (names, images, pull policy, ports and
+host ports, environment and downward-API paths, resource names and amounts, mounts, security
+context), volumes (their sources' names and file modes), tolerations, node selectors, DNS, host
+aliases, host names, grace periods; and `ValidatePersistentVolumeClaimSpec` for the claims a
+RunnerSet makes from its templates (`claim_spec_problems`). Rules that depend on cluster state
+(admission, quotas) are not here. Messages name the field and the rule, never the value: a
+token pasted into the wrong field must not end up in a status condition.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import json
 import re
 from collections.abc import Mapping
-from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_CEILING, Context, Decimal
 from importlib import resources
 from typing import Any
 
@@ -62,8 +65,39 @@ TOLERATION_OPERATORS = ("Exists", "Equal")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 UNSATISFIABLE_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
 STORAGE_MEDIA = ("", "Memory", "HugePages")
+MOUNT_PROPAGATIONS = ("None", "HostToContainer", "Bidirectional")
+ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
+VOLUME_MODES = ("Block", "Filesystem")
 MAX_ANNOTATIONS_BYTES = 256 * 1024
 MAX_PORT = 65535
+MAX_FILE_MODE = 0o777
+MAX_ID = 2**31 - 1
+"""User and group IDs: 0 to 2147483647 (`IsValidUserID`, `IsValidGroupID`)."""
+MAX_NAMESERVERS = 3
+STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+"""The names without a domain a container may ask for, besides `hugepages-<size>`
+(`IsStandardContainerResourceName`)."""
+HUGEPAGES_PREFIX = "hugepages-"
+NATIVE_RESOURCE_DOMAIN = "kubernetes.io/"
+ENV_FIELD_PATHS = frozenset(
+    {
+        "metadata.name",
+        "metadata.namespace",
+        "metadata.uid",
+        "spec.nodeName",
+        "spec.serviceAccountName",
+        "status.hostIP",
+        "status.hostIPs",
+        "status.podIP",
+        "status.podIPs",
+        "spec.host",  # an old name of spec.nodeName, converted before it is checked
+    }
+)
+"""What `env[].valueFrom.fieldRef.fieldPath` may name (`validEnvDownwardAPIFieldPathExpressions`),
+besides `metadata.labels['<key>']` and `metadata.annotations['<key>']`."""
+FIELD_PATH_SUBSCRIPTS = ("metadata.labels", "metadata.annotations")
+IPV4_SLOPPY = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9]+)")
+"""An IPv4 address as Kubernetes reads one (`netutils.ParseIPSloppy`): leading zeros allowed."""
 
 VOLUME_SOURCES = frozenset(
     {
@@ -263,6 +297,14 @@ def pod_spec_problems(spec: Mapping[str, Any], where: str) -> Problems:
             problems.append(f"{path}.name: must be unique among the pod's containers")
         seen.add(name)
         problems += container_problems(container, path, volume_names)
+    host_network = spec.get("hostNetwork") is True
+    # Host ports are shared by the containers that run together: all regular containers, and
+    # each init container on its own (they run one after another).
+    problems += _host_port_problems(containers, host_network=host_network)
+    for init_container in init_containers:
+        problems += _host_port_problems([init_container], host_network=host_network)
+    if host_network:
+        problems += _host_network_port_problems(containers)
     problems += _enum(spec, "restartPolicy", RESTART_POLICIES, where)
     problems += _enum(spec, "dnsPolicy", DNS_POLICIES, where)
     if spec.get("dnsPolicy") == "None":
@@ -270,8 +312,19 @@ def pod_spec_problems(spec: Mapping[str, Any], where: str) -> Problems:
         servers = config.get("nameservers") if isinstance(config, Mapping) else None
         if not servers:
             problems.append(f"{where}.dnsConfig.nameservers: required when dnsPolicy is None")
+    dns_config = spec.get("dnsConfig")
+    if isinstance(dns_config, Mapping):
+        problems += _dns_config_problems(dns_config, f"{where}.dnsConfig")
+    for path, alias in _objects(spec, "hostAliases", where, problems):
+        problems += _host_alias_problems(alias, path)
+    for field in ("hostname", "subdomain"):
+        value = spec.get(field)
+        if isinstance(value, str) and value and not _is_label(value):
+            problems.append(f"{where}.{field}: must be a DNS label (lowercase, at most 63)")
+    if spec.get("hostPID") is True and spec.get("shareProcessNamespace") is True:
+        problems.append(f"{where}.shareProcessNamespace: cannot be true when hostPID is true")
     problems += _integer(spec, "terminationGracePeriodSeconds", where, minimum=0)
-    problems += _integer(spec, "activeDeadlineSeconds", where, minimum=1)
+    problems += _integer(spec, "activeDeadlineSeconds", where, minimum=1, maximum=MAX_ID)
     node_selector = spec.get("nodeSelector")
     if node_selector is not None:
         problems += label_problems(node_selector, f"{where}.nodeSelector")
@@ -311,12 +364,46 @@ def container_problems(
     if resources is not None:
         problems += _resources_problems(resources, f"{where}.resources")
     mount_paths: set[str] = set()
-    for path, mount in _objects(container, "volumeMounts", where, problems):
-        problems += _mount_problems(mount, path, volume_names, mount_paths)
     context = container.get("securityContext")
+    privileged = isinstance(context, Mapping) and context.get("privileged") is True
+    for path, mount in _objects(container, "volumeMounts", where, problems):
+        problems += _mount_problems(mount, path, volume_names, mount_paths, privileged=privileged)
     if context is not None:
         problems += _security_context_problems(context, f"{where}.securityContext", pod=False)
     return problems
+
+
+def claim_spec_problems(spec: object, where: str) -> Problems:
+    """Every reason the API server would refuse a PersistentVolumeClaim of this spec
+    (`ValidatePersistentVolumeClaimSpec`): its schema, then access modes, a positive storage
+    request, a class name and a volume mode it knows."""
+    if not isinstance(spec, Mapping):
+        return [f"{where}: must be an object"]
+    problems = fragment_problems(spec, "PersistentVolumeClaimSpec", where)
+    if problems:
+        return problems
+    modes = spec.get("accessModes") or []
+    if not modes:
+        problems.append(f"{where}.accessModes: at least one access mode is required")
+    if any(mode not in ACCESS_MODES for mode in modes):
+        problems.append(f"{where}.accessModes: must be among {', '.join(ACCESS_MODES)}")
+    elif "ReadWriteOncePod" in modes and len(set(modes)) > 1:
+        problems.append(f"{where}.accessModes: ReadWriteOncePod may not be given with another")
+    resources = spec.get("resources") or {}
+    storage = (resources.get("requests") or {}).get("storage")
+    path = f"{where}.resources.requests[storage]"
+    if storage is None:
+        problems.append(f"{path}: required")
+    elif problem := quantity_problem(storage):
+        problems.append(f"{path}: {problem}")
+    elif quantity_value(storage) <= 0:
+        problems.append(f"{path}: must be more than zero")
+    class_name = spec.get("storageClassName")
+    if class_name and not _is_subdomain(class_name):
+        problems.append(
+            f"{where}.storageClassName: must be a DNS subdomain (lowercase, at most 253)"
+        )
+    return problems + _enum(spec, "volumeMode", VOLUME_MODES, where)
 
 
 def quantity_problem(value: object) -> str | None:
@@ -387,6 +474,113 @@ def _volume_problems(volumes: list[tuple[str, Mapping[str, Any]]]) -> Problems:
             limit = empty_dir.get("sizeLimit")
             if limit is not None:
                 problems += _quantity(limit, f"{path}.emptyDir.sizeLimit")
+        problems += _volume_source_problems(volume, path)
+    return problems
+
+
+def _volume_source_problems(volume: Mapping[str, Any], where: str) -> Problems:
+    """The rules of the sources that name what they mount, and of the modes of its files."""
+    problems: Problems = []
+    for source, name_field in (("configMap", "name"), ("secret", "secretName")):
+        found = volume.get(source)
+        if not isinstance(found, Mapping):
+            continue
+        if not found.get(name_field):
+            problems.append(f"{where}.{source}.{name_field}: required")
+        for path, item in _objects(found, "items", f"{where}.{source}", problems):
+            problems += _key_to_path_problems(item, path)
+    for source in ("configMap", "secret", "downwardAPI", "projected"):
+        found = volume.get(source)
+        if isinstance(found, Mapping):
+            problems += _file_mode(found, "defaultMode", f"{where}.{source}")
+    downward = volume.get("downwardAPI")
+    if isinstance(downward, Mapping):
+        for path, item in _objects(downward, "items", f"{where}.downwardAPI", problems):
+            problems += _file_mode(item, "mode", path)
+    claim = volume.get("persistentVolumeClaim")
+    if isinstance(claim, Mapping) and not claim.get("claimName"):
+        problems.append(f"{where}.persistentVolumeClaim.claimName: required")
+    return problems
+
+
+def _key_to_path_problems(item: Mapping[str, Any], where: str) -> Problems:
+    problems: Problems = []
+    if not item.get("key"):
+        problems.append(f"{where}.key: required")
+    path = item.get("path")
+    if not path:
+        problems.append(f"{where}.path: required")
+    elif isinstance(path, str) and not _is_local_path(path):
+        problems.append(f"{where}.path: must be a relative path without '..'")
+    return problems + _file_mode(item, "mode", where)
+
+
+def _file_mode(owner: Mapping[str, Any], field: str, where: str) -> Problems:
+    value = owner.get(field)
+    if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= MAX_FILE_MODE:
+        return [f"{where}.{field}: must be a file mode from 0 to 0777 (octal), 511 in decimal"]
+    return []
+
+
+def _host_port_problems(
+    containers: list[tuple[str, Mapping[str, Any]]], *, host_network: bool
+) -> Problems:
+    """No two ports of containers that run together may take the same host port, protocol
+    and host IP. With the host's network, a port's host port is its container port."""
+    problems: Problems = []
+    taken: set[tuple[object, object, int]] = set()
+    for container_path, container in containers:
+        for path, port in _objects(container, "ports", container_path, []):
+            host_port = port.get("hostPort") or (port.get("containerPort") if host_network else 0)
+            if not isinstance(host_port, int) or isinstance(host_port, bool) or host_port == 0:
+                continue
+            key = (port.get("protocol") or "TCP", port.get("hostIP") or "", host_port)
+            if key in taken:
+                problems.append(
+                    f"{path}.hostPort: must be unique among the pod's containers "
+                    "(for its protocol and hostIP)"
+                )
+            taken.add(key)
+    return problems
+
+
+def _host_network_port_problems(containers: list[tuple[str, Mapping[str, Any]]]) -> Problems:
+    problems: Problems = []
+    for container_path, container in containers:
+        for path, port in _objects(container, "ports", container_path, []):
+            host_port = port.get("hostPort")
+            if host_port and host_port != port.get("containerPort"):
+                problems.append(
+                    f"{path}.hostPort: must match containerPort when hostNetwork is true"
+                )
+    return problems
+
+
+def _dns_config_problems(config: Mapping[str, Any], where: str) -> Problems:
+    servers = config.get("nameservers")
+    if not isinstance(servers, list):
+        return []
+    problems: Problems = []
+    if len(servers) > MAX_NAMESERVERS:
+        problems.append(f"{where}.nameservers: must have at most {MAX_NAMESERVERS} nameservers")
+    problems += [
+        f"{where}.nameservers[{index}]: must be an IP address"
+        for index, server in enumerate(servers)
+        if not _is_ip(server)
+    ]
+    return problems
+
+
+def _host_alias_problems(alias: Mapping[str, Any], where: str) -> Problems:
+    problems: Problems = []
+    if not _is_ip(alias.get("ip")):
+        problems.append(f"{where}.ip: must be an IP address")
+    hostnames = alias.get("hostnames")
+    for index, hostname in enumerate(hostnames if isinstance(hostnames, list) else []):
+        if not isinstance(hostname, str) or not _is_subdomain(hostname):
+            problems.append(
+                f"{where}.hostnames[{index}]: must be a DNS subdomain (lowercase, at most 253)"
+            )
     return problems
 
 
@@ -424,10 +618,40 @@ def _env_problems(env: Mapping[str, Any], where: str) -> Problems:
                 problems.append(f"{where}.valueFrom: must name exactly one source")
             if env.get("value"):
                 problems.append(f"{where}.valueFrom: may not be given beside a value")
+            field_ref = value_from.get("fieldRef")
+            if isinstance(field_ref, Mapping):
+                problems += _field_ref_problems(field_ref, f"{where}.valueFrom.fieldRef")
     value = env.get("value")
     if value is not None and not isinstance(value, str):
         problems.append(f"{where}.value: must be a string")
     return problems
+
+
+def _field_ref_problems(field_ref: Mapping[str, Any], where: str) -> Problems:
+    """What a pod may tell a container of itself (`validateObjectFieldSelector`): a path of
+    the list, or a label or annotation by a valid key. The API version defaults to v1, the
+    only one there is."""
+    version = field_ref.get("apiVersion")
+    if version not in (None, "", "v1"):
+        return [f"{where}.apiVersion: must be v1"]
+    path = field_ref.get("fieldPath")
+    if not isinstance(path, str) or not path:
+        return [f"{where}.fieldPath: required"]
+    base, subscripted, key = path.removesuffix("']").partition("['")
+    if path.endswith("']") and subscripted and base:
+        if base not in FIELD_PATH_SUBSCRIPTS:
+            return [f"{where}.fieldPath: only metadata.labels and metadata.annotations take a key"]
+        key = key.lower() if base == "metadata.annotations" else key
+        if qualified_name_problems(key):
+            return [f"{where}.fieldPath: the key in brackets must be a qualified name"]
+        return []
+    if path not in ENV_FIELD_PATHS:
+        shown = ", ".join(sorted(ENV_FIELD_PATHS - {"spec.host"}))
+        return [
+            f"{where}.fieldPath: must be one of {shown}, metadata.labels['<key>'] or "
+            "metadata.annotations['<key>']"
+        ]
+    return []
 
 
 def _resources_problems(resources: object, where: str) -> Problems:
@@ -448,6 +672,10 @@ def _resources_problems(resources: object, where: str) -> Problems:
                 problems.append(f"{where}.{kind}: resource names must be qualified names")
                 continue
             path = f"{where}.{kind}[{_short(resource)}]"
+            name_problem = _resource_name_problem(resource)
+            if name_problem:
+                problems.append(f"{path}: {name_problem}")
+                continue
             found = _quantity(value, path)
             if found:
                 problems += found
@@ -455,18 +683,68 @@ def _resources_problems(resources: object, where: str) -> Problems:
             amount = quantity_value(value)
             if amount < 0:
                 problems.append(f"{path}: must not be negative")
+            elif _is_extended_resource(resource) and not _is_whole(amount):
+                problems.append(f"{path}: must be a whole number (an extended resource)")
             amounts[kind][resource] = amount
     limits, requests = amounts.get("limits", {}), amounts.get("requests", {})
     for resource, request in requests.items():
-        if resource in limits and request > limits[resource]:
-            problems.append(
-                f"{where}.requests[{_short(resource)}]: must not be more than its limit"
-            )
+        path = f"{where}.requests[{_short(resource)}]"
+        if _overcommit_allowed(resource):
+            if resource in limits and request > limits[resource]:
+                problems.append(f"{path}: must not be more than its limit")
+        elif resource not in limits:
+            problems.append(f"{where}.limits[{_short(resource)}]: required beside its request")
+        elif request != limits[resource]:
+            problems.append(f"{path}: must equal its limit (it cannot be overcommitted)")
+    named = {*limits, *requests}
+    if any(r.startswith(HUGEPAGES_PREFIX) for r in named) and not named & {"cpu", "memory"}:
+        problems.append(f"{where}: hugepages require a cpu or memory request or limit")
     return problems
 
 
+def _resource_name_problem(name: str) -> str | None:
+    """What a container may ask for (`validateContainerResourceName`): a standard resource,
+    one in the kubernetes.io domain, or an extended resource of another domain."""
+    if "/" not in name:
+        if name in STANDARD_CONTAINER_RESOURCES or name.startswith(HUGEPAGES_PREFIX):
+            return None
+        return (
+            "must be cpu, memory, ephemeral-storage, hugepages-<size> or a name with a "
+            "domain (example.com/gpu)"
+        )
+    if NATIVE_RESOURCE_DOMAIN in name:
+        return None
+    if name.startswith("requests.") or qualified_name_problems("requests." + name):
+        return "must be an extended resource name (its domain at most 244 characters)"
+    return None
+
+
+def _is_extended_resource(name: str) -> bool:
+    return "/" in name and NATIVE_RESOURCE_DOMAIN not in name
+
+
+def _overcommit_allowed(name: str) -> bool:
+    """Requests may be below limits except for extended resources and hugepages."""
+    return not _is_extended_resource(name) and not name.startswith(HUGEPAGES_PREFIX)
+
+
+def _is_whole(amount: Decimal) -> bool:
+    """As Kubernetes tells an integer quantity: its value in thousandths, rounded up, is a
+    multiple of 1000."""
+    exponent = amount.as_tuple().exponent
+    if isinstance(exponent, int) and exponent >= 0:
+        return True  # no fraction, however large
+    millis = _EXACT.multiply(amount, Decimal(1000)).to_integral_value(rounding=ROUND_CEILING)
+    return _EXACT.remainder(millis, Decimal(1000)) == 0
+
+
 def _mount_problems(
-    mount: Mapping[str, Any], where: str, volume_names: set[object], paths: set[str]
+    mount: Mapping[str, Any],
+    where: str,
+    volume_names: set[object],
+    paths: set[str],
+    *,
+    privileged: bool,
 ) -> Problems:
     problems: Problems = []
     name = mount.get("name")
@@ -481,9 +759,15 @@ def _mount_problems(
         problems.append(f"{where}.mountPath: must be unique within the container")
     else:
         paths.add(path)
-    sub_path = mount.get("subPath")
-    if isinstance(sub_path, str) and (sub_path.startswith("/") or ".." in sub_path.split("/")):
-        problems.append(f"{where}.subPath: must be a relative path without '..'")
+    for field in ("subPath", "subPathExpr"):
+        sub_path = mount.get(field)
+        if isinstance(sub_path, str) and (sub_path.startswith("/") or ".." in sub_path.split("/")):
+            problems.append(f"{where}.{field}: must be a relative path without '..'")
+    if mount.get("subPath") and mount.get("subPathExpr"):
+        problems.append(f"{where}.subPathExpr: may not be given beside subPath")
+    problems += _enum(mount, "mountPropagation", MOUNT_PROPAGATIONS, where)
+    if mount.get("mountPropagation") == "Bidirectional" and not privileged:
+        problems.append(f"{where}.mountPropagation: Bidirectional only in privileged containers")
     return problems
 
 
@@ -491,14 +775,18 @@ def _security_context_problems(context: object, where: str, *, pod: bool) -> Pro
     if not isinstance(context, Mapping):
         return [f"{where}: must be an object"]
     fields = ["runAsUser", "runAsGroup"] + (["fsGroup"] if pod else [])
-    problems = [p for field in fields for p in _integer(context, field, where, minimum=0)]
+    problems = [
+        p for field in fields for p in _integer(context, field, where, minimum=0, maximum=MAX_ID)
+    ]
     if pod:
         groups = context.get("supplementalGroups")
         if groups is not None and (
             not isinstance(groups, list)
-            or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in groups)
+            or not all(
+                isinstance(g, int) and not isinstance(g, bool) and 0 <= g <= MAX_ID for g in groups
+            )
         ):
-            problems.append(f"{where}.supplementalGroups: must be non-negative integers")
+            problems.append(f"{where}.supplementalGroups: must be integers from 0 to {MAX_ID}")
     elif context.get("privileged") is True and context.get("allowPrivilegeEscalation") is False:
         problems.append(
             f"{where}: allowPrivilegeEscalation cannot be false for a privileged container"
@@ -667,6 +955,40 @@ def _is_label(value: str) -> bool:
 
 def _is_subdomain(value: str) -> bool:
     return len(value) <= 253 and DNS1123_SUBDOMAIN.fullmatch(value) is not None
+
+
+def _is_local_path(path: str) -> bool:
+    """Relative, with no '..' in it and not starting with '..' (`ValidateLocalNonReservedPath`)."""
+    return not path.startswith("/") and ".." not in path.split("/") and not path.startswith("..")
+
+
+def _is_ip(value: object) -> bool:
+    """An IPv4 or IPv6 address as Kubernetes reads one (`netutils.ParseIPSloppy`): IPv4 parts
+    may have leading zeros, an address has no zone."""
+    if not isinstance(value, str) or "%" in value:
+        return False
+    if _is_ipv4(value):
+        return True
+    head, colon, tail = value.rpartition(":")
+    if not colon:
+        return False
+    if "." in tail:  # an IPv6 address ending in an IPv4 one
+        if not _is_ipv4(tail):
+            return False
+        value = head + ":" + ".".join(part.lstrip("0") or "0" for part in tail.split("."))
+    try:
+        ipaddress.IPv6Address(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_ipv4(value: str) -> bool:
+    match = IPV4_SLOPPY.fullmatch(value)
+    return match is not None and all(
+        len(part.lstrip("0")) <= 3 and int(part.lstrip("0") or "0") <= 255
+        for part in match.groups()
+    )
 
 
 def _is_service_name(value: str) -> bool:

@@ -10,11 +10,21 @@ from hooks.deps import HookDeps
 from hooks.metacontroller import CompositeHookRequest, KubeObject, object_or_empty
 from hooks.naming import claim_names_problem
 from hooks.resources.common import ObjectMeta
+from hooks.resources.pod_rules import (
+    DNS1123_LABEL,
+    claim_spec_problems,
+    metadata_problems,
+    pod_problems,
+)
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
 from hooks.runner.registration import registration_mode
-from hooks.runner.validation import validate_runner_spec
-from hooks.runnerset.statefulset import runner_spec
+from hooks.runner.validation import VALIDATION_DEFAULTS, validate_runner_spec
+from hooks.runnerset.statefulset import runner_spec, statefulset
 from hooks.scale_set_mode import SCALE_SET_ANNOTATION
+
+POD_MANAGEMENT_POLICIES = ("OrderedReady", "Parallel")
+INT32 = (-(2**31), 2**31 - 1)
+"""What a StatefulSet's integer fields can hold: a larger number is not read at all."""
 
 
 def parse_runner_set(
@@ -65,7 +75,78 @@ def _spec_problems(runner_set: RunnerSet, *, jit: bool) -> list[str]:
         problems.append("spec.volumeClaimTemplates: every template needs metadata.name")
     if (names_problem := claim_names_problem(runner_set.metadata.name, claimed)) is not None:
         problems.append(names_problem)
+    if not problems:
+        # Only the pod of a spec valid so far: its problems are those of the template's own
+        # fields (hostNetwork, hostname, ...), copied into the pod unread.
+        problems += _statefulset_pod_problems(runner_set, jit=jit)
+    return problems + _statefulset_problems(spec) + _claim_template_problems(spec)
+
+
+def _statefulset_pod_problems(runner_set: RunnerSet, *, jit: bool) -> list[str]:
+    """What the API server would refuse in the pod of a runner's StatefulSet, built as the sync
+    builds it: the runner pod with the template's other fields, and the claims of a slot."""
+    spec = runner_set.spec
+    assert spec is not None
+    slot = 0 if spec.volume_claim_templates else None
+    try:
+        built = statefulset(
+            runner_set,
+            VALIDATION_DEFAULTS,
+            name="runner",
+            hash_="0",
+            slot=slot,
+            created_at="",
+            jit=jit,
+        )
+    except (TypeError, ValueError, KeyError, AttributeError) as error:
+        return [f"the runner pod cannot be built from this spec ({type(error).__name__})"]
+    template = built["spec"]["template"]
+    return [f"the runner pod would be refused: {problem}" for problem in pod_problems(template)]
+
+
+def _statefulset_problems(spec: RunnerSetSpec) -> list[str]:
+    """The rules of a StatefulSet (`ValidateStatefulSetSpec`) for the fields copied into the
+    StatefulSets of the runners."""
+    problems: list[str] = []
+    if spec.template.spec.get("activeDeadlineSeconds") is not None:
+        problems.append(
+            "spec.template.spec.activeDeadlineSeconds: must not be set, a StatefulSet's pods "
+            "have no deadline"
+        )
+    policy = spec.pod_management_policy
+    if policy and policy not in POD_MANAGEMENT_POLICIES:
+        problems.append("spec.podManagementPolicy: must be OrderedReady or Parallel")
+    if spec.min_ready_seconds is not None and not 0 <= spec.min_ready_seconds <= INT32[1]:
+        problems.append(f"spec.minReadySeconds: must be from 0 to {INT32[1]}")
+    limit = spec.revision_history_limit
+    if limit is not None and not INT32[0] <= limit <= INT32[1]:
+        problems.append("spec.revisionHistoryLimit: must be a 32-bit integer")
     return problems
+
+
+def _claim_template_problems(spec: RunnerSetSpec) -> list[str]:
+    """Each claim template becomes the PersistentVolumeClaims of its slots: its labels,
+    annotations and spec must be those of a claim the API server accepts."""
+    problems: list[str] = []
+    for index, template in enumerate(spec.volume_claim_templates):
+        where = f"spec.volumeClaimTemplates[{_template_label(template, index)}]"
+        metadata = template.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            problems.append(f"{where}.metadata: must be an object")
+        elif metadata:
+            problems += metadata_problems(metadata, f"{where}.metadata")
+        claim_spec = template.get("spec")
+        problems += claim_spec_problems({} if claim_spec is None else claim_spec, f"{where}.spec")
+    return problems
+
+
+def _template_label(template: dict[str, object], index: int) -> str:
+    """How a claim template is named in a message: its name when it is a DNS label (the only
+    names a volume may have), else its index."""
+    name = object_or_empty(template.get("metadata")).get("name")
+    if isinstance(name, str) and 0 < len(name) <= 63 and DNS1123_LABEL.fullmatch(name):
+        return name
+    return str(index)
 
 
 def _template_metadata(spec: RunnerSetSpec) -> ObjectMeta:
