@@ -81,6 +81,27 @@ def _mutated(path: str, value: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        # Filled in by the API server before it validates (pkg/apis/core/v1/defaults.go).
+        ("spec.containers.0.imagePullPolicy", ""),
+        ("spec.containers.0.ports.0.protocol", ""),
+        ("spec.restartPolicy", ""),
+        ("spec.dnsPolicy", ""),
+        # Checked only when given (ValidatePodSpec: `if len(...) > 0`).
+        ("spec.serviceAccountName", ""),
+        ("spec.priorityClassName", ""),
+        # Annotation keys are checked lower-cased (ValidateAnnotations); label keys are not.
+        ("metadata.annotations", {"Example.com/owner": "ci"}),
+    ],
+)
+def test_what_the_api_server_accepts_is_no_problem(path: str, value: Any) -> None:
+    """Values a manifest rendered by Helm or Terraform may carry, which Kubernetes accepts: a
+    spec with them was refused, and its runners never started."""
+    assert pod_problems(_mutated(path, value)) == []
+
+
+@pytest.mark.parametrize(
     ("path", "value", "problem"),
     [
         ("spec.containers.0.imagePullPolicy", "Sometimes", "imagePullPolicy: must be one of"),

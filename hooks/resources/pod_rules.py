@@ -240,10 +240,12 @@ def metadata_problems(metadata: Mapping[str, Any], where: str) -> Problems:
         if not _is_string_map(annotations):
             problems.append(f"{where}.annotations: must map strings to strings")
         else:
+            # Kubernetes checks annotation keys lower-cased (`ValidateAnnotations`), unlike
+            # label keys: `Example.com/owner` is a valid annotation.
             problems += [
                 f"{where}.annotations[{_short(key)}]: {problem}"
                 for key in annotations
-                for problem in qualified_name_problems(key)
+                for problem in qualified_name_problems(key.lower())
             ]
             size = sum(len(k) + len(v) for k, v in annotations.items())
             if size > MAX_ANNOTATIONS_BYTES:
@@ -305,8 +307,8 @@ def pod_spec_problems(spec: Mapping[str, Any], where: str) -> Problems:
         problems += _host_port_problems([init_container], host_network=host_network)
     if host_network:
         problems += _host_network_port_problems(containers)
-    problems += _enum(spec, "restartPolicy", RESTART_POLICIES, where)
-    problems += _enum(spec, "dnsPolicy", DNS_POLICIES, where)
+    problems += _enum(spec, "restartPolicy", RESTART_POLICIES, where, defaulted=True)
+    problems += _enum(spec, "dnsPolicy", DNS_POLICIES, where, defaulted=True)
     if spec.get("dnsPolicy") == "None":
         config = spec.get("dnsConfig")
         servers = config.get("nameservers") if isinstance(config, Mapping) else None
@@ -329,8 +331,8 @@ def pod_spec_problems(spec: Mapping[str, Any], where: str) -> Problems:
     if node_selector is not None:
         problems += label_problems(node_selector, f"{where}.nodeSelector")
     for field in ("serviceAccountName", "priorityClassName", "runtimeClassName"):
-        value = spec.get(field)
-        if value is not None and (not isinstance(value, str) or not _is_subdomain(value)):
+        value = spec.get(field)  # "" is no name: Kubernetes checks only one given
+        if value not in (None, "") and (not isinstance(value, str) or not _is_subdomain(value)):
             problems.append(f"{where}.{field}: must be a DNS subdomain (lowercase, at most 253)")
     for path, toleration in _objects(spec, "tolerations", where, problems):
         problems += _toleration_problems(toleration, path)
@@ -354,7 +356,7 @@ def container_problems(
         problems.append(f"{where}.image: required")
     elif image != image.strip():
         problems.append(f"{where}.image: must not have leading or trailing whitespace")
-    problems += _enum(container, "imagePullPolicy", PULL_POLICIES, where)
+    problems += _enum(container, "imagePullPolicy", PULL_POLICIES, where, defaulted=True)
     port_names: set[str] = set()
     for path, port in _objects(container, "ports", where, problems):
         problems += _port_problems(port, path, port_names)
@@ -587,7 +589,7 @@ def _host_alias_problems(alias: Mapping[str, Any], where: str) -> Problems:
 def _port_problems(port: Mapping[str, Any], where: str, names: set[str]) -> Problems:
     problems = _integer(port, "containerPort", where, minimum=1, maximum=MAX_PORT, required=True)
     problems += _integer(port, "hostPort", where, minimum=0, maximum=MAX_PORT)
-    problems += _enum(port, "protocol", PROTOCOLS, where)
+    problems += _enum(port, "protocol", PROTOCOLS, where, defaulted=True)
     name = port.get("name")
     if name is not None:
         if not isinstance(name, str) or not _is_service_name(name):
@@ -900,9 +902,18 @@ def _label(item: object, index: int) -> str:
     return str(index)
 
 
-def _enum(owner: Mapping[str, Any], field: str, allowed: tuple[str, ...], where: str) -> Problems:
+def _enum(
+    owner: Mapping[str, Any],
+    field: str,
+    allowed: tuple[str, ...],
+    where: str,
+    *,
+    defaulted: bool = False,
+) -> Problems:
+    """`defaulted`: the API server fills an empty value in before it validates (`defaults.go`),
+    so "" is taken as absent."""
     value = owner.get(field)
-    if value is None or value in allowed:
+    if value is None or value in allowed or (defaulted and value == ""):
         return []
     shown = ", ".join(a for a in allowed if a) or "''"
     return [f"{where}.{field}: must be one of {shown}"]
