@@ -30,15 +30,14 @@ lists every RunnerReplicaSet of the namespace, as these ports do.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from arc_sim.scenario import ClusterKnobs, Scenario
-from arc_sim.world import World
 from hooks.app import create_app
 from hooks.clock import ManualClock
+from tests.arc_envtest import Envtest
 from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub
 
@@ -154,53 +153,11 @@ def test_new_runner_replica_set_hash_varies_with_meta_labels() -> None:
 TEST_NAMESPACE = "testns-arcrd"  # ARC: "testns-" + randStringRunes(5), one per It
 
 
-class Envtest:
-    """ARC's `SetupDeploymentTest`: a fresh namespace and the controllers, on a virtual clock."""
+class DeploymentEnvtest(Envtest):
+    """ARC's `SetupDeploymentTest`, with the lists its specs read."""
 
     def __init__(self) -> None:
-        scenario = Scenario(
-            name="arc-runnerdeployment-test",
-            teardown=False,
-            # ARC's manager caches the test's namespace only.
-            settings={"WATCH_NAMESPACE": TEST_NAMESPACE},
-            cluster=ClusterKnobs(schedule_delay=0.5, start_delay=1.0, registration_delay=1.0),
-        )
-        self.world = World(scenario)
-        self.world.begin()
-
-    @property
-    def elapsed(self) -> float:
-        return (self.world.clock.now() - self.world.scenario_start).total_seconds()
-
-    def wait(self, seconds: float) -> None:
-        self.world.run_to(self.elapsed + seconds)
-
-    # Gomega's Eventually(f, timeout, interval).Should(BeEquivalentTo(want)); f's error is None.
-    def eventually(
-        self, actual: Callable[[], object], want: object, timeout: float, interval: float
-    ) -> None:
-        deadline = self.elapsed + timeout
-        while (got := actual()) != want:
-            assert self.elapsed < deadline, (
-                f"got {got!r} after {timeout}s, want {want!r}; {self.describe()}"
-            )
-            self.wait(interval)
-
-    # Gomega's Consistently(f, duration, interval).Should(matcher).
-    def consistently(
-        self,
-        actual: Callable[[], object],
-        check: Callable[[object], bool],
-        duration: float,
-        interval: float,
-    ) -> None:
-        deadline = self.elapsed + duration
-        while True:
-            got = actual()
-            assert check(got), f"got {got!r} at {self.elapsed}s"
-            if self.elapsed >= deadline:
-                return
-            self.wait(interval)
+        super().__init__("arc-runnerdeployment-test", TEST_NAMESPACE)
 
     def describe(self) -> str:
         """The namespace's RunnerReplicaSets, for a failure's message."""
@@ -232,8 +189,8 @@ class Envtest:
 
 
 @pytest.fixture
-def env() -> Iterator[Envtest]:
-    yield Envtest()
+def env() -> Iterator[DeploymentEnvtest]:
+    yield DeploymentEnvtest()
 
 
 def runner_deployment(name: str, *, with_selector: bool) -> Json:
@@ -258,7 +215,7 @@ def runner_deployment(name: str, *, with_selector: bool) -> Json:
     }
 
 
-def scale_to_two(env: Envtest, name: str) -> Json:
+def scale_to_two(env: DeploymentEnvtest, name: str) -> Json:
     """`rd.Spec.Replicas = intPtr(2); k8sClient.Update(ctx, &rd)`; returns the updated rd."""
     rd = env.world.store.get("RunnerDeployment", TEST_NAMESPACE, name)
     assert rd is not None, "failed to get test RunnerReplicaSet resource"
@@ -274,7 +231,7 @@ def selector_of(rd: Json) -> Json | None:
 
 # It("should create a new RunnerReplicaSet resource from the specified template, add a another
 # RunnerReplicaSet on template modification, and eventually removes old runnerreplicasets")
-def test_create_runner_replica_set_from_template_and_scale(env: Envtest) -> None:
+def test_create_runner_replica_set_from_template_and_scale(env: DeploymentEnvtest) -> None:
     name = "example-runnerdeploy-1"
     rd = runner_deployment(name, with_selector=True)
     env.world.apply(rd)
@@ -289,7 +246,9 @@ def test_create_runner_replica_set_from_template_and_scale(env: Envtest) -> None
 # It("should create a new RunnerReplicaSet resource from the specified template without labels
 # and selector, add a another RunnerReplicaSet on template modification, and eventually removes
 # old runnerreplicasets")
-def test_create_runner_replica_set_without_labels_and_selector_and_scale(env: Envtest) -> None:
+def test_create_runner_replica_set_without_labels_and_selector_and_scale(
+    env: DeploymentEnvtest,
+) -> None:
     name = "example-runnerdeploy-2"
     rd = runner_deployment(name, with_selector=False)
     env.world.apply(rd)
@@ -303,7 +262,7 @@ def test_create_runner_replica_set_without_labels_and_selector_and_scale(env: En
 
 # It("should adopt RunnerReplicaSet created before 0.18.0 to have Spec.Selector")
 def test_adopt_runner_replica_set_created_before_0_18_0_to_have_spec_selector(
-    env: Envtest,
+    env: DeploymentEnvtest,
 ) -> None:
     name = "example-runnerdeploy-2"
     env.world.apply(runner_deployment(name, with_selector=False))

@@ -14,13 +14,12 @@ Runners of the test's namespace labelled foo=bar, as ARC's does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from arc_sim.scenario import ClusterKnobs, Scenario
-from arc_sim.world import World
+from tests.arc_envtest import Envtest
 
 Json = dict[str, Any]
 
@@ -29,57 +28,21 @@ TEST_NAMESPACE = "testns-arcrs"  # ARC: "testns-" + randStringRunes(5), one per 
 NAME = "example-runnerreplicaset"
 
 
-class Envtest:
-    """ARC's `SetupTest`: a fresh namespace and the controllers, on a virtual clock."""
+class ReplicaSetEnvtest(Envtest):
+    """ARC's `SetupTest`, with its `getRunnerCount`."""
 
     def __init__(self) -> None:
-        scenario = Scenario(
-            name="arc-runnerreplicaset-test",
-            teardown=False,
-            # ARC's manager caches the test's namespace only.
-            settings={"WATCH_NAMESPACE": TEST_NAMESPACE},
-            cluster=ClusterKnobs(schedule_delay=0.5, start_delay=1.0, registration_delay=1.0),
-        )
-        self.world = World(scenario)
-        self.world.begin()
-
-    @property
-    def elapsed(self) -> float:
-        return (self.world.clock.now() - self.world.scenario_start).total_seconds()
-
-    def wait(self, seconds: float) -> None:
-        self.world.run_to(self.elapsed + seconds)
+        super().__init__("arc-runnerreplicaset-test", TEST_NAMESPACE)
 
     def get_runner_count(self) -> int:
         """ARC's `getRunnerCount`: the Runners of the namespace matching foo=bar."""
         selector = {"matchLabels": {"foo": "bar"}}
         return len(self.world.store.list_objects("Runner", TEST_NAMESPACE, selector))
 
-    # Gomega's Eventually(f, timeout, interval).Should(BeEquivalentTo(want)).
-    def eventually(
-        self, actual: Callable[[], int], want: int, timeout: float, interval: float
-    ) -> None:
-        deadline = self.elapsed + timeout
-        while (got := actual()) != want:
-            assert self.elapsed < deadline, f"got {got} after {timeout}s, want {want}"
-            self.wait(interval)
-
-    # Gomega's Consistently(f, duration, interval).Should(BeEquivalentTo(want)).
-    def consistently(
-        self, actual: Callable[[], int], want: int, duration: float, interval: float
-    ) -> None:
-        deadline = self.elapsed + duration
-        while True:
-            got = actual()
-            assert got == want, f"got {got} at {self.elapsed}s, want {want}"
-            if self.elapsed >= deadline:
-                return
-            self.wait(interval)
-
 
 @pytest.fixture
-def env() -> Iterator[Envtest]:
-    yield Envtest()
+def env() -> Iterator[ReplicaSetEnvtest]:
+    yield ReplicaSetEnvtest()
 
 
 def runner_replica_set(replicas: int) -> Json:
@@ -103,21 +66,21 @@ def runner_replica_set(replicas: int) -> Json:
 
 
 # It("should create a new Runner resource from the specified template")
-def test_create_a_new_runner_from_the_specified_template(env: Envtest) -> None:
+def test_create_a_new_runner_from_the_specified_template(env: ReplicaSetEnvtest) -> None:
     env.world.apply(runner_replica_set(1))
 
     env.eventually(env.get_runner_count, 1, timeout=5, interval=1)
 
 
 # It("should create 2 runners when specified 2 replicas")
-def test_create_2_runners_when_specified_2_replicas(env: Envtest) -> None:
+def test_create_2_runners_when_specified_2_replicas(env: ReplicaSetEnvtest) -> None:
     env.world.apply(runner_replica_set(2))
 
     env.eventually(env.get_runner_count, 2, timeout=5, interval=1)
 
 
 # It("should not create any runners when specified 0 replicas")
-def test_not_create_any_runners_when_specified_0_replicas(env: Envtest) -> None:
+def test_not_create_any_runners_when_specified_0_replicas(env: ReplicaSetEnvtest) -> None:
     env.world.apply(runner_replica_set(0))
 
-    env.consistently(env.get_runner_count, 0, duration=5, interval=1)
+    env.consistently(env.get_runner_count, lambda got: got == 0, duration=5, interval=1)
