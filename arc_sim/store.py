@@ -313,6 +313,8 @@ class ObjectStore:
             grace = grace_period_seconds
             if grace is None:
                 grace = (current.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+            if grace < 0:
+                grace = 1  # as the API server's CheckGracefulDelete: a negative period is 1
             updated["metadata"]["deletionGracePeriodSeconds"] = grace
             if grace == 0:
                 self._terminated.add(key)

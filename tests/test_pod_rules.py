@@ -93,6 +93,9 @@ def _mutated(path: str, value: Any) -> dict[str, Any]:
         ("spec.priorityClassName", ""),
         # Annotation keys are checked lower-cased (ValidateAnnotations); label keys are not.
         ("metadata.annotations", {"Example.com/owner": "ci"}),
+        # Accepted with a warning, and treated as 1 when the pod is deleted.
+        ("spec.terminationGracePeriodSeconds", -1),
+        ("spec.terminationGracePeriodSeconds", -(2**63)),
     ],
 )
 def test_what_the_api_server_accepts_is_no_problem(path: str, value: Any) -> None:
@@ -105,7 +108,7 @@ def test_what_the_api_server_accepts_is_no_problem(path: str, value: Any) -> Non
     ("path", "value", "problem"),
     [
         ("spec.containers.0.imagePullPolicy", "Sometimes", "imagePullPolicy: must be one of"),
-        ("spec.terminationGracePeriodSeconds", -1, "terminationGracePeriodSeconds: must be at"),
+        ("spec.terminationGracePeriodSeconds", 2**63, "terminationGracePeriodSeconds: must be at"),
         ("spec.terminationGracePeriodSeconds", "30", "must be of type integer"),
         ("spec.activeDeadlineSeconds", 0, "activeDeadlineSeconds: must be at least 1"),
         ("spec.restartPolicy", "Sometimes", "restartPolicy: must be one of"),
@@ -646,7 +649,7 @@ def test_any_content_gives_problems_never_an_error(path: str, value: Any) -> Non
     ("spec", "field"),
     [
         ({"imagePullPolicy": "Sometimes"}, "containers[runner].imagePullPolicy"),
-        ({"terminationGracePeriodSeconds": -5}, "terminationGracePeriodSeconds"),
+        ({"terminationGracePeriodSeconds": 2**63}, "terminationGracePeriodSeconds"),
         ({"dockerMTU": -1}, "spec.dockerMTU"),
         ({"dockerMTU": 10**12}, "spec.dockerMTU"),
         ({"resources": {"limits": {"memory": "2Gi"}, "requests": {"memory": "4Gi"}}}, "requests"),
@@ -695,6 +698,7 @@ def test_the_documented_runner_specs_stay_valid() -> None:
         {"organization": "acme"},
         {"repository": "acme/app", "dockerMTU": 1400, "dockerdWithinRunnerContainer": True},
         {"organization": "acme", "dockerEnabled": False, "volumeSizeLimit": "4Gi"},
+        {"organization": "acme", "terminationGracePeriodSeconds": -1},  # Kubernetes warns
         {
             "organization": "acme",
             "containerMode": "kubernetes",
@@ -714,7 +718,7 @@ def test_the_documented_runner_specs_stay_valid() -> None:
     "change",
     [
         {"imagePullPolicy": "Sometimes"},
-        {"terminationGracePeriodSeconds": -1},
+        {"terminationGracePeriodSeconds": 2**63},
         {"dockerMTU": -1500},
         {"imagePullPolicy": SECRET},
     ],

@@ -405,6 +405,19 @@ def test_the_grace_period_ends_with_sigkill_and_an_interrupted_job() -> None:
     assert world.registration() == ("offline", False)
 
 
+def test_a_negative_grace_period_is_one_second_as_the_api_server_treats_it() -> None:
+    world = make_world()
+    world.add_runner_pod("p", grace=-1)
+    world.loop.run_for(9)
+    job = world.board.submit(["big"], duration_seconds=600)
+    world.store.delete("Pod", NS, "p")
+
+    assert world.pod("p")["metadata"]["deletionGracePeriodSeconds"] == 1
+    world.loop.run_for(1)
+    assert world.removed_at["p"] == pytest.approx(9 + 1)
+    assert world.board.outcomes[job.id] == "interrupted"
+
+
 def test_without_the_timeout_in_its_env_dockerd_stops_after_15s_under_a_running_job() -> None:
     world = make_world()
     world.add_runner_pod("p", stop_timeout=90, grace=110)  # forgot dockerEnv

@@ -73,6 +73,8 @@ MAX_PORT = 65535
 MAX_FILE_MODE = 0o777
 MAX_ID = 2**31 - 1
 """User and group IDs: 0 to 2147483647 (`IsValidUserID`, `IsValidGroupID`)."""
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""An `int64` field's range: a value past it is not decoded by the API server."""
 MAX_NAMESERVERS = 3
 STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 """The names without a domain a container may ask for, besides `hugepages-<size>`
@@ -325,7 +327,11 @@ def pod_spec_problems(spec: Mapping[str, Any], where: str) -> Problems:
             problems.append(f"{where}.{field}: must be a DNS label (lowercase, at most 63)")
     if spec.get("hostPID") is True and spec.get("shareProcessNamespace") is True:
         problems.append(f"{where}.shareProcessNamespace: cannot be true when hostPID is true")
-    problems += _integer(spec, "terminationGracePeriodSeconds", where, minimum=0)
+    # A negative grace period is accepted with a warning and treated as 1 (`warningsForPodSpec`,
+    # the graceful delete): refusing it would refuse manifests Kubernetes and ARC run.
+    problems += _integer(
+        spec, "terminationGracePeriodSeconds", where, minimum=INT64_MIN, maximum=INT64_MAX
+    )
     problems += _integer(spec, "activeDeadlineSeconds", where, minimum=1, maximum=MAX_ID)
     node_selector = spec.get("nodeSelector")
     if node_selector is not None:
