@@ -25,6 +25,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SkipValidation,
+    StrictBool,
     ValidationInfo,
     field_validator,
 )
@@ -53,7 +54,8 @@ class _HookRequest(BaseModel):
 
     controller: Annotated[KubeObject, SkipValidation] = {}
     related: Annotated[ObjectGroups, SkipValidation] = {}
-    finalizing: bool = False
+    # Go writes a bool; anything else ("yes", 1) is no hook call, not a request to finalize.
+    finalizing: StrictBool = False
 
     @field_validator("controller", mode="before")
     @classmethod

@@ -194,6 +194,9 @@ def test_runner_made_invalid_keeps_its_pod(client: TestClient) -> None:
         (b'{"children": {}}', 422, "parent"),
         (b'{"parent": {"metadata": {}}}', 422, "parent.metadata.name"),
         (b'{"parent": {"metadata": {"name": "x"}}, "children": []}', 422, "children"),
+        # Only a JSON bool finalizes: a string or number is not read as one.
+        (b'{"parent": {"metadata": {"name": "x"}}, "finalizing": "yes"}', 422, "finalizing"),
+        (b'{"parent": {"metadata": {"name": "x"}}, "finalizing": 1}', 422, "finalizing"),
     ],
 )
 def test_malformed_hook_request_gets_a_4xx(
