@@ -22,6 +22,7 @@ from hooks.resources.pod_rules import (
     pod_problems,
     quantity_problem,
     quantity_value,
+    rule_problems,
     schema_problems,
 )
 from hooks.resources.runner import RunnerSpec
@@ -642,6 +643,854 @@ def test_any_content_gives_problems_never_an_error(path: str, value: Any) -> Non
         kubernetes_validate.validate(_mutated(path, value), K8S_VERSION, strict=False)
 
 
+# ------------------------------- probes, hooks, affinity, envFrom, profiles, sysctls, hostPath
+
+EXEC = {"exec": {"command": ["true"]}}
+TERM = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+C0 = "spec.containers.0"
+
+
+def _node_affinity(*expressions: dict[str, Any], **term: Any) -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            TERM: {"nodeSelectorTerms": [{"matchExpressions": list(expressions), **term}]}
+        }
+    }
+
+
+def _pod_affinity(**term: Any) -> dict[str, Any]:
+    return {"podAntiAffinity": {TERM: [{"topologyKey": "kubernetes.io/hostname", **term}]}}
+
+
+ACCEPTED_NEAR_THE_PORTED_RULES: list[tuple[str, Any]] = [
+    # validateProbe: one handler; counts of 0 are defaulted (SetDefaults_Probe)
+    (f"{C0}.livenessProbe", EXEC),
+    (f"{C0}.readinessProbe", {"httpGet": {"port": "http"}}),  # a named port
+    (f"{C0}.readinessProbe", {"httpGet": {"port": 8080, "path": "", "scheme": ""}}),  # defaulted
+    (
+        f"{C0}.livenessProbe",
+        {
+            "tcpSocket": {"port": 8080},
+            **dict.fromkeys(
+                [
+                    "initialDelaySeconds",
+                    "timeoutSeconds",
+                    "periodSeconds",
+                    "successThreshold",
+                    "failureThreshold",
+                ],
+                0,
+            ),
+        },
+    ),
+    (
+        f"{C0}.startupProbe",
+        {"grpc": {"port": 9090}, "successThreshold": 1, "terminationGracePeriodSeconds": 5},
+    ),
+    (f"{C0}.readinessProbe", {**EXEC, "successThreshold": 3}),  # only liveness/startup need 1
+    (
+        f"{C0}.livenessProbe",
+        {
+            "httpGet": {
+                "port": 80,
+                "scheme": "HTTPS",
+                "httpHeaders": [{"name": "X-Probe-1", "value": ""}],
+            }
+        },
+    ),
+    (f"{C0}.livenessProbe", {**EXEC, "httpGet": None}),  # null is no handler
+    # validateLifecycle, validateSleepAction (zero allowed: PodLifecycleSleepActionAllowZero)
+    (f"{C0}.lifecycle", {"preStop": {"sleep": {"seconds": 0}}}),
+    (
+        f"{C0}.lifecycle",
+        {"preStop": {"sleep": {"seconds": 110}}, "postStart": {"tcpSocket": {"port": 80}}},
+    ),
+    (f"{C0}.lifecycle", {}),
+    # validateInitContainers: a sidecar (restartPolicy Always) may have probes and hooks
+    (
+        "spec.initContainers",
+        [
+            {
+                "name": "side",
+                "image": "busybox",
+                "restartPolicy": "Always",
+                "livenessProbe": EXEC,
+                "startupProbe": EXEC,
+                "lifecycle": {"preStop": EXEC},
+            }
+        ],
+    ),
+    # ValidateNodeSelector, ValidateNodeSelectorRequirement, ValidatePreferredSchedulingTerms
+    ("spec.affinity", _node_affinity({"key": "kubernetes.io/os", "operator": "Exists"})),
+    ("spec.affinity", _node_affinity({"key": "gpu-count", "operator": "Gt", "values": ["2"]})),
+    # Gt and Lt take one value that Kubernetes does not check to be an integer
+    ("spec.affinity", _node_affinity({"key": "gpu-count", "operator": "Lt", "values": ["many"]})),
+    (
+        "spec.affinity",
+        _node_affinity(
+            matchFields=[{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]
+        ),
+    ),
+    ("spec.affinity", _node_affinity()),  # an empty term is allowed (it matches no node)
+    (
+        "spec.affinity",
+        {
+            "nodeAffinity": {
+                PREFERRED: [
+                    {
+                        "weight": 1,
+                        "preference": {
+                            "matchExpressions": [
+                                {"key": "zone", "operator": "NotIn", "values": ["a"]}
+                            ]
+                        },
+                    },
+                    {"weight": 100, "preference": {}},
+                ]
+            }
+        },
+    ),
+    # validatePodAffinityTerm, ValidateLabelSelector
+    (
+        "spec.affinity",
+        _pod_affinity(labelSelector={"matchExpressions": [{"key": "app", "operator": "Exists"}]}),
+    ),
+    ("spec.affinity", _pod_affinity(namespaces=["ci", "default"], namespaceSelector={})),
+    (
+        "spec.affinity",
+        {
+            "podAffinity": {
+                PREFERRED: [
+                    {
+                        "weight": 50,
+                        "podAffinityTerm": {
+                            "topologyKey": "topology.kubernetes.io/zone",
+                            "labelSelector": {
+                                "matchLabels": {"app": "runner"},
+                                "matchExpressions": [
+                                    {"key": "tier", "operator": "In", "values": ["a", ""]}
+                                ],
+                            },
+                        },
+                    }
+                ]
+            }
+        },
+    ),
+    # ValidateEnvFrom: a relaxed prefix (RelaxedEnvironmentVariableValidation), names as prefixes
+    (
+        f"{C0}.envFrom",
+        [{"configMapRef": {"name": "cm"}}, {"secretRef": {"name": "s"}, "prefix": "MY.PREFIX-1 _"}],
+    ),
+    (f"{C0}.envFrom", [{"configMapRef": {"name": "runner-"}, "prefix": ""}]),  # a trailing dash
+    (f"{C0}.envFrom", [{"secretRef": {"name": "aB-"}}]),  # maskTrailingDash drops 'B' too
+    # validateSeccompProfileField, ValidateAppArmorProfileField
+    (f"{C0}.securityContext", {"seccompProfile": {"type": "RuntimeDefault"}}),
+    (
+        f"{C0}.securityContext",
+        {"seccompProfile": {"type": "Localhost", "localhostProfile": "p/audit.json"}},
+    ),
+    (f"{C0}.securityContext", {"seccompProfile": {"type": "Localhost", "localhostProfile": ""}}),
+    (
+        "spec.securityContext",
+        {"seccompProfile": {"type": "Unconfined"}, "appArmorProfile": {"type": "RuntimeDefault"}},
+    ),
+    (
+        f"{C0}.securityContext",
+        {"appArmorProfile": {"type": "Localhost", "localhostProfile": "k8s-profile"}},
+    ),
+    (
+        f"{C0}.securityContext",
+        {"appArmorProfile": {"type": "Localhost", "localhostProfile": "\x1cp"}},
+    ),
+    # validateSysctls
+    (
+        "spec.securityContext",
+        {
+            "sysctls": [
+                {"name": "net.core.somaxconn", "value": "1024"},
+                {"name": "kernel.shm_rmid_forced", "value": "0"},
+                {"name": "net/ipv4/conf/eno2.100/rp_filter", "value": "1"},
+            ]
+        },
+    ),
+    # validateHostPathVolumeSource: "" is the type that checks nothing
+    ("spec.volumes.0", {"name": "work", "hostPath": {"path": "/var/run/docker.sock", "type": ""}}),
+    (
+        "spec.volumes.0",
+        {"name": "work", "hostPath": {"path": "/data/a..b", "type": "DirectoryOrCreate"}},
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "value"), ACCEPTED_NEAR_THE_PORTED_RULES)
+def test_what_the_api_server_accepts_in_the_ported_rules_is_no_problem(
+    path: str, value: Any
+) -> None:
+    pod = _mutated(path, value)
+    assert pod_problems(pod) == []
+    kubernetes_validate.validate(pod, K8S_VERSION, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "problem"),
+    [
+        # validateHandler, validateProbe, validateLivenessProbe, validateStartupProbe,
+        # validateReadinessProbe
+        (f"{C0}.livenessProbe", {}, "livenessProbe: must specify one of exec, httpGet"),
+        (f"{C0}.livenessProbe", {"periodSeconds": 5}, "livenessProbe: must specify one of"),
+        (
+            f"{C0}.readinessProbe",
+            {**EXEC, "tcpSocket": {"port": 80}},
+            "readinessProbe.tcpSocket: may not be given beside",
+        ),
+        (f"{C0}.livenessProbe", {"exec": {}}, "livenessProbe.exec.command: required"),
+        (
+            f"{C0}.livenessProbe",
+            {**EXEC, "initialDelaySeconds": -1},
+            "initialDelaySeconds: must be at least 0",
+        ),
+        (
+            f"{C0}.readinessProbe",
+            {**EXEC, "timeoutSeconds": -1},
+            "timeoutSeconds: must be at least 0",
+        ),
+        (
+            f"{C0}.readinessProbe",
+            {**EXEC, "periodSeconds": -10},
+            "periodSeconds: must be at least 0",
+        ),
+        (
+            f"{C0}.readinessProbe",
+            {**EXEC, "failureThreshold": -3},
+            "failureThreshold: must be at least 0",
+        ),
+        (
+            f"{C0}.readinessProbe",
+            {**EXEC, "successThreshold": -1},
+            "successThreshold: must be at least 0",
+        ),
+        (
+            f"{C0}.livenessProbe",
+            {**EXEC, "successThreshold": 2},
+            "livenessProbe.successThreshold: must be 1",
+        ),
+        (
+            f"{C0}.startupProbe",
+            {**EXEC, "successThreshold": 3},
+            "startupProbe.successThreshold: must be 1",
+        ),
+        (f"{C0}.livenessProbe", {**EXEC, "periodSeconds": 2**31}, "periodSeconds: must be at most"),
+        (
+            f"{C0}.livenessProbe",
+            {**EXEC, "terminationGracePeriodSeconds": 0},
+            "livenessProbe.terminationGracePeriodSeconds: must be at least 1",
+        ),
+        (
+            f"{C0}.readinessProbe",
+            {**EXEC, "terminationGracePeriodSeconds": 5},
+            "readinessProbe.terminationGracePeriodSeconds: not for a readinessProbe",
+        ),
+        (
+            f"{C0}.livenessProbe",
+            {"httpGet": {"port": 0}},
+            "livenessProbe.httpGet.port: must be a port number",
+        ),
+        (
+            f"{C0}.livenessProbe",
+            {"httpGet": {"port": 70000}},
+            "httpGet.port: must be a port number",
+        ),
+        (
+            f"{C0}.livenessProbe",
+            {"httpGet": {"port": "8080"}},
+            "httpGet.port: must be a port number",
+        ),  # a name needs a letter
+        (
+            f"{C0}.livenessProbe",
+            {"httpGet": {"port": "Http"}},
+            "httpGet.port: must be a port number",
+        ),
+        (
+            f"{C0}.livenessProbe",
+            {"httpGet": {"port": 80, "scheme": "http"}},
+            "httpGet.scheme: must be one of HTTP, HTTPS",
+        ),
+        (
+            f"{C0}.livenessProbe",
+            {"httpGet": {"port": 80, "httpHeaders": [{"name": "X Probe", "value": "1"}]}},
+            "httpGet.httpHeaders[0].name: must be letters",
+        ),
+        (
+            f"{C0}.livenessProbe",
+            {"httpGet": {"port": 80, "httpHeaders": [{"name": "", "value": "1"}]}},
+            "httpHeaders[0].name: must be",
+        ),
+        (
+            f"{C0}.startupProbe",
+            {"tcpSocket": {"port": "a--b"}},
+            "startupProbe.tcpSocket.port: must be a port",
+        ),
+        (f"{C0}.startupProbe", {"grpc": {"port": 0}}, "startupProbe.grpc.port: must be at least 1"),
+        (f"{C0}.startupProbe", {"grpc": {"port": 65536}}, "grpc.port: must be at most 65535"),
+        # validateLifecycle, validateSleepAction
+        (
+            f"{C0}.lifecycle",
+            {"preStop": {}},
+            "lifecycle.preStop: must specify one of exec, httpGet, tcpSocket, sleep",
+        ),
+        (
+            f"{C0}.lifecycle",
+            {"postStart": {**EXEC, "sleep": {"seconds": 1}}},
+            "postStart.sleep: may not be given beside",
+        ),
+        (
+            f"{C0}.lifecycle",
+            {"preStop": {"grpc": {"port": 80}}},
+            "lifecycle.preStop: must specify one of",
+        ),
+        (
+            f"{C0}.lifecycle",
+            {"preStop": {"sleep": {"seconds": -1}}},
+            "preStop.sleep.seconds: must be at least 0",
+        ),
+        (
+            f"{C0}.lifecycle",
+            {"preStop": {"sleep": {"seconds": 111}}},
+            "preStop.sleep.seconds: must be at most the pod's terminationGracePeriodSeconds",
+        ),
+        (
+            f"{C0}.lifecycle",
+            {"preStop": {"httpGet": {"port": -1}}},
+            "preStop.httpGet.port: must be a port",
+        ),
+        # validateInitContainers, validateInitContainerRestartPolicy, validateContainers
+        (
+            "spec.initContainers",
+            [{"name": "i", "image": "x", "livenessProbe": EXEC}],
+            "initContainers[i].livenessProbe: may not be set for an init container",
+        ),
+        (
+            "spec.initContainers",
+            [{"name": "i", "image": "x", "lifecycle": {"preStop": EXEC}}],
+            "initContainers[i].lifecycle: may not be set",
+        ),
+        (
+            "spec.initContainers",
+            [{"name": "i", "image": "x", "restartPolicy": "OnFailure"}],
+            "initContainers[i].restartPolicy: must be Always",
+        ),
+        (
+            "spec.initContainers",
+            [
+                {
+                    "name": "i",
+                    "image": "x",
+                    "restartPolicy": "Always",
+                    "startupProbe": {**EXEC, "successThreshold": 2},
+                }
+            ],
+            "initContainers[i].startupProbe.successThreshold: must be 1",
+        ),
+        (
+            f"{C0}.restartPolicy",
+            "Always",
+            "containers[runner].restartPolicy: may only be set for init containers",
+        ),
+        # validateNodeAffinity, ValidateNodeSelector, ValidateNodeSelectorRequirement
+        (
+            "spec.affinity",
+            {"nodeAffinity": {TERM: {"nodeSelectorTerms": []}}},
+            "nodeSelectorTerms: at least one term is required",
+        ),
+        (
+            "spec.affinity",
+            _node_affinity({"key": "zone", "operator": "In"}),
+            "matchExpressions[0].values: required when operator is In",
+        ),
+        (
+            "spec.affinity",
+            _node_affinity({"key": "zone", "operator": "NotIn", "values": []}),
+            "values: required when operator is In or NotIn",
+        ),
+        (
+            "spec.affinity",
+            _node_affinity({"key": "zone", "operator": "Exists", "values": ["a"]}),
+            "values: must be empty when operator is Exists",
+        ),
+        (
+            "spec.affinity",
+            _node_affinity({"key": "zone", "operator": "DoesNotExist", "values": ["a"]}),
+            "values: must be empty",
+        ),
+        (
+            "spec.affinity",
+            _node_affinity({"key": "n", "operator": "Gt", "values": ["1", "2"]}),
+            "values: must be exactly one value when operator is Gt or Lt",
+        ),
+        (
+            "spec.affinity",
+            _node_affinity({"key": "n", "operator": "Lt"}),
+            "values: must be exactly one value",
+        ),
+        (
+            "spec.affinity",
+            _node_affinity({"key": "zone", "operator": "Equals", "values": ["a"]}),
+            "matchExpressions[0].operator: must be one of In, NotIn",
+        ),
+        (
+            "spec.affinity",
+            _node_affinity({"key": "bad key!", "operator": "Exists"}),
+            "matchExpressions[0].key: must be a qualified name",
+        ),
+        (
+            "spec.affinity",
+            _node_affinity({"key": "zone", "operator": "In", "values": ["a b"]}),
+            "matchExpressions[0].values[0]: must be a label value",
+        ),
+        (
+            "spec.affinity",
+            _node_affinity(
+                matchFields=[{"key": "metadata.uid", "operator": "In", "values": ["n"]}]
+            ),
+            "matchFields[0].key: must be metadata.name",
+        ),
+        (
+            "spec.affinity",
+            _node_affinity(
+                matchFields=[{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}]
+            ),
+            "matchFields[0].values: must be exactly one value",
+        ),
+        (
+            "spec.affinity",
+            _node_affinity(matchFields=[{"key": "metadata.name", "operator": "Exists"}]),
+            "matchFields[0].operator: must be In or NotIn",
+        ),
+        (
+            "spec.affinity",
+            {"nodeAffinity": {PREFERRED: [{"weight": 0, "preference": {}}]}},
+            f"{PREFERRED}[0].weight: must be at least 1",
+        ),
+        (
+            "spec.affinity",
+            {"nodeAffinity": {PREFERRED: [{"weight": 101, "preference": {}}]}},
+            "weight: must be at most 100",
+        ),
+        (
+            "spec.affinity",
+            {
+                "nodeAffinity": {
+                    PREFERRED: [
+                        {
+                            "weight": 1,
+                            "preference": {"matchExpressions": [{"key": "z", "operator": "In"}]},
+                        }
+                    ]
+                }
+            },
+            "preference.matchExpressions[0].values: required",
+        ),
+        # validatePodAffinityTerm, validateWeightedPodAffinityTerms, ValidateLabelSelector
+        (
+            "spec.affinity",
+            {"podAffinity": {TERM: [{"labelSelector": {}, "topologyKey": ""}]}},
+            "podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: required",
+        ),
+        (
+            "spec.affinity",
+            _pod_affinity(topologyKey="bad key!"),
+            "topologyKey: must be a qualified name",
+        ),
+        (
+            "spec.affinity",
+            {
+                "podAntiAffinity": {
+                    PREFERRED: [{"weight": 0, "podAffinityTerm": {"topologyKey": "z"}}]
+                }
+            },
+            f"podAntiAffinity.{PREFERRED}[0].weight: must be at least 1",
+        ),
+        (
+            "spec.affinity",
+            {"podAffinity": {PREFERRED: [{"weight": 1, "podAffinityTerm": {"topologyKey": ""}}]}},
+            "podAffinityTerm.topologyKey: required",
+        ),
+        (
+            "spec.affinity",
+            _pod_affinity(labelSelector={"matchExpressions": [{"key": "app", "operator": "In"}]}),
+            "labelSelector.matchExpressions[0].values: required",
+        ),
+        (
+            "spec.affinity",
+            _pod_affinity(
+                labelSelector={
+                    "matchExpressions": [{"key": "app", "operator": "Gt", "values": ["1"]}]
+                }
+            ),
+            "labelSelector.matchExpressions[0].operator: must be one of",
+        ),
+        (
+            "spec.affinity",
+            _pod_affinity(
+                labelSelector={
+                    "matchExpressions": [{"key": "app", "operator": "In", "values": ["-x"]}]
+                }
+            ),
+            "labelSelector.matchExpressions[0].values[0]: must be a label value",
+        ),
+        (
+            "spec.affinity",
+            _pod_affinity(labelSelector={"matchLabels": {"app": "a b"}}),
+            "labelSelector.matchLabels[app]: the value must be",
+        ),
+        (
+            "spec.affinity",
+            _pod_affinity(
+                namespaceSelector={
+                    "matchExpressions": [{"key": "k", "operator": "Exists", "values": ["v"]}]
+                }
+            ),
+            "namespaceSelector.matchExpressions[0].values: must be empty",
+        ),
+        (
+            "spec.affinity",
+            _pod_affinity(namespaces=["Not_A_Namespace"]),
+            "namespaces[0]: must be a DNS label",
+        ),
+        # ValidateEnvFrom, validateConfigMapEnvSource, validateSecretEnvSource
+        (
+            f"{C0}.envFrom",
+            [{}],
+            "envFrom[0]: must specify exactly one of configMapRef or secretRef",
+        ),
+        (f"{C0}.envFrom", [{"prefix": "P_"}], "envFrom[0]: must specify exactly one"),
+        (
+            f"{C0}.envFrom",
+            [{"configMapRef": {"name": "c"}, "secretRef": {"name": "s"}}],
+            "envFrom[0]: must specify exactly one",
+        ),
+        (f"{C0}.envFrom", [{"configMapRef": {}}], "envFrom[0].configMapRef.name: required"),
+        (
+            f"{C0}.envFrom",
+            [{"secretRef": {"name": "Not_A_Name"}}],
+            "envFrom[0].secretRef.name: must be a DNS subdomain",
+        ),
+        (
+            f"{C0}.envFrom",
+            [{"configMapRef": {"name": "-"}}],
+            "envFrom[0].configMapRef.name: must be a DNS subdomain",
+        ),
+        (
+            f"{C0}.envFrom",
+            [{"configMapRef": {"name": "c"}, "prefix": "A=B"}],
+            "envFrom[0].prefix: must be printable ASCII",
+        ),
+        (
+            f"{C0}.envFrom",
+            [{"configMapRef": {"name": "c"}, "prefix": "tab\t"}],
+            "envFrom[0].prefix: must be printable ASCII",
+        ),
+        # validateSeccompProfileField, ValidateAppArmorProfileField
+        (
+            f"{C0}.securityContext",
+            {"seccompProfile": {"type": "Default"}},
+            "securityContext.seccompProfile.type: must be one of Localhost",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"seccompProfile": {"type": ""}},
+            "seccompProfile.type: required",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"seccompProfile": {"type": "Localhost"}},
+            "seccompProfile.localhostProfile: required when type is Localhost",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"seccompProfile": {"type": "Localhost", "localhostProfile": "/etc/p.json"}},
+            "localhostProfile: must be a relative path",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"seccompProfile": {"type": "Localhost", "localhostProfile": "a/../p.json"}},
+            "localhostProfile: must be a relative path without '..'",
+        ),
+        (
+            "spec.securityContext",
+            {"seccompProfile": {"type": "RuntimeDefault", "localhostProfile": "p"}},
+            "securityContext.seccompProfile.localhostProfile: may only be set when type is",
+        ),
+        (
+            "spec.securityContext",
+            {"seccompProfile": {"type": "Unconfined", "localhostProfile": ""}},
+            "localhostProfile: may only be set",
+        ),
+        (
+            "spec.securityContext",
+            {"appArmorProfile": {"type": "Complain"}},
+            "spec.securityContext.appArmorProfile.type: must be one of",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"appArmorProfile": {"type": "Localhost"}},
+            "appArmorProfile.localhostProfile: required when type is Localhost",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"appArmorProfile": {"type": "Localhost", "localhostProfile": ""}},
+            "appArmorProfile.localhostProfile: required",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"appArmorProfile": {"type": "Localhost", "localhostProfile": " p"}},
+            "localhostProfile: must not be padded with whitespace",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"appArmorProfile": {"type": "Localhost", "localhostProfile": "p" * 4096}},
+            "localhostProfile: must be at most 4095 bytes",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"appArmorProfile": {"type": "Unconfined", "localhostProfile": "p"}},
+            "appArmorProfile.localhostProfile: may only be set",
+        ),
+        # validateSysctls, IsValidSysctlName
+        (
+            "spec.securityContext",
+            {"sysctls": [{"name": "", "value": "1"}]},
+            "sysctls[0].name: required",
+        ),
+        (
+            "spec.securityContext",
+            {"sysctls": [{"name": "Net.Core", "value": "1"}]},
+            "sysctls[0].name: must be at most 253",
+        ),
+        (
+            "spec.securityContext",
+            {"sysctls": [{"name": "net..core", "value": "1"}]},
+            "sysctls[0].name: must be at most 253",
+        ),
+        (
+            "spec.securityContext",
+            {"sysctls": [{"name": "a" * 254, "value": "1"}]},
+            "sysctls[0].name: must be at most 253",
+        ),
+        (
+            "spec.securityContext",
+            {
+                "sysctls": [
+                    {"name": "net.core.somaxconn", "value": "1"},
+                    {"name": "net.core.somaxconn", "value": "2"},
+                ]
+            },
+            "sysctls[1].name: must be unique among the pod's sysctls",
+        ),
+        # validateHostPathVolumeSource
+        (
+            "spec.volumes.0",
+            {"name": "work", "hostPath": {"path": ""}},
+            "volumes[work].hostPath.path: required",
+        ),
+        (
+            "spec.volumes.0",
+            {"name": "work", "hostPath": {"path": "/var/../etc"}},
+            "hostPath.path: must not contain '..'",
+        ),
+        (
+            "spec.volumes.0",
+            {"name": "work", "hostPath": {"path": "/d", "type": "Dir"}},
+            "volumes[work].hostPath.type: must be one of",
+        ),
+    ],
+)
+def test_what_the_api_server_refuses_in_the_ported_rules_is_a_problem(
+    path: str, value: Any, problem: str
+) -> None:
+    pod = _mutated(path, value)
+    problems = pod_problems(pod)
+    assert any(problem in p for p in problems), problems
+    assert schema_problems(pod) == []  # a rule's problem, not the schema's
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        (
+            {
+                "hostNetwork": True,
+                "securityContext": {"sysctls": [{"name": "net.ipv4.ip_forward", "value": "1"}]},
+            },
+            "sysctls[0].name: may not be set when hostNetwork is true",
+        ),
+        (
+            {
+                "hostNetwork": True,
+                "securityContext": {"sysctls": [{"name": "net/ipv4/ip_forward", "value": "1"}]},
+            },
+            "may not be set when hostNetwork is true",
+        ),
+        (
+            {
+                "hostIPC": True,
+                "securityContext": {"sysctls": [{"name": "kernel.shmmax", "value": "1"}]},
+            },
+            "sysctls[0].name: may not be set when hostIPC is true",
+        ),
+        (
+            {
+                "hostIPC": True,
+                "securityContext": {"sysctls": [{"name": "fs.mqueue.msg_max", "value": "1"}]},
+            },
+            "may not be set when hostIPC is true",
+        ),
+        (
+            {"terminationGracePeriodSeconds": 5},  # the sleep must fit in the pod's grace period
+            "preStop.sleep.seconds: must be at most",
+        ),
+        ({"terminationGracePeriodSeconds": None}, "preStop.sleep.seconds: must be at most"),
+    ],
+)
+def test_rules_that_read_the_rest_of_the_spec(spec: dict[str, Any], problem: str) -> None:
+    pod = _pod_with(**spec)
+    pod["spec"]["containers"][0]["lifecycle"] = {"preStop": {"sleep": {"seconds": 31}}}
+    problems = pod_problems(pod)
+    assert any(problem in p for p in problems), problems
+
+
+def test_sysctls_of_another_namespace_than_the_hosts_are_no_problem() -> None:
+    """Only the sysctls of a namespace the pod shares with the host are refused
+    (`ValidateHostSysctl`): kernel.* beside hostNetwork, net.* beside hostIPC."""
+    sysctls = [
+        {"name": "kernel.shm_rmid_forced", "value": "1"},
+        {"name": "kernel.shmx", "value": "1"},
+    ]
+    pod = _pod_with(hostNetwork=True, securityContext={"sysctls": sysctls})
+    pod["spec"]["containers"][0]["ports"] = []
+    assert pod_problems(pod) == []
+    ipc = _pod_with(
+        hostIPC=True,
+        securityContext={
+            "sysctls": [
+                {"name": "net.core.somaxconn", "value": "1"},
+                {"name": "kernel.shmx", "value": "1"},
+            ]
+        },
+    )
+    assert pod_problems(ipc) == []
+    # the grace period a sleep may reach defaults to 30
+    unset = _pod_with(terminationGracePeriodSeconds=None)
+    unset["spec"]["containers"][0]["lifecycle"] = {"preStop": {"sleep": {"seconds": 30}}}
+    assert pod_problems(unset) == []
+
+
+def test_messages_of_the_ported_rules_never_quote_a_value() -> None:
+    runner = copy.deepcopy(VALID_POD["spec"]["containers"][0])
+    runner["livenessProbe"] = {
+        "httpGet": {
+            "port": SECRET,
+            "scheme": SECRET,
+            "httpHeaders": [{"name": SECRET, "value": SECRET}],
+        }
+    }
+    runner["readinessProbe"] = {"tcpSocket": {"port": SECRET}}
+    runner["envFrom"] = [{"configMapRef": {"name": SECRET}, "prefix": SECRET + "="}]
+    runner["securityContext"] = {
+        "seccompProfile": {"type": SECRET, "localhostProfile": "/" + SECRET},
+        "appArmorProfile": {"type": "Localhost", "localhostProfile": " " + SECRET},
+    }
+    selector = {
+        "matchExpressions": [{"key": SECRET + "!", "operator": SECRET, "values": [SECRET + "!"]}]
+    }
+    pod = _pod_with(
+        containers=[runner],
+        affinity={
+            "nodeAffinity": {
+                TERM: {
+                    "nodeSelectorTerms": [
+                        {
+                            **selector,
+                            "matchFields": [{"key": SECRET, "operator": "In", "values": [SECRET]}],
+                        }
+                    ]
+                }
+            },
+            "podAffinity": {
+                TERM: [
+                    {"topologyKey": SECRET + "!", "labelSelector": selector, "namespaces": [SECRET]}
+                ]
+            },
+        },
+        securityContext={
+            "sysctls": [{"name": SECRET, "value": SECRET}],
+            "seccompProfile": {"type": "Localhost", "localhostProfile": "../" + SECRET},
+        },
+        volumes=[{"name": "work", "hostPath": {"path": "/../" + SECRET, "type": SECRET}}],
+    )
+    problems = pod_problems(pod)
+    assert len(problems) >= 15, problems
+    assert not any(SECRET in p or SECRET.lower()[:12] in p for p in problems), problems
+
+
+_PORTED_KEYS = [
+    *("exec", "httpGet", "tcpSocket", "grpc", "sleep", "port", "scheme", "httpHeaders"),
+    *("name", "command", "seconds", "successThreshold", "periodSeconds", "postStart", "preStop"),
+    *("terminationGracePeriodSeconds", "nodeAffinity", "podAffinity", "podAntiAffinity", TERM),
+    *(PREFERRED, "nodeSelectorTerms", "matchExpressions", "matchFields", "matchLabels", "key"),
+    *("operator", "values", "weight", "preference", "podAffinityTerm", "topologyKey"),
+    *("namespaces", "labelSelector", "namespaceSelector", "configMapRef", "secretRef", "prefix"),
+    *("type", "localhostProfile", "seccompProfile", "appArmorProfile", "sysctls", "path"),
+    *("restartPolicy", "livenessProbe", "lifecycle", "image"),
+]
+_PORTED_WORDS = ["In", "Exists", "Gt", "Localhost", "Always", "HTTP", "net.core.x", "metadata.name"]
+shaped_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=8)
+    | st.sampled_from(_PORTED_WORDS),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(_PORTED_KEYS), inner, max_size=4)
+    ),
+    max_leaves=16,
+)
+PORTED_PATHS = [
+    f"{C0}.livenessProbe",
+    f"{C0}.readinessProbe",
+    f"{C0}.startupProbe",
+    f"{C0}.lifecycle",
+    f"{C0}.envFrom",
+    f"{C0}.restartPolicy",
+    f"{C0}.securityContext",
+    "spec.affinity",
+    "spec.securityContext",
+    "spec.volumes.0.hostPath",
+    "spec.terminationGracePeriodSeconds",
+    "spec.initContainers",
+]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(path=st.sampled_from(PORTED_PATHS), value=json_values | shaped_values)
+def test_any_content_of_the_ported_fields_gives_problems_never_an_error(
+    path: str, value: Any
+) -> None:
+    """Arbitrary values in the fields of the ported rules: a list of problems, never an error,
+    from the whole check and (but for containers, whose names the rules hash) from the rules
+    alone, which read them without the schema's guard."""
+    pod = _mutated(path, value)
+    problems = pod_problems(pod)
+    assert isinstance(problems, list) and all(isinstance(p, str) for p in problems)
+    if path != "spec.initContainers":
+        assert all(isinstance(p, str) for p in rule_problems(pod))
+    if not problems:
+        kubernetes_validate.validate(pod, K8S_VERSION, strict=False)
+
+
 # --------------------------------------------------------------------- Runner specs
 
 
@@ -686,6 +1535,46 @@ def test_any_content_gives_problems_never_an_error(path: str, value: Any) -> Non
             },
             "containers[b].ports[0].hostPort",
         ),
+        # Kubernetes container mode's work volume is an ephemeral volume of this claim spec.
+        (
+            {
+                "containerMode": "kubernetes",
+                "workVolumeClaimTemplate": {"accessModes": ["ReadWriteOnce"]},
+            },
+            "ephemeral.volumeClaimTemplate.spec.resources.requests[storage]: required",
+        ),
+        (
+            {
+                "containerMode": "kubernetes",
+                "workVolumeClaimTemplate": {
+                    "accessModes": ["ReadWriteSometimes"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            },
+            "ephemeral.volumeClaimTemplate.spec.accessModes",
+        ),
+        (
+            {"volumes": [{"name": "scratch", "ephemeral": {}}]},
+            "volumes[scratch].ephemeral.volumeClaimTemplate: required",
+        ),
+        (
+            {
+                "volumes": [
+                    {
+                        "name": "scratch",
+                        "ephemeral": {
+                            "volumeClaimTemplate": {
+                                "spec": {
+                                    "accessModes": ["ReadWriteOnce"],
+                                    "resources": {"requests": {"storage": "0"}},
+                                }
+                            }
+                        },
+                    }
+                ]
+            },
+            "requests[storage]: must be more than zero",
+        ),
     ],
 )
 def test_a_runner_spec_is_judged_by_the_pod_it_builds(spec: dict[str, Any], field: str) -> None:
@@ -699,6 +1588,24 @@ def test_the_documented_runner_specs_stay_valid() -> None:
         {"repository": "acme/app", "dockerMTU": 1400, "dockerdWithinRunnerContainer": True},
         {"organization": "acme", "dockerEnabled": False, "volumeSizeLimit": "4Gi"},
         {"organization": "acme", "terminationGracePeriodSeconds": -1},  # Kubernetes warns
+        {
+            "organization": "acme",
+            "volumes": [
+                {
+                    "name": "scratch",
+                    "ephemeral": {
+                        "volumeClaimTemplate": {
+                            "spec": {
+                                "accessModes": ["ReadWriteOnce"],
+                                "storageClassName": "fast-ssd",
+                                "resources": {"requests": {"storage": "20Gi"}},
+                            }
+                        }
+                    },
+                }
+            ],
+            "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+        },
         {
             "organization": "acme",
             "containerMode": "kubernetes",

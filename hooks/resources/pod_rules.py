@@ -12,10 +12,15 @@ extracted by `tests/pod_schema_source.py`), checked with jsonschema. Then the ru
 template sets: names, labels and annotations, containers (names, images, pull policy, ports and
 host ports, environment and downward-API paths, resource names and amounts, mounts, security
 context), volumes (their sources' names and file modes), tolerations, node selectors, DNS, host
-aliases, host names, grace periods; and `ValidatePersistentVolumeClaimSpec` for the claims a
+aliases, host names, grace periods, probes and lifecycle hooks, affinity, `envFrom`, seccomp and
+AppArmor profiles, sysctls, host paths; and `ValidatePersistentVolumeClaimSpec` for the claims a
 RunnerSet makes from its templates (`claim_spec_problems`). Rules that depend on cluster state
 (admission, quotas) are not here. Messages name the field and the rule, never the value: a
 token pasted into the wrong field must not end up in a status condition.
+
+The rules are ported from Kubernetes (`pkg/apis/core/validation`, `k8s.io/apimachinery` and
+`k8s.io/component-helpers`), Copyright The Kubernetes Authors, licensed under Apache-2.0; each
+function names the one it ports.
 """
 
 from __future__ import annotations
@@ -136,6 +141,64 @@ VOLUME_SOURCES = frozenset(
     }
 )
 ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
+ENV_FROM_SOURCES = ("configMapRef", "secretRef")
+INT32_MAX = 2**31 - 1
+PROBE_KINDS = ("livenessProbe", "readinessProbe", "startupProbe")
+PROBE_COUNTS = (
+    "initialDelaySeconds",
+    "timeoutSeconds",
+    "periodSeconds",
+    "successThreshold",
+    "failureThreshold",
+)
+PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+LIFECYCLE_HANDLERS = ("exec", "httpGet", "tcpSocket", "sleep")
+"""The actions a probe and a lifecycle hook may take, in the order `validateHandler` counts
+them: only the first one given is checked, each further one is refused."""
+LIFECYCLE_HOOKS = ("postStart", "preStop")
+HTTP_SCHEMES = ("HTTP", "HTTPS")
+HTTP_HEADER_NAME = re.compile(r"[-A-Za-z0-9]+")
+DEFAULT_GRACE_PERIOD = 30
+"""A pod's terminationGracePeriodSeconds when it sets none (`SetDefaults_PodSpec`)."""
+REQUIRED_TERMS = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED_TERMS = "preferredDuringSchedulingIgnoredDuringExecution"
+LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+NODE_SELECTOR_OPERATORS = (*LABEL_SELECTOR_OPERATORS, "Gt", "Lt")
+PROFILE_TYPES = ("Localhost", "RuntimeDefault", "Unconfined")
+MAX_LOCALHOST_PROFILE_BYTES = 4095
+GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(
+    chr(c) for c in range(0x2000, 0x200B)
+)
+"""What Go's `strings.TrimSpace` trims (`unicode.IsSpace`); Python's `str.strip` trims more."""
+HOST_PATH_TYPES = (
+    "",
+    "DirectoryOrCreate",
+    "Directory",
+    "FileOrCreate",
+    "File",
+    "Socket",
+    "CharDevice",
+    "BlockDevice",
+)
+_SYSCTL_SEGMENT = "[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
+SYSCTL_NAME = re.compile(rf"({_SYSCTL_SEGMENT}[\./])*{_SYSCTL_SEGMENT}")
+MAX_SYSCTL_NAME = 253
+IPC_SYSCTLS = frozenset(
+    {
+        "kernel.sem",
+        "kernel.shmall",
+        "kernel.shmmax",
+        "kernel.shmmni",
+        "kernel.shm_rmid_forced",
+        "kernel.shm",
+        "kernel.msgmax",
+        "kernel.msgmnb",
+        "kernel.msgmni",
+        "kernel.msg",
+    }
+)
+"""The sysctls of the IPC namespace by name, besides `fs.mqueue.*` (component-helpers
+`sysctl.GetNamespace`); `net.*` are the network namespace's."""
 
 Problems = list[str]
 
@@ -301,6 +364,7 @@ def pod_spec_problems(spec: Mapping[str, Any], where: str) -> Problems:
             problems.append(f"{path}.name: must be unique among the pod's containers")
         seen.add(name)
         problems += container_problems(container, path, volume_names)
+    problems += _probe_and_hook_problems(spec, containers, init_containers)
     host_network = spec.get("hostNetwork") is True
     # Host ports are shared by the containers that run together: all regular containers, and
     # each init container on its own (they run one after another).
@@ -347,6 +411,11 @@ def pod_spec_problems(spec: Mapping[str, Any], where: str) -> Problems:
     context = spec.get("securityContext")
     if context is not None:
         problems += _security_context_problems(context, f"{where}.securityContext", pod=True)
+    if isinstance(context, Mapping):
+        problems += _sysctl_problems(context, spec, f"{where}.securityContext")
+    affinity = spec.get("affinity")
+    if affinity is not None:
+        problems += _affinity_problems(affinity, f"{where}.affinity")
     return problems
 
 
@@ -368,6 +437,8 @@ def container_problems(
         problems += _port_problems(port, path, port_names)
     for path, env in _objects(container, "env", where, problems):
         problems += _env_problems(env, path)
+    for path, source in _objects(container, "envFrom", where, problems):
+        problems += _env_from_problems(source, path)
     resources = container.get("resources")
     if resources is not None:
         problems += _resources_problems(resources, f"{where}.resources")
@@ -508,7 +579,36 @@ def _volume_source_problems(volume: Mapping[str, Any], where: str) -> Problems:
     claim = volume.get("persistentVolumeClaim")
     if isinstance(claim, Mapping) and not claim.get("claimName"):
         problems.append(f"{where}.persistentVolumeClaim.claimName: required")
+    host_path = volume.get("hostPath")
+    if isinstance(host_path, Mapping):
+        problems += _host_path_problems(host_path, f"{where}.hostPath")
+    ephemeral = volume.get("ephemeral")
+    if isinstance(ephemeral, Mapping):
+        problems += _ephemeral_problems(ephemeral, f"{where}.ephemeral")
     return problems
+
+
+def _ephemeral_problems(ephemeral: Mapping[str, Any], where: str) -> Problems:
+    """`validateEphemeralVolumeSource`: a claim template, whose spec is a claim's
+    (`ValidatePersistentVolumeClaimTemplate`). Kubernetes container mode's work volume is one."""
+    template = ephemeral.get("volumeClaimTemplate")
+    if template is None:
+        return [f"{where}.volumeClaimTemplate: required"]
+    if not isinstance(template, Mapping):
+        return [f"{where}.volumeClaimTemplate: must be an object"]
+    return claim_spec_problems(template.get("spec"), f"{where}.volumeClaimTemplate.spec")
+
+
+def _host_path_problems(host_path: Mapping[str, Any], where: str) -> Problems:
+    """`validateHostPathVolumeSource`: a path without '..' (absolute or not), and a type it
+    knows; "" is the type that checks nothing (and what the API server fills in)."""
+    path = host_path.get("path")
+    if not path:
+        return [f"{where}.path: required"]
+    problems: Problems = []
+    if isinstance(path, str) and ".." in path.split("/"):
+        problems.append(f"{where}.path: must not contain '..'")
+    return problems + _enum(host_path, "type", HOST_PATH_TYPES, where)
 
 
 def _key_to_path_problems(item: Mapping[str, Any], where: str) -> Problems:
@@ -799,6 +899,12 @@ def _security_context_problems(context: object, where: str, *, pod: bool) -> Pro
         problems.append(
             f"{where}: allowPrivilegeEscalation cannot be false for a privileged container"
         )
+    seccomp = context.get("seccompProfile")
+    if seccomp is not None:
+        problems += _seccomp_problems(seccomp, f"{where}.seccompProfile")
+    apparmor = context.get("appArmorProfile")
+    if apparmor is not None:
+        problems += _apparmor_problems(apparmor, f"{where}.appArmorProfile")
     return problems
 
 
@@ -827,6 +933,443 @@ def _spread_problems(constraint: Mapping[str, Any], where: str) -> Problems:
     if constraint.get("whenUnsatisfiable") is None:
         problems.append(f"{where}.whenUnsatisfiable: required")
     return problems
+
+
+# ------------------------------------------------------------ probes and lifecycle hooks
+
+
+def _probe_and_hook_problems(
+    spec: Mapping[str, Any],
+    containers: list[tuple[str, Mapping[str, Any]]],
+    init_containers: list[tuple[str, Mapping[str, Any]]],
+) -> Problems:
+    """`validateContainers` and `validateInitContainers`: regular containers and sidecars (init
+    containers with restartPolicy Always) may have probes and lifecycle hooks; other init
+    containers may not, and only init containers may set a restartPolicy."""
+    grace = _pod_grace_period(spec)
+    problems: Problems = []
+    for path, container in containers:
+        problems += _hook_problems(container, path, grace)
+        if container.get("restartPolicy") is not None:
+            problems.append(f"{path}.restartPolicy: may only be set for init containers")
+    for path, container in init_containers:
+        policy = container.get("restartPolicy")
+        if policy is not None and policy != "Always":
+            problems.append(f"{path}.restartPolicy: must be Always when set")
+        if policy == "Always":
+            problems += _hook_problems(container, path, grace)
+            continue
+        problems += [
+            f"{path}.{field}: may not be set for an init container without restartPolicy Always"
+            for field in ("lifecycle", *PROBE_KINDS)
+            if container.get(field) is not None
+        ]
+    return problems
+
+
+def _pod_grace_period(spec: Mapping[str, Any]) -> int | None:
+    """The grace period a sleep hook is held to (None: not an integer, refused elsewhere)."""
+    grace = spec.get("terminationGracePeriodSeconds")
+    if grace is None:
+        return DEFAULT_GRACE_PERIOD
+    return grace if _is_int(grace) else None
+
+
+def _hook_problems(container: Mapping[str, Any], where: str, grace: int | None) -> Problems:
+    problems: Problems = []
+    lifecycle = container.get("lifecycle")
+    if isinstance(lifecycle, Mapping):
+        # `validateLifecycle`; stopSignal is an alpha field of 1.33, dropped while its gate is off.
+        for hook in LIFECYCLE_HOOKS:
+            handler = lifecycle.get(hook)
+            if isinstance(handler, Mapping):
+                problems += _handler_problems(
+                    handler, LIFECYCLE_HANDLERS, f"{where}.lifecycle.{hook}", grace
+                )
+    for kind in PROBE_KINDS:
+        probe = container.get(kind)
+        if isinstance(probe, Mapping):
+            problems += _probe_problems(probe, f"{where}.{kind}", kind)
+    return problems
+
+
+def _probe_problems(probe: Mapping[str, Any], where: str, kind: str) -> Problems:
+    """`validateProbe` with `validateLivenessProbe`, `validateReadinessProbe` and
+    `validateStartupProbe`. A count of 0 is defaulted (timeout 1, period 10, thresholds 1 and
+    3) before it is checked, so only a negative one is refused."""
+    problems = _handler_problems(probe, PROBE_HANDLERS, where, None)
+    for field in PROBE_COUNTS:
+        problems += _integer(probe, field, where, minimum=0, maximum=INT32_MAX)
+    success = probe.get("successThreshold")
+    if kind != "readinessProbe" and _is_int(success) and success not in (0, 1):
+        problems.append(f"{where}.successThreshold: must be 1 for a {kind}")
+    if probe.get("terminationGracePeriodSeconds") is not None:
+        if kind == "readinessProbe":
+            problems.append(f"{where}.terminationGracePeriodSeconds: not for a readinessProbe")
+        problems += _integer(
+            probe, "terminationGracePeriodSeconds", where, minimum=1, maximum=INT64_MAX
+        )
+    return problems
+
+
+def _handler_problems(
+    owner: Mapping[str, Any], handlers: tuple[str, ...], where: str, grace: int | None
+) -> Problems:
+    """`validateHandler`: exactly one action; only the first is checked further."""
+    given = [name for name in handlers if owner.get(name) is not None]
+    if not given:
+        return [f"{where}: must specify one of {', '.join(handlers)}"]
+    problems = [f"{where}.{name}: may not be given beside another handler" for name in given[1:]]
+    first = given[0]
+    action = owner[first]
+    if not isinstance(action, Mapping):
+        return [*problems, f"{where}.{first}: must be an object"]
+    return problems + _action_problems(first, action, f"{where}.{first}", grace)
+
+
+def _action_problems(
+    kind: str, action: Mapping[str, Any], where: str, grace: int | None
+) -> Problems:
+    if kind == "exec":  # validateExecAction
+        return [] if action.get("command") else [f"{where}.command: required"]
+    if kind == "httpGet":
+        return _http_get_problems(action, where)
+    if kind == "tcpSocket":  # validateTCPSocketAction
+        return _port_number_or_name(action.get("port"), f"{where}.port")
+    if kind == "grpc":  # validateGRPCAction
+        return _integer(action, "port", where, minimum=1, maximum=MAX_PORT, required=True)
+    return _sleep_problems(action, where, grace)
+
+
+def _http_get_problems(action: Mapping[str, Any], where: str) -> Problems:
+    """`validateHTTPGetAction`. An empty path and scheme are defaulted ("/" and HTTP,
+    `SetDefaults_HTTPGetAction`) before they are checked."""
+    problems = _port_number_or_name(action.get("port"), f"{where}.port")
+    problems += _enum(action, "scheme", HTTP_SCHEMES, where, defaulted=True)
+    headers = action.get("httpHeaders")
+    for index, header in enumerate(headers if isinstance(headers, list) else []):
+        name = header.get("name") if isinstance(header, Mapping) else None
+        if not isinstance(name, str) or not HTTP_HEADER_NAME.fullmatch(name):
+            problems.append(
+                f"{where}.httpHeaders[{index}].name: must be letters, digits and '-' "
+                "(an HTTP header name)"
+            )
+    return problems
+
+
+def _port_number_or_name(port: object, where: str) -> Problems:
+    """`ValidatePortNumOrName`: a number from 1 to 65535 or an IANA service name. A missing port
+    reads as the number 0."""
+    if isinstance(port, int) and not isinstance(port, bool) and 1 <= port <= MAX_PORT:
+        return []
+    if isinstance(port, str) and _is_service_name(port):
+        return []
+    return [
+        f"{where}: must be a port number from 1 to {MAX_PORT} or a port name (at most 15 "
+        "lowercase letters, digits and '-', with a letter)"
+    ]
+
+
+def _sleep_problems(action: Mapping[str, Any], where: str, grace: int | None) -> Problems:
+    """`validateSleepAction` with PodLifecycleSleepActionAllowZero (beta, on in 1.33): from 0 to
+    the pod's terminationGracePeriodSeconds. A negative grace period, accepted with a warning,
+    leaves no sleep valid, as in Kubernetes."""
+    problems = _integer(action, "seconds", where, minimum=0, required=True)
+    if not problems and grace is not None and action["seconds"] > grace:
+        problems.append(
+            f"{where}.seconds: must be at most the pod's terminationGracePeriodSeconds "
+            f"({DEFAULT_GRACE_PERIOD} when unset)"
+        )
+    return problems
+
+
+# ----------------------------------------------------------------------------- envFrom
+
+
+def _env_from_problems(source: Mapping[str, Any], where: str) -> Problems:
+    """`ValidateEnvFrom` with RelaxedEnvironmentVariableValidation (beta, on in 1.33): a prefix
+    of printable ASCII but '=', and exactly one source, named."""
+    problems: Problems = []
+    prefix = source.get("prefix")
+    if isinstance(prefix, str) and prefix and not _is_relaxed_env_name(prefix):
+        problems.append(f"{where}.prefix: must be printable ASCII characters other than '='")
+    given = [name for name in ENV_FROM_SOURCES if source.get(name) is not None]
+    if len(given) != 1:
+        problems.append(f"{where}: must specify exactly one of configMapRef or secretRef")
+    for name in given:
+        reference = source[name]
+        ref_name = reference.get("name") if isinstance(reference, Mapping) else None
+        if not ref_name:
+            problems.append(f"{where}.{name}.name: required")
+        elif not isinstance(ref_name, str) or not _is_subdomain(_mask_trailing_dash(ref_name)):
+            problems.append(
+                f"{where}.{name}.name: must be a DNS subdomain (lowercase, at most 253)"
+            )
+    return problems
+
+
+def _is_relaxed_env_name(name: str) -> bool:
+    """`IsRelaxedEnvVarName`."""
+    return bool(name) and all(" " <= c <= "~" and c != "=" for c in name)
+
+
+def _mask_trailing_dash(name: str) -> str:
+    """`maskTrailingDash`, as `NameIsDNSSubdomain(name, prefix=true)` applies it (Kubernetes
+    drops the character before the dash too)."""
+    if len(name) > 1 and name.endswith("-"):
+        return name[:-2] + "a"
+    return name
+
+
+# ---------------------------------------------------------------------------- affinity
+
+
+def _affinity_problems(affinity: object, where: str) -> Problems:
+    """`validateAffinity`."""
+    if not isinstance(affinity, Mapping):
+        return [f"{where}: must be an object"]
+    problems: Problems = []
+    node = affinity.get("nodeAffinity")
+    if isinstance(node, Mapping):
+        problems += _node_affinity_problems(node, f"{where}.nodeAffinity")
+    for kind in ("podAffinity", "podAntiAffinity"):
+        pod = affinity.get(kind)
+        if isinstance(pod, Mapping):
+            problems += _pod_affinity_problems(pod, f"{where}.{kind}")
+    return problems
+
+
+def _node_affinity_problems(affinity: Mapping[str, Any], where: str) -> Problems:
+    """`validateNodeAffinity`, `ValidateNodeSelector` and `ValidatePreferredSchedulingTerms`.
+    The values of required terms are label values since 1.32 (AllowInvalidLabelValueInRequired-
+    NodeAffinity is false on create); those of preferred terms are not checked here."""
+    problems: Problems = []
+    required = affinity.get(REQUIRED_TERMS)
+    if isinstance(required, Mapping):
+        path = f"{where}.{REQUIRED_TERMS}"
+        if not required.get("nodeSelectorTerms"):
+            problems.append(f"{path}.nodeSelectorTerms: at least one term is required")
+        for term_path, term in _objects(required, "nodeSelectorTerms", path, problems):
+            problems += _node_selector_term_problems(term, term_path, label_values=True)
+    for path, term in _objects(affinity, PREFERRED_TERMS, where, problems):
+        problems += _integer(term, "weight", path, minimum=1, maximum=100, required=True)
+        preference = term.get("preference")
+        if isinstance(preference, Mapping):
+            problems += _node_selector_term_problems(
+                preference, f"{path}.preference", label_values=False
+            )
+    return problems
+
+
+def _node_selector_term_problems(
+    term: Mapping[str, Any], where: str, *, label_values: bool
+) -> Problems:
+    """`ValidateNodeSelectorTerm`. Gt and Lt take one value, which is not checked to be an
+    integer (a value that is not one only matches no node)."""
+    problems: Problems = []
+    for path, requirement in _objects(term, "matchExpressions", where, problems):
+        problems += _requirement_problems(
+            requirement, path, NODE_SELECTOR_OPERATORS, label_values=label_values
+        )
+    for path, requirement in _objects(term, "matchFields", where, problems):
+        problems += _node_field_problems(requirement, path)
+    return problems
+
+
+def _requirement_problems(
+    requirement: Mapping[str, Any],
+    where: str,
+    operators: tuple[str, ...],
+    *,
+    label_values: bool,
+) -> Problems:
+    """`ValidateNodeSelectorRequirement` and `ValidateLabelSelectorRequirement`."""
+    problems: Problems = []
+    operator = requirement.get("operator")
+    values = requirement.get("values")
+    values = values if isinstance(values, list) else []
+    if operator not in operators:
+        problems.append(f"{where}.operator: must be one of {', '.join(operators)}")
+    elif operator in ("In", "NotIn") and not values:
+        problems.append(f"{where}.values: required when operator is In or NotIn")
+    elif operator in ("Exists", "DoesNotExist") and values:
+        problems.append(f"{where}.values: must be empty when operator is Exists or DoesNotExist")
+    elif operator in ("Gt", "Lt") and len(values) != 1:
+        problems.append(f"{where}.values: must be exactly one value when operator is Gt or Lt")
+    key = requirement.get("key")
+    if not isinstance(key, str) or qualified_name_problems(key):
+        problems.append(f"{where}.key: must be a qualified name (a label key)")
+    if label_values:
+        problems += [
+            f"{where}.values[{index}]: must be a label value (at most 63 characters of letters, "
+            "digits, '-', '_' and '.', starting and ending with a letter or digit)"
+            for index, value in enumerate(values)
+            if not _is_label_value(value)
+        ]
+    return problems
+
+
+def _node_field_problems(requirement: Mapping[str, Any], where: str) -> Problems:
+    """`ValidateNodeFieldSelectorRequirement`: metadata.name, In or NotIn, one node name."""
+    problems: Problems = []
+    values = requirement.get("values")
+    values = values if isinstance(values, list) else []
+    if requirement.get("operator") not in ("In", "NotIn"):
+        problems.append(f"{where}.operator: must be In or NotIn")
+    elif len(values) != 1:
+        problems.append(f"{where}.values: must be exactly one value")
+    if requirement.get("key") != "metadata.name":
+        problems.append(f"{where}.key: must be metadata.name")
+    else:
+        problems += [
+            f"{where}.values[{index}]: must be a DNS subdomain (lowercase, at most 253)"
+            for index, value in enumerate(values)
+            if not isinstance(value, str) or not _is_subdomain(value)
+        ]
+    return problems
+
+
+def _pod_affinity_problems(affinity: Mapping[str, Any], where: str) -> Problems:
+    """`validatePodAffinity`, `validatePodAntiAffinity`, `validateWeightedPodAffinityTerms`."""
+    problems: Problems = []
+    for path, term in _objects(affinity, REQUIRED_TERMS, where, problems):
+        problems += _pod_affinity_term_problems(term, path)
+    for path, weighted in _objects(affinity, PREFERRED_TERMS, where, problems):
+        problems += _integer(weighted, "weight", path, minimum=1, maximum=100, required=True)
+        weighted_term = weighted.get("podAffinityTerm")
+        if isinstance(weighted_term, Mapping):
+            problems += _pod_affinity_term_problems(weighted_term, f"{path}.podAffinityTerm")
+    return problems
+
+
+def _pod_affinity_term_problems(term: Mapping[str, Any], where: str) -> Problems:
+    """`validatePodAffinityTerm`: valid selectors, namespace names, and a topology key. (The
+    rules of matchLabelKeys and mismatchLabelKeys are not ported.)"""
+    problems: Problems = []
+    for field in ("labelSelector", "namespaceSelector"):
+        selector = term.get(field)
+        if selector is not None:
+            problems += _label_selector_problems(selector, f"{where}.{field}")
+    namespaces = term.get("namespaces")
+    problems += [
+        f"{where}.namespaces[{index}]: must be a DNS label (lowercase, at most 63)"
+        for index, name in enumerate(namespaces if isinstance(namespaces, list) else [])
+        if not isinstance(name, str) or not _is_label(name)
+    ]
+    key = term.get("topologyKey")
+    if not key:
+        problems.append(f"{where}.topologyKey: required")
+    elif not isinstance(key, str) or qualified_name_problems(key):
+        problems.append(f"{where}.topologyKey: must be a qualified name (a label key)")
+    return problems
+
+
+def _label_selector_problems(selector: object, where: str) -> Problems:
+    """`ValidateLabelSelector` (apimachinery), with label values checked as on create."""
+    if not isinstance(selector, Mapping):
+        return [f"{where}: must be an object"]
+    problems: Problems = []
+    match_labels = selector.get("matchLabels")
+    if match_labels is not None:
+        problems += label_problems(match_labels, f"{where}.matchLabels")
+    for path, requirement in _objects(selector, "matchExpressions", where, problems):
+        problems += _requirement_problems(
+            requirement, path, LABEL_SELECTOR_OPERATORS, label_values=True
+        )
+    return problems
+
+
+# ---------------------------------------------------------- security profiles, sysctls
+
+
+def _seccomp_problems(profile: object, where: str) -> Problems:
+    """`validateSeccompProfileField`: a known type, and a relative localhostProfile without '..'
+    exactly when the type is Localhost (even "" counts as given)."""
+    if not isinstance(profile, Mapping):
+        return [f"{where}: must be an object"]
+    problems = _profile_type_problems(profile, where)
+    local = profile.get("localhostProfile")
+    if profile.get("type") == "Localhost":
+        if local is None:
+            problems.append(f"{where}.localhostProfile: required when type is Localhost")
+        elif isinstance(local, str) and (local.startswith("/") or ".." in local.split("/")):
+            problems.append(f"{where}.localhostProfile: must be a relative path without '..'")
+    elif local is not None:
+        problems.append(f"{where}.localhostProfile: may only be set when type is Localhost")
+    return problems
+
+
+def _apparmor_problems(profile: object, where: str) -> Problems:
+    """`ValidateAppArmorProfileField`: a known type; with Localhost, a profile name that is not
+    empty, not padded with whitespace and at most 4095 bytes; with another, no profile name."""
+    if not isinstance(profile, Mapping):
+        return [f"{where}: must be an object"]
+    problems = _profile_type_problems(profile, where)
+    local = profile.get("localhostProfile")
+    kind = profile.get("type")
+    if kind != "Localhost":
+        if kind in PROFILE_TYPES and local is not None:
+            problems.append(f"{where}.localhostProfile: may only be set when type is Localhost")
+        return problems
+    if local is None or local == "":
+        problems.append(f"{where}.localhostProfile: required when type is Localhost")
+    elif isinstance(local, str):
+        if local.strip(GO_SPACE) != local:
+            problems.append(f"{where}.localhostProfile: must not be padded with whitespace")
+        if len(local.encode("utf-8", "surrogatepass")) > MAX_LOCALHOST_PROFILE_BYTES:
+            problems.append(
+                f"{where}.localhostProfile: must be at most {MAX_LOCALHOST_PROFILE_BYTES} bytes"
+            )
+    return problems
+
+
+def _profile_type_problems(profile: Mapping[str, Any], where: str) -> Problems:
+    kind = profile.get("type")
+    if kind is None or kind == "":
+        return [f"{where}.type: required"]
+    return _enum(profile, "type", PROFILE_TYPES, where)
+
+
+def _sysctl_problems(context: Mapping[str, Any], spec: Mapping[str, Any], where: str) -> Problems:
+    """`validateSysctls` and `ValidateHostSysctl`: valid, distinct names, and none of a
+    namespace the pod shares with its host."""
+    problems: Problems = []
+    seen: set[object] = set()
+    for path, sysctl in _objects(context, "sysctls", where, problems):
+        name = sysctl.get("name")
+        if not name:
+            problems.append(f"{path}.name: required")
+        elif not isinstance(name, str) or not _is_sysctl_name(name):
+            problems.append(
+                f"{path}.name: must be at most {MAX_SYSCTL_NAME} characters of lowercase "
+                "letters, digits, '-' and '_' in segments joined by '.' or '/'"
+            )
+        elif name in seen:
+            problems.append(f"{path}.name: must be unique among the pod's sysctls")
+        if isinstance(name, str):
+            seen.add(name)
+            shared = _shared_sysctl_namespace(name, spec)
+            if shared:
+                problems.append(f"{path}.name: may not be set when {shared} is true")
+    return problems
+
+
+def _is_sysctl_name(name: str) -> bool:
+    """`IsValidSysctlName`."""
+    return len(name) <= MAX_SYSCTL_NAME and SYSCTL_NAME.fullmatch(name) is not None
+
+
+def _shared_sysctl_namespace(name: str, spec: Mapping[str, Any]) -> str | None:
+    """Which host namespace the pod shares that `name` belongs to (component-helpers
+    `sysctl.GetNamespace` of the name as `NormalizeName` writes it, up to a '*')."""
+    separator = next((i for i, c in enumerate(name) if c in "./"), -1)
+    if separator >= 0 and name[separator] == "/":
+        name = name.translate(str.maketrans("./", "/."))
+    name = name.partition("*")[0]
+    if name.startswith("net.") and spec.get("hostNetwork") is True:
+        return "hostNetwork"
+    ipc = name in IPC_SYSCTLS or name.startswith("fs.mqueue.")
+    return "hostIPC" if ipc and spec.get("hostIPC") is True else None
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -964,6 +1507,14 @@ def _is_string_map(value: object) -> bool:
     return isinstance(value, Mapping) and all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_label_value(value: object) -> bool:
+    return isinstance(value, str) and len(value) <= 63 and LABEL_VALUE.fullmatch(value) is not None
 
 
 def _is_label(value: str) -> bool:
