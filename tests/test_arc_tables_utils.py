@@ -96,9 +96,14 @@ def kubernetes_mode_runner(**extra: Any) -> Runner:
         **extra,
     }
     built = runner(spec)
-    assert validate_runner_spec(built.spec, metadata=built.metadata) == [], (
-        "the Runner must be valid for its pod to be built"
-    )
+    # ARC's table leaves out the storage request, which the API server requires of a claim
+    # template (`ValidatePersistentVolumeClaimSpec`): the hooks mark such a Runner invalid and
+    # ask for no pod (README, "Validation is stricter"). ARC's test checks the transformation,
+    # which is that of the pod built all the same; nothing else is wrong with the Runner.
+    assert validate_runner_spec(built.spec, metadata=built.metadata) == [
+        "the runner pod would be refused: spec.volumes[work].ephemeral.volumeClaimTemplate"
+        ".spec.resources.requests[storage]: required"
+    ]
     return built
 
 
