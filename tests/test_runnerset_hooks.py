@@ -474,6 +474,34 @@ class RunnerSetWorld:
             self.sync()
         return self.last
 
+    def two_runners_one_running(self) -> WorldSnapshot:
+        """Two runners with a claim template each, the older one running: what the invalid-spec
+        tests then change. Returns the world as it stands."""
+        self.change_spec(volumeClaimTemplates=[claim_template("cache")])
+        names = self.grow(2)
+        self.start(names[0])
+        self.sync()
+        return WorldSnapshot(
+            copy.deepcopy(self.children),
+            len(self.created),
+            len(self.deleted),
+            len(self.github.calls),
+        )
+
+    def assert_untouched_since(self, before: WorldSnapshot) -> None:
+        """No child changed, none was created or deleted, and GitHub was not called."""
+        assert self.children == before.children
+        assert len(self.created) == before.created and len(self.deleted) == before.deleted
+        assert len(self.github.calls) == before.github_calls
+
+
+@dataclass(frozen=True)
+class WorldSnapshot:
+    children: dict[tuple[str, str], KubeObject]
+    created: int
+    deleted: int
+    github_calls: int
+
 
 @pytest.fixture
 def world(client: TestClient, github: InMemoryGitHub, clock: ManualClock) -> RunnerSetWorld:
@@ -1255,20 +1283,13 @@ def test_finalize_with_an_unreadable_spec_waits_for_statefulsets_without_pods(
 def test_invalid_runner_set_keeps_its_children_unchanged(
     world: RunnerSetWorld, change: KubeObject, fragment: str
 ) -> None:
-    world.change_spec(volumeClaimTemplates=[claim_template("cache")])
-    names = world.grow(2)
-    world.start(names[0])
-    world.sync()
-    before = copy.deepcopy(world.children)
-    created, deleted, calls = len(world.created), len(world.deleted), len(world.github.calls)
+    before = world.two_runners_one_running()
     spec = {k: v for k, v in {**world.parent["spec"], **change}.items() if v is not None}
     world.parent["spec"] = spec
 
     answer = world.sync()
 
-    assert world.children == before
-    assert len(world.created) == created and len(world.deleted) == deleted
-    assert len(world.github.calls) == calls
+    world.assert_untouched_since(before)
     valid = condition(answer["status"], "Valid")
     assert valid["status"] == "False" and valid["reason"] == "InvalidSpec"
     assert fragment in valid["message"]

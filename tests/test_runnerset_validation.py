@@ -8,7 +8,6 @@ fields a runner's StatefulSet takes from the RunnerSet, `ValidatePersistentVolum
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -158,19 +157,12 @@ INVALID: list[tuple[str, KubeObject, str]] = [
 def test_a_spec_the_api_server_would_refuse_keeps_every_child_and_starts_nothing(
     world: RunnerSetWorld, change: KubeObject, field: str
 ) -> None:
-    world.change_spec(volumeClaimTemplates=[claim_template("cache")])
-    names = world.grow(2)
-    world.start(names[0])
-    world.sync()
-    before = copy.deepcopy(world.children)
-    created, deleted, calls = len(world.created), len(world.deleted), len(world.github.calls)
+    before = world.two_runners_one_running()
 
     world.change_spec(replicas=3, **change)  # a valid spec would start a third runner
     answer = world.sync()
 
-    assert world.children == before
-    assert len(world.created) == created and len(world.deleted) == deleted
-    assert len(world.github.calls) == calls
+    world.assert_untouched_since(before)
     assert len(of_kind(answer, "StatefulSet")) == 2
     valid = condition(answer["status"], "Valid")
     assert valid["status"] == "False" and valid["reason"] == "InvalidSpec"
