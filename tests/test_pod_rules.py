@@ -663,6 +663,19 @@ def _pod_affinity(**term: Any) -> dict[str, Any]:
     return {"podAntiAffinity": {TERM: [{"topologyKey": "kubernetes.io/hostname", **term}]}}
 
 
+def _spread(**constraint: Any) -> dict[str, Any]:
+    return {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        **constraint,
+    }
+
+
+RUNNER_LABEL = "app.kubernetes.io/name"  # a label VALID_POD has; "team" is one it has not
+SPREADS = "spec.topologySpreadConstraints"
+
+
 ACCEPTED_NEAR_THE_PORTED_RULES: list[tuple[str, Any]] = [
     # validateProbe: one handler; counts of 0 are defaulted (SetDefaults_Probe)
     (f"{C0}.livenessProbe", EXEC),
@@ -817,6 +830,40 @@ ACCEPTED_NEAR_THE_PORTED_RULES: list[tuple[str, Any]] = [
     ),
     # validateHostPathVolumeSource: "" is the type that checks nothing
     ("spec.volumes.0", {"name": "work", "hostPath": {"path": "/var/run/docker.sock", "type": ""}}),
+    # ValidateMatchLabelKeysAndMismatchLabelKeys, after the merge of the pod's labels
+    ("spec.affinity", _pod_affinity(labelSelector={}, matchLabelKeys=[RUNNER_LABEL])),
+    ("spec.affinity", _pod_affinity(labelSelector={}, mismatchLabelKeys=["a", "team"])),
+    (  # the selector names a key the pod has no label for: nothing is merged
+        "spec.affinity",
+        _pod_affinity(labelSelector={"matchLabels": {"team": "ci"}}, matchLabelKeys=["team"]),
+    ),
+    (  # only matchLabelKeys keys may not be selected twice
+        "spec.affinity",
+        _pod_affinity(
+            labelSelector={"matchExpressions": [{"key": "a", "operator": "Exists"}]},
+            mismatchLabelKeys=["a"],
+        ),
+    ),
+    # validateTopologySpreadConstraints
+    (
+        SPREADS,
+        [
+            _spread(
+                minDomains=2,
+                nodeAffinityPolicy="Honor",
+                nodeTaintsPolicy="Ignore",
+                labelSelector={"matchLabels": {RUNNER_LABEL: "runner"}},
+                matchLabelKeys=["a", "pod-template-hash"],
+            ),
+            _spread(whenUnsatisfiable="ScheduleAnyway"),  # another kind of the same key
+        ],
+    ),
+    (  # refused by 1.33 (merging nothing), accepted where the pod's labels are merged in
+        SPREADS,
+        [_spread(labelSelector={"matchLabels": {"team": "ci"}}, matchLabelKeys=["team"])],
+    ),
+    # validatePodSpecSecurityContext
+    ("spec.securityContext", {"fsGroup": 2000, "fsGroupChangePolicy": "OnRootMismatch"}),
     (
         "spec.volumes.0",
         {"name": "work", "hostPath": {"path": "/data/a..b", "type": "DirectoryOrCreate"}},
@@ -1295,6 +1342,112 @@ def test_what_the_api_server_accepts_in_the_ported_rules_is_no_problem(
             {"name": "work", "hostPath": {"path": ""}},
             "volumes[work].hostPath.path: required",
         ),
+        # ValidateMatchLabelKeysAndMismatchLabelKeys, after the merge of the pod's labels
+        (
+            "spec.affinity",
+            _pod_affinity(matchLabelKeys=[RUNNER_LABEL]),
+            f"{TERM}[0].matchLabelKeys: may not be set without a labelSelector",
+        ),
+        (
+            "spec.affinity",
+            _pod_affinity(labelSelector={}, mismatchLabelKeys=["a", "not a key"]),
+            f"{TERM}[0].mismatchLabelKeys[1]: must be a qualified name",
+        ),
+        (
+            "spec.affinity",
+            _pod_affinity(labelSelector={}, matchLabelKeys=["team"], mismatchLabelKeys=["team"]),
+            f"{TERM}[0].matchLabelKeys[0]: is in mismatchLabelKeys too",
+        ),
+        (
+            "spec.affinity",
+            _pod_affinity(
+                labelSelector={"matchLabels": {RUNNER_LABEL: "runner"}},
+                matchLabelKeys=["a", RUNNER_LABEL],
+            ),
+            f"{TERM}[0].matchLabelKeys[1]: the labelSelector selects on this key already",
+        ),
+        (
+            "spec.affinity",
+            _pod_affinity(
+                labelSelector={"matchExpressions": [{"key": "a", "operator": "Exists"}]},
+                matchLabelKeys=["a"],
+            ),
+            f"{TERM}[0].matchLabelKeys[0]: the labelSelector selects on this key already",
+        ),
+        (  # selected twice as written, whatever the pod's labels
+            "spec.affinity",
+            _pod_affinity(
+                labelSelector={
+                    "matchLabels": {"team": "ci"},
+                    "matchExpressions": [{"key": "team", "operator": "Exists"}],
+                },
+                matchLabelKeys=["team"],
+            ),
+            f"{TERM}[0].matchLabelKeys[0]: the labelSelector selects on this key already",
+        ),
+        (  # the merged In meets the merged NotIn of the same key
+            "spec.affinity",
+            {
+                "podAffinity": {
+                    PREFERRED: [
+                        {
+                            "weight": 1,
+                            "podAffinityTerm": {
+                                "topologyKey": "zone",
+                                "labelSelector": {},
+                                "matchLabelKeys": ["a"],
+                                "mismatchLabelKeys": ["a"],
+                            },
+                        }
+                    ]
+                }
+            },
+            "podAffinityTerm.matchLabelKeys[0]: the labelSelector selects on this key already",
+        ),
+        # validateTopologySpreadConstraints
+        (
+            SPREADS,
+            [_spread(), _spread(maxSkew=2)],
+            "topologySpreadConstraints[0]: another constraint has its topologyKey and "
+            "whenUnsatisfiable",
+        ),
+        (SPREADS, [_spread(minDomains=0)], "topologySpreadConstraints[0].minDomains: must be at"),
+        (
+            SPREADS,
+            [_spread(minDomains=3, whenUnsatisfiable="ScheduleAnyway")],
+            "minDomains: only with whenUnsatisfiable DoNotSchedule",
+        ),
+        (
+            SPREADS,
+            [_spread(nodeTaintsPolicy="Maybe")],
+            "nodeTaintsPolicy: must be one of Honor, Ignore",
+        ),
+        (
+            SPREADS,
+            [_spread(labelSelector={"matchLabels": {"team": "not a value"}})],
+            "topologySpreadConstraints[0].labelSelector.matchLabels[team]: the value must be",
+        ),
+        (
+            SPREADS,
+            [_spread(matchLabelKeys=["a"])],
+            "matchLabelKeys: may not be set without a labelSelector",
+        ),
+        (
+            SPREADS,
+            [_spread(labelSelector={"matchLabels": {"a": ""}}, matchLabelKeys=["a"])],
+            "matchLabelKeys[0]: the labelSelector selects on this key already",
+        ),
+        (
+            SPREADS,
+            [_spread(labelSelector={}, matchLabelKeys=["-a"])],
+            "matchLabelKeys[0]: must be a qualified name",
+        ),
+        # validatePodSpecSecurityContext
+        (
+            "spec.securityContext",
+            {"fsGroupChangePolicy": "Sometimes"},
+            "securityContext.fsGroupChangePolicy: must be one of OnRootMismatch, Always",
+        ),
         (
             "spec.volumes.0",
             {"name": "work", "hostPath": {"path": "/var/../etc"}},
@@ -1420,7 +1573,13 @@ def test_messages_of_the_ported_rules_never_quote_a_value() -> None:
             },
             "podAffinity": {
                 TERM: [
-                    {"topologyKey": SECRET + "!", "labelSelector": selector, "namespaces": [SECRET]}
+                    {
+                        "topologyKey": SECRET + "!",
+                        "labelSelector": selector,
+                        "namespaces": [SECRET],
+                        "matchLabelKeys": [SECRET + "!", SECRET + "!"],
+                        "mismatchLabelKeys": [SECRET + "!"],
+                    }
                 ]
             },
         },
@@ -1429,9 +1588,18 @@ def test_messages_of_the_ported_rules_never_quote_a_value() -> None:
             "seccompProfile": {"type": "Localhost", "localhostProfile": "../" + SECRET},
         },
         volumes=[{"name": "work", "hostPath": {"path": "/../" + SECRET, "type": SECRET}}],
+        topologySpreadConstraints=[
+            _spread(
+                topologyKey=SECRET,
+                nodeAffinityPolicy=SECRET,
+                labelSelector={"matchLabels": {SECRET + "!": SECRET + "!"}},
+                matchLabelKeys=[SECRET],
+            )
+        ]
+        * 2,
     )
     problems = pod_problems(pod)
-    assert len(problems) >= 15, problems
+    assert len(problems) >= 20, problems
     assert not any(SECRET in p or SECRET.lower()[:12] in p for p in problems), problems
 
 
@@ -1443,9 +1611,13 @@ _PORTED_KEYS = [
     *("operator", "values", "weight", "preference", "podAffinityTerm", "topologyKey"),
     *("namespaces", "labelSelector", "namespaceSelector", "configMapRef", "secretRef", "prefix"),
     *("type", "localhostProfile", "seccompProfile", "appArmorProfile", "sysctls", "path"),
-    *("restartPolicy", "livenessProbe", "lifecycle", "image"),
+    *("restartPolicy", "livenessProbe", "lifecycle", "image", "matchLabelKeys"),
+    *("mismatchLabelKeys", "maxSkew", "whenUnsatisfiable", "minDomains", "nodeTaintsPolicy"),
 ]
-_PORTED_WORDS = ["In", "Exists", "Gt", "Localhost", "Always", "HTTP", "net.core.x", "metadata.name"]
+_PORTED_WORDS = [
+    *("In", "Exists", "Gt", "Localhost", "Always", "HTTP", "net.core.x", "metadata.name"),
+    *("a", RUNNER_LABEL, "DoNotSchedule", "Honor"),
+]
 shaped_values = st.recursive(
     st.none()
     | st.booleans()
@@ -1468,6 +1640,7 @@ PORTED_PATHS = [
     f"{C0}.securityContext",
     "spec.affinity",
     "spec.securityContext",
+    SPREADS,
     "spec.volumes.0.hostPath",
     "spec.terminationGracePeriodSeconds",
     "spec.initContainers",

@@ -12,7 +12,8 @@ extracted by `tests/pod_schema_source.py`), checked with jsonschema. Then the ru
 template sets: names, labels and annotations, containers (names, images, pull policy, ports and
 host ports, environment and downward-API paths, resource names and amounts, mounts, security
 context), volumes (their sources' names and file modes), tolerations, node selectors, DNS, host
-aliases, host names, grace periods, probes and lifecycle hooks, affinity, `envFrom`, seccomp and
+aliases, host names, grace periods, probes and lifecycle hooks, affinity and topology spread
+constraints (with `matchLabelKeys`), `envFrom`, the pod's security context, seccomp and
 AppArmor profiles, sysctls, host paths; and `ValidatePersistentVolumeClaimSpec` for the claims a
 RunnerSet makes from its templates (`claim_spec_problems`). Rules that depend on cluster state
 (admission, quotas) are not here. Messages name the field and the rule, never the value: a
@@ -69,6 +70,8 @@ PROTOCOLS = ("TCP", "UDP", "SCTP")
 TOLERATION_OPERATORS = ("Exists", "Equal")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 UNSATISFIABLE_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
+NODE_INCLUSION_POLICIES = ("Honor", "Ignore")
+FS_GROUP_CHANGE_POLICIES = ("OnRootMismatch", "Always")
 STORAGE_MEDIA = ("", "Memory", "HugePages")
 MOUNT_PROPAGATIONS = ("None", "HostToContainer", "Bidirectional")
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
@@ -292,7 +295,8 @@ def rule_problems(pod: Mapping[str, Any]) -> Problems:
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         return [*problems, "spec: must be an object"]
-    return problems + pod_spec_problems(spec, "spec")
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    return problems + pod_spec_problems(spec, "spec", labels if isinstance(labels, Mapping) else {})
 
 
 def metadata_problems(metadata: Mapping[str, Any], where: str) -> Problems:
@@ -348,7 +352,12 @@ def qualified_name_problems(key: str) -> Problems:
     return problems
 
 
-def pod_spec_problems(spec: Mapping[str, Any], where: str) -> Problems:
+def pod_spec_problems(
+    spec: Mapping[str, Any], where: str, labels: Mapping[str, Any] | None = None
+) -> Problems:
+    """`labels`: the pod's, which the API server merges into selectors that name them in
+    `matchLabelKeys` before it validates (`_label_keys_problems`)."""
+    labels = labels or {}
     problems: Problems = []
     volumes = _objects(spec, "volumes", where, problems)
     volume_names = {v.get("name") for _, v in volumes}
@@ -406,8 +415,11 @@ def pod_spec_problems(spec: Mapping[str, Any], where: str) -> Problems:
             problems.append(f"{where}.{field}: must be a DNS subdomain (lowercase, at most 253)")
     for path, toleration in _objects(spec, "tolerations", where, problems):
         problems += _toleration_problems(toleration, path)
-    for path, constraint in _objects(spec, "topologySpreadConstraints", where, problems):
-        problems += _spread_problems(constraint, path)
+    constraints = _objects(spec, "topologySpreadConstraints", where, problems)
+    for index, (path, constraint) in enumerate(constraints):
+        problems += _spread_problems(constraint, path, labels)
+        if any(_same_spread(constraint, later) for _, later in constraints[index + 1 :]):
+            problems.append(f"{path}: another constraint has its topologyKey and whenUnsatisfiable")
     context = spec.get("securityContext")
     if context is not None:
         problems += _security_context_problems(context, f"{where}.securityContext", pod=True)
@@ -415,7 +427,7 @@ def pod_spec_problems(spec: Mapping[str, Any], where: str) -> Problems:
         problems += _sysctl_problems(context, spec, f"{where}.securityContext")
     affinity = spec.get("affinity")
     if affinity is not None:
-        problems += _affinity_problems(affinity, f"{where}.affinity")
+        problems += _affinity_problems(affinity, f"{where}.affinity", labels)
     return problems
 
 
@@ -895,6 +907,7 @@ def _security_context_problems(context: object, where: str, *, pod: bool) -> Pro
             )
         ):
             problems.append(f"{where}.supplementalGroups: must be integers from 0 to {MAX_ID}")
+        problems += _enum(context, "fsGroupChangePolicy", FS_GROUP_CHANGE_POLICIES, where)
     elif context.get("privileged") is True and context.get("allowPrivilegeEscalation") is False:
         problems.append(
             f"{where}: allowPrivilegeEscalation cannot be false for a privileged container"
@@ -925,14 +938,129 @@ def _toleration_problems(toleration: Mapping[str, Any], where: str) -> Problems:
     return problems
 
 
-def _spread_problems(constraint: Mapping[str, Any], where: str) -> Problems:
+def _spread_problems(
+    constraint: Mapping[str, Any], where: str, labels: Mapping[str, Any]
+) -> Problems:
+    """`validateTopologySpreadConstraints` for one constraint: `ValidateMaxSkew`,
+    `ValidateTopologyKey`, `ValidateWhenUnsatisfiable`, `validateMinDomains`,
+    `validateNodeInclusionPolicy`, the selector (label values as on create) and its
+    `matchLabelKeys`. (`ValidateSpreadConstraintNotRepeat` reads the others: in
+    `pod_spec_problems`.)"""
     problems = _integer(constraint, "maxSkew", where, minimum=1, required=True)
     if not constraint.get("topologyKey"):
         problems.append(f"{where}.topologyKey: required")
     problems += _enum(constraint, "whenUnsatisfiable", UNSATISFIABLE_ACTIONS, where)
     if constraint.get("whenUnsatisfiable") is None:
         problems.append(f"{where}.whenUnsatisfiable: required")
+    if constraint.get("minDomains") is not None:
+        problems += _integer(constraint, "minDomains", where, minimum=1)
+        if constraint.get("whenUnsatisfiable") != "DoNotSchedule":
+            problems.append(f"{where}.minDomains: only with whenUnsatisfiable DoNotSchedule")
+    for field in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+        problems += _enum(constraint, field, NODE_INCLUSION_POLICIES, where)
+    selector = constraint.get("labelSelector")
+    if selector is not None:
+        problems += _label_selector_problems(selector, f"{where}.labelSelector")
+    return problems + _label_keys_problems(constraint, where, labels, spread=True)
+
+
+def _same_spread(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """`ValidateSpreadConstraintNotRepeat`: one kind of spread per topology key and action."""
+    return all(one.get(field) == other.get(field) for field in ("topologyKey", "whenUnsatisfiable"))
+
+
+def _label_keys_problems(
+    term: Mapping[str, Any], where: str, labels: Mapping[str, Any], *, spread: bool
+) -> Problems:
+    """`ValidateMatchLabelKeysAndMismatchLabelKeys` (pod affinity terms) and
+    `ValidateMatchLabelKeysInTopologySpread` (`spread`: constraints have matchLabelKeys only):
+    label keys, given only beside a labelSelector, no key in both lists, and no matchLabelKeys
+    key the selector selects on twice once the pod's labels are merged in (`_selected_twice`).
+    A spread constraint's key is refused only when the selector named it as written too: what
+    Kubernetes 1.33 refuses (it merges nothing) and later versions refuse as well."""
+    problems: Problems = []
+    selector = term.get("labelSelector")
+    given: dict[str, list[object]] = {}
+    for field in ("matchLabelKeys",) if spread else ("matchLabelKeys", "mismatchLabelKeys"):
+        keys = term.get(field)
+        if not keys:
+            continue
+        if not isinstance(keys, list):
+            problems.append(f"{where}.{field}: must be a list")
+            continue
+        if selector is None:
+            problems.append(f"{where}.{field}: may not be set without a labelSelector")
+            continue
+        given[field] = keys
+        problems += [
+            f"{where}.{field}[{index}]: must be a qualified name (a label key)"
+            for index, key in enumerate(keys)
+            if not isinstance(key, str) or qualified_name_problems(key)
+        ]
+    match, mismatch = given.get("matchLabelKeys", []), given.get("mismatchLabelKeys", [])
+    problems += [
+        f"{where}.matchLabelKeys[{index}]: is in mismatchLabelKeys too"
+        for index, key in enumerate(match)
+        if isinstance(key, str) and key in mismatch
+    ]
+    written = _selector_keys(selector)
+    for key in _selected_twice(selector, match, mismatch, labels):
+        if not spread or key in written:
+            index = max(i for i, k in enumerate(match) if k == key)  # Go reports the last
+            problems.append(
+                f"{where}.matchLabelKeys[{index}]: the labelSelector selects on this key already"
+            )
     return problems
+
+
+def _selected_twice(
+    selector: object, match: list[object], mismatch: list[object], labels: Mapping[str, Any]
+) -> list[str]:
+    """The matchLabelKeys keys a selector selects on twice once the API server has merged the
+    pod's labels into it: on create it appends `key In (value)` for each matchLabelKeys key and
+    `key NotIn (value)` for each mismatchLabelKeys key the pod has a label for (the pod
+    strategy's PrepareForCreate), then meets matchLabels and matchExpressions in that order."""
+    if not isinstance(selector, Mapping):
+        return []
+    keyed = {key for key in match if isinstance(key, str)}
+    match_labels = selector.get("matchLabels")
+    seen = (
+        {k for k in match_labels if isinstance(k, str)}
+        if isinstance(match_labels, Mapping)
+        else set()
+    )
+    expressions = selector.get("matchExpressions")
+    met = (
+        [e.get("key") for e in expressions if isinstance(e, Mapping)]
+        if isinstance(expressions, list)
+        else []
+    )
+    met += [key for key in (*match, *mismatch) if isinstance(key, str) and key in labels]
+    twice: list[str] = []
+    for key in met:
+        if not isinstance(key, str):
+            continue
+        if key in keyed and key in seen and key not in twice:
+            twice.append(key)
+        seen.add(key)
+    return twice
+
+
+def _selector_keys(selector: object) -> set[str]:
+    """The label keys a selector's matchLabels and matchExpressions name."""
+    if not isinstance(selector, Mapping):
+        return set()
+    match_labels = selector.get("matchLabels")
+    keys = (
+        {k for k in match_labels if isinstance(k, str)}
+        if isinstance(match_labels, Mapping)
+        else set()
+    )
+    expressions = selector.get("matchExpressions")
+    for expression in expressions if isinstance(expressions, list) else []:
+        if isinstance(expression, Mapping) and isinstance(expression.get("key"), str):
+            keys.add(expression["key"])
+    return keys
 
 
 # ------------------------------------------------------------ probes and lifecycle hooks
@@ -1124,7 +1252,7 @@ def _mask_trailing_dash(name: str) -> str:
 # ---------------------------------------------------------------------------- affinity
 
 
-def _affinity_problems(affinity: object, where: str) -> Problems:
+def _affinity_problems(affinity: object, where: str, labels: Mapping[str, Any]) -> Problems:
     """`validateAffinity`."""
     if not isinstance(affinity, Mapping):
         return [f"{where}: must be an object"]
@@ -1135,7 +1263,7 @@ def _affinity_problems(affinity: object, where: str) -> Problems:
     for kind in ("podAffinity", "podAntiAffinity"):
         pod = affinity.get(kind)
         if isinstance(pod, Mapping):
-            problems += _pod_affinity_problems(pod, f"{where}.{kind}")
+            problems += _pod_affinity_problems(pod, f"{where}.{kind}", labels)
     return problems
 
 
@@ -1229,22 +1357,28 @@ def _node_field_problems(requirement: Mapping[str, Any], where: str) -> Problems
     return problems
 
 
-def _pod_affinity_problems(affinity: Mapping[str, Any], where: str) -> Problems:
+def _pod_affinity_problems(
+    affinity: Mapping[str, Any], where: str, labels: Mapping[str, Any]
+) -> Problems:
     """`validatePodAffinity`, `validatePodAntiAffinity`, `validateWeightedPodAffinityTerms`."""
     problems: Problems = []
     for path, term in _objects(affinity, REQUIRED_TERMS, where, problems):
-        problems += _pod_affinity_term_problems(term, path)
+        problems += _pod_affinity_term_problems(term, path, labels)
     for path, weighted in _objects(affinity, PREFERRED_TERMS, where, problems):
         problems += _integer(weighted, "weight", path, minimum=1, maximum=100, required=True)
         weighted_term = weighted.get("podAffinityTerm")
         if isinstance(weighted_term, Mapping):
-            problems += _pod_affinity_term_problems(weighted_term, f"{path}.podAffinityTerm")
+            problems += _pod_affinity_term_problems(
+                weighted_term, f"{path}.podAffinityTerm", labels
+            )
     return problems
 
 
-def _pod_affinity_term_problems(term: Mapping[str, Any], where: str) -> Problems:
-    """`validatePodAffinityTerm`: valid selectors, namespace names, and a topology key. (The
-    rules of matchLabelKeys and mismatchLabelKeys are not ported.)"""
+def _pod_affinity_term_problems(
+    term: Mapping[str, Any], where: str, labels: Mapping[str, Any]
+) -> Problems:
+    """`validatePodAffinityTerm`: valid selectors, namespace names, matchLabelKeys and
+    mismatchLabelKeys, and a topology key."""
     problems: Problems = []
     for field in ("labelSelector", "namespaceSelector"):
         selector = term.get(field)
@@ -1256,6 +1390,7 @@ def _pod_affinity_term_problems(term: Mapping[str, Any], where: str) -> Problems
         for index, name in enumerate(namespaces if isinstance(namespaces, list) else [])
         if not isinstance(name, str) or not _is_label(name)
     ]
+    problems += _label_keys_problems(term, where, labels, spread=False)
     key = term.get("topologyKey")
     if not key:
         problems.append(f"{where}.topologyKey: required")
