@@ -27,12 +27,20 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from arc_sim.scenario import Scenario
+from arc_sim.scenario import GitHubKnobs, Scenario
 from arc_sim.world import START, World
 
 JOBS_PER_RUNNER_HOUR = 10
 JOB_MINUTES = 4
 FIRST_JOB_MINUTE = 1
+
+
+def teardown_quiet_period(runners: int) -> float:
+    """How long the teardown may take: the default two hours, and one more for every budget's
+    worth of runners, since each registered runner removed costs one `DELETE` (README, "GitHub
+    rate limits") and the removals wait for the rate limit's reset once the budget is spent."""
+    default: float = Scenario.model_fields["quiet_period"].default
+    return default + 3600.0 * math.ceil(runners / GitHubKnobs().rate_limit_per_hour)
 
 
 def scenario(runners: int, minutes: float) -> Scenario:
@@ -44,6 +52,7 @@ def scenario(runners: int, minutes: float) -> Scenario:
             "name": f"{runners}-runners",
             "seed": 1,
             "duration": minutes * 60,
+            "quietPeriod": teardown_quiet_period(runners),
             # As the README asks of a deployment this large: every Runner fits in the memo.
             "settings": {"HOOK_MEMO_RUNNERS": max(4096, runners)},
             "objects": [

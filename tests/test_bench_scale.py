@@ -37,6 +37,15 @@ def test_scenario_asks_ten_jobs_per_runner_hour_until_the_run_ends(
     assert built.duration == minutes * 60
 
 
+@pytest.mark.parametrize("runners", [100, 1000, 5000, 10000, 30000])
+def test_teardown_outlasts_the_removals_the_token_budget_allows(runners: int) -> None:
+    # Removing N registered runners costs N DELETEs; the scenario's token allows 5,000 an hour.
+    built = scenario(runners, 10.0)
+    assert built.github.rate_limit_per_hour == 5000
+    assert built.quiet_period >= 7200.0
+    assert built.quiet_period >= 3600.0 * (runners / built.github.rate_limit_per_hour + 1)
+
+
 def test_the_burst_scenario_is_the_one_bench_readme_describes() -> None:
     """bench/README.md's 2,000-job burst, runnable with `arc-hooks simulate`."""
     burst = load_scenario(Path(__file__).parent.parent / "bench" / "webhook-burst-2000.yaml")
