@@ -1514,6 +1514,110 @@ def test_rules_that_read_the_rest_of_the_spec(spec: dict[str, Any], problem: str
     assert any(problem in p for p in problems), problems
 
 
+WINDOWS = {"name": "windows"}
+HOST_PROCESS = {"windowsOptions": {"hostProcess": True}}
+
+
+def _windows_pod(**spec: Any) -> dict[str, Any]:
+    """VALID_POD made a Windows pod: its runner container's runAsUser is a Linux field."""
+    pod = _pod_with(os=WINDOWS, **spec)
+    pod["spec"]["containers"][0].pop("securityContext")
+    return pod
+
+
+def _container(name: str, **fields: Any) -> dict[str, Any]:
+    return {"name": name, "image": "mcr.microsoft.com/windows/nanoserver:ltsc2022", **fields}
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        _pod_with(os={"name": "linux"}),  # runAsUser: a Linux field
+        _windows_pod(
+            securityContext={"windowsOptions": {"runAsUserName": "ContainerUser"}},
+            hostPID=False,
+            hostIPC=False,
+        ),
+        _windows_pod(  # a HostProcess pod: every container inherits it, on the host's network
+            securityContext=HOST_PROCESS,
+            hostNetwork=True,
+            initContainers=[_container("setup", securityContext=HOST_PROCESS)],
+        ),
+        _pod_with(  # no OS named: a pod may set both kinds of fields
+            securityContext={"windowsOptions": {"gmsaCredentialSpecName": "ci"}}
+        ),
+    ],
+)
+def test_fields_of_the_pods_own_os_are_no_problem(pod: dict[str, Any]) -> None:
+    assert pod_problems(pod) == []
+    kubernetes_validate.validate(pod, K8S_VERSION, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("pod", "problem"),
+    [
+        (_pod_with(os={"name": "macos"}), "spec.os.name: must be one of linux, windows"),
+        (
+            _pod_with(os={"name": "linux"}, securityContext=HOST_PROCESS),
+            "spec.securityContext.windowsOptions: may not be set for a linux pod",
+        ),
+        (
+            _pod_with(os=WINDOWS),
+            "spec.containers[runner].securityContext.runAsUser: may not be set for a windows pod",
+        ),
+        (
+            _windows_pod(securityContext={"fsGroup": 1000}),
+            "spec.securityContext.fsGroup: may not be set for a windows pod",
+        ),
+        (
+            _windows_pod(securityContext={"supplementalGroups": []}),
+            "spec.securityContext.supplementalGroups: may not be set for a windows pod",
+        ),
+        (
+            _windows_pod(securityContext={"sysctls": [{"name": "kernel.msgmax", "value": "1"}]}),
+            "spec.securityContext.sysctls: may not be set for a windows pod",
+        ),
+        (_windows_pod(hostPID=True), "spec.hostPID: may not be set for a windows pod"),
+        (
+            _windows_pod(shareProcessNamespace=False),
+            "spec.shareProcessNamespace: may not be set for a windows pod",
+        ),
+        (_windows_pod(hostUsers=True), "spec.hostUsers: may not be set for a windows pod"),
+        (
+            _windows_pod(
+                initContainers=[_container("setup", securityContext={"privileged": False})]
+            ),
+            "spec.initContainers[setup].securityContext.privileged: may not be set for a windows",
+        ),
+        (
+            _windows_pod(securityContext=HOST_PROCESS),
+            "spec.hostNetwork: must be true with HostProcess containers",
+        ),
+        (
+            _windows_pod(
+                hostNetwork=True,
+                initContainers=[_container("setup", securityContext=HOST_PROCESS)],
+            ),
+            "spec: every container must be a HostProcess container when one is",
+        ),
+        (
+            _windows_pod(
+                hostNetwork=True,
+                securityContext=HOST_PROCESS,
+                initContainers=[
+                    _container("setup", securityContext={"windowsOptions": {"hostProcess": False}})
+                ],
+            ),
+            "initContainers[setup].securityContext.windowsOptions.hostProcess: must be the pod's",
+        ),
+    ],
+)
+def test_fields_of_another_os_than_the_pods_are_problems(pod: dict[str, Any], problem: str) -> None:
+    problems = pod_problems(pod)
+    assert any(problem in p for p in problems), problems
+    assert schema_problems(pod) == []
+
+
 def test_sysctls_of_another_namespace_than_the_hosts_are_no_problem() -> None:
     """Only the sysctls of a namespace the pod shares with the host are refused
     (`ValidateHostSysctl`): kernel.* beside hostNetwork, net.* beside hostIPC."""
@@ -1613,10 +1717,11 @@ _PORTED_KEYS = [
     *("type", "localhostProfile", "seccompProfile", "appArmorProfile", "sysctls", "path"),
     *("restartPolicy", "livenessProbe", "lifecycle", "image", "matchLabelKeys"),
     *("mismatchLabelKeys", "maxSkew", "whenUnsatisfiable", "minDomains", "nodeTaintsPolicy"),
+    *("windowsOptions", "hostProcess", "runAsUser", "fsGroup", "supplementalGroups"),
 ]
 _PORTED_WORDS = [
     *("In", "Exists", "Gt", "Localhost", "Always", "HTTP", "net.core.x", "metadata.name"),
-    *("a", RUNNER_LABEL, "DoNotSchedule", "Honor"),
+    *("a", RUNNER_LABEL, "DoNotSchedule", "Honor", "windows", "linux"),
 ]
 shaped_values = st.recursive(
     st.none()
@@ -1640,6 +1745,7 @@ PORTED_PATHS = [
     f"{C0}.securityContext",
     "spec.affinity",
     "spec.securityContext",
+    "spec.os",
     SPREADS,
     "spec.volumes.0.hostPath",
     "spec.terminationGracePeriodSeconds",

@@ -14,7 +14,8 @@ host ports, environment and downward-API paths, resource names and amounts, moun
 context), volumes (their sources' names and file modes), tolerations, node selectors, DNS, host
 aliases, host names, grace periods, probes and lifecycle hooks, affinity and topology spread
 constraints (with `matchLabelKeys`), `envFrom`, the pod's security context, seccomp and
-AppArmor profiles, sysctls, host paths; and `ValidatePersistentVolumeClaimSpec` for the claims a
+AppArmor profiles, sysctls, host paths, the fields a pod's OS (`spec.os.name`) rules out, and
+Windows HostProcess pods; and `ValidatePersistentVolumeClaimSpec` for the claims a
 RunnerSet makes from its templates (`claim_spec_problems`). Rules that depend on cluster state
 (admission, quotas) are not here. Messages name the field and the rule, never the value: a
 token pasted into the wrong field must not end up in a status condition.
@@ -72,6 +73,19 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 UNSATISFIABLE_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
 NODE_INCLUSION_POLICIES = ("Honor", "Ignore")
 FS_GROUP_CHANGE_POLICIES = ("OnRootMismatch", "Always")
+OS_NAMES = ("linux", "windows")
+WINDOWS_FORBIDDEN_IN_POD_CONTEXT = (
+    *("appArmorProfile", "seLinuxOptions", "seccompProfile", "fsGroup", "fsGroupChangePolicy"),
+    *("runAsUser", "runAsGroup", "supplementalGroups", "supplementalGroupsPolicy"),
+    "seLinuxChangePolicy",
+)
+"""`validateWindows`: Linux-only fields of a pod's securityContext (refused when given)."""
+WINDOWS_FORBIDDEN_IN_CONTAINER_CONTEXT = (
+    *("appArmorProfile", "seLinuxOptions", "seccompProfile", "capabilities"),
+    *("readOnlyRootFilesystem", "privileged", "allowPrivilegeEscalation", "procMount"),
+    *("runAsUser", "runAsGroup"),
+)
+"""`validateWindows`: Linux-only fields of a container's securityContext."""
 STORAGE_MEDIA = ("", "Memory", "HugePages")
 MOUNT_PROPAGATIONS = ("None", "HostToContainer", "Bidirectional")
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
@@ -374,6 +388,8 @@ def pod_spec_problems(
         seen.add(name)
         problems += container_problems(container, path, volume_names)
     problems += _probe_and_hook_problems(spec, containers, init_containers)
+    problems += _host_process_problems(spec, where, [*init_containers, *containers])
+    problems += _os_problems(spec, where, [*init_containers, *containers])
     host_network = spec.get("hostNetwork") is True
     # Host ports are shared by the containers that run together: all regular containers, and
     # each init container on its own (they run one after another).
@@ -919,6 +935,84 @@ def _security_context_problems(context: object, where: str, *, pod: bool) -> Pro
     if apparmor is not None:
         problems += _apparmor_problems(apparmor, f"{where}.appArmorProfile")
     return problems
+
+
+def _os_problems(
+    spec: Mapping[str, Any], where: str, containers: list[tuple[str, Mapping[str, Any]]]
+) -> Problems:
+    """`validateOS`, then `validateLinux` or `validateWindows`: a pod that names its OS may not
+    set the other OS's fields (a pod that names none may set both)."""
+    pod_os = spec.get("os")
+    if not isinstance(pod_os, Mapping):
+        return []
+    name = pod_os.get("name")
+    if not name:
+        return [f"{where}.os.name: required"]
+    if name not in OS_NAMES:
+        return [f"{where}.os.name: must be one of {', '.join(OS_NAMES)}"]
+    context = spec.get("securityContext")
+    context = context if isinstance(context, Mapping) else {}
+    contexts = [(f"{where}.securityContext", context)] + [
+        (f"{path}.securityContext", c["securityContext"])
+        for path, c in containers
+        if isinstance(c.get("securityContext"), Mapping)
+    ]
+    if name == "linux":
+        return [
+            f"{path}.windowsOptions: may not be set for a linux pod"
+            for path, container_context in contexts
+            if container_context.get("windowsOptions") is not None
+        ]
+    forbidden = [f"{where}.{field}" for field in ("hostUsers",) if spec.get(field) is not None]
+    forbidden += [f"{where}.{field}" for field in ("hostPID", "hostIPC") if spec.get(field) is True]
+    if spec.get("shareProcessNamespace") is not None:
+        forbidden.append(f"{where}.shareProcessNamespace")
+    if context.get("sysctls"):
+        forbidden.append(f"{where}.securityContext.sysctls")
+    forbidden += [
+        f"{where}.securityContext.{field}"
+        for field in WINDOWS_FORBIDDEN_IN_POD_CONTEXT
+        if context.get(field) is not None
+    ]
+    forbidden += [
+        f"{path}.{field}"
+        for path, container_context in contexts[1:]
+        for field in WINDOWS_FORBIDDEN_IN_CONTAINER_CONTEXT
+        if container_context.get(field) is not None
+    ]
+    return [f"{path}: may not be set for a windows pod" for path in forbidden]
+
+
+def _host_process_problems(
+    spec: Mapping[str, Any], where: str, containers: list[tuple[str, Mapping[str, Any]]]
+) -> Problems:
+    """`validateWindowsHostProcessPod`: a container's hostProcess agrees with the pod's where
+    both are given, and a pod with a HostProcess container has only such containers and the
+    host's network. (Whether the cluster allows privileged pods at all is its policy.)"""
+    pod_value = _host_process(spec.get("securityContext"))
+    problems: Problems = []
+    host_process = 0
+    for path, container in containers:
+        value = _host_process(container.get("securityContext"))
+        if pod_value is not None and value is not None and value != pod_value:
+            problems.append(
+                f"{path}.securityContext.windowsOptions.hostProcess: must be the pod's when both "
+                "are given"
+            )
+        if value is True or (value is None and pod_value is True):
+            host_process += 1
+    if host_process:
+        if host_process != len(containers):
+            problems.append(f"{where}: every container must be a HostProcess container when one is")
+        if spec.get("hostNetwork") is not True:
+            problems.append(f"{where}.hostNetwork: must be true with HostProcess containers")
+    return problems
+
+
+def _host_process(context: object) -> bool | None:
+    options = context.get("windowsOptions") if isinstance(context, Mapping) else None
+    value = options.get("hostProcess") if isinstance(options, Mapping) else None
+    return value if isinstance(value, bool) else None
 
 
 def _toleration_problems(toleration: Mapping[str, Any], where: str) -> Problems:
