@@ -1097,9 +1097,9 @@ def _label_keys_problems(
         for index, key in enumerate(match)
         if isinstance(key, str) and key in mismatch
     ]
-    written = _selector_keys(selector)
+    labelled, expressed = _selector_keys(selector)
     for key in _selected_twice(selector, match, mismatch, labels):
-        if not spread or key in written:
+        if not spread or key in labelled or key in expressed:
             index = max(i for i, k in enumerate(match) if k == key)  # Go reports the last
             problems.append(
                 f"{where}.matchLabelKeys[{index}]: the labelSelector selects on this key already"
@@ -1115,46 +1115,36 @@ def _selected_twice(
     `key NotIn (value)` for each mismatchLabelKeys key the pod has a label for (the pod
     strategy's PrepareForCreate), then meets matchLabels and matchExpressions in that order."""
     if not isinstance(selector, Mapping):
-        return []
+        return []  # nothing is merged into no selector
+    seen, met = _selector_keys(selector)
     keyed = {key for key in match if isinstance(key, str)}
-    match_labels = selector.get("matchLabels")
-    seen = (
-        {k for k in match_labels if isinstance(k, str)}
-        if isinstance(match_labels, Mapping)
-        else set()
-    )
-    expressions = selector.get("matchExpressions")
-    met = (
-        [e.get("key") for e in expressions if isinstance(e, Mapping)]
-        if isinstance(expressions, list)
-        else []
-    )
     met += [key for key in (*match, *mismatch) if isinstance(key, str) and key in labels]
     twice: list[str] = []
     for key in met:
-        if not isinstance(key, str):
-            continue
         if key in keyed and key in seen and key not in twice:
             twice.append(key)
         seen.add(key)
     return twice
 
 
-def _selector_keys(selector: object) -> set[str]:
-    """The label keys a selector's matchLabels and matchExpressions name."""
+def _selector_keys(selector: object) -> tuple[set[str], list[str]]:
+    """The label keys a selector's matchLabels name, and those of its matchExpressions in
+    order."""
     if not isinstance(selector, Mapping):
-        return set()
+        return set(), []
     match_labels = selector.get("matchLabels")
-    keys = (
+    labelled = (
         {k for k in match_labels if isinstance(k, str)}
         if isinstance(match_labels, Mapping)
         else set()
     )
     expressions = selector.get("matchExpressions")
-    for expression in expressions if isinstance(expressions, list) else []:
-        if isinstance(expression, Mapping) and isinstance(expression.get("key"), str):
-            keys.add(expression["key"])
-    return keys
+    expressed = [
+        e["key"]
+        for e in (expressions if isinstance(expressions, list) else [])
+        if isinstance(e, Mapping) and isinstance(e.get("key"), str)
+    ]
+    return labelled, expressed
 
 
 # ------------------------------------------------------------ probes and lifecycle hooks
