@@ -65,6 +65,29 @@ INVALID: list[tuple[str, KubeObject, str]] = [
     ("host-network-not-boolean", {"template": with_pod_spec(hostNetwork=SECRET)}, "hostNetwork"),
     ("priority-not-integer", {"template": with_pod_spec(priority=SECRET)}, "spec.priority"),
     ("hostname", {"template": with_pod_spec(hostname=SECRET)}, "spec.hostname"),
+    (  # the StatefulSet controller labels each pod with its revision, merged in on create
+        "match-label-key-of-a-statefulset-label",
+        {
+            "template": with_pod_spec(
+                affinity={
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "topologyKey": "kubernetes.io/hostname",
+                                "labelSelector": {
+                                    "matchExpressions": [
+                                        {"key": "controller-revision-hash", "operator": "Exists"}
+                                    ]
+                                },
+                                "matchLabelKeys": ["controller-revision-hash"],
+                            }
+                        ]
+                    }
+                }
+            )
+        },
+        "matchLabelKeys[0]: the labelSelector selects on this key already",
+    ),
     (
         "host-pid-and-shared-namespace",
         {"template": with_pod_spec(hostPID=True, shareProcessNamespace=True)},

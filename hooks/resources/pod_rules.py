@@ -1070,8 +1070,9 @@ def _label_keys_problems(
     `ValidateMatchLabelKeysInTopologySpread` (`spread`: constraints have matchLabelKeys only):
     label keys, given only beside a labelSelector, no key in both lists, and no matchLabelKeys
     key the selector selects on twice once the pod's labels are merged in (`_selected_twice`).
-    A spread constraint's key is refused only when the selector named it as written too: what
-    Kubernetes 1.33 refuses (it merges nothing) and later versions refuse as well."""
+    For spread constraints, Kubernetes 1.33 refuses a matchLabelKeys key the selector names,
+    whatever the pod's labels; 1.34 and later merge the pod's labels in first, as for affinity,
+    and refuse it only when the pod has that label. A key is refused here when both would."""
     problems: Problems = []
     selector = term.get("labelSelector")
     given: dict[str, list[object]] = {}

@@ -82,6 +82,15 @@ def _spec_problems(runner_set: RunnerSet, *, jit: bool) -> list[str]:
     return problems + _statefulset_problems(spec) + _claim_template_problems(spec)
 
 
+STATEFULSET_POD_LABELS = {
+    "controller-revision-hash": "runner-0",
+    "statefulset.kubernetes.io/pod-name": "runner-0",
+    "apps.kubernetes.io/pod-index": "0",
+}
+"""What the StatefulSet controller adds to the labels of each pod it creates (over the
+template's): the API server judges the pod's `matchLabelKeys` against them too."""
+
+
 def _statefulset_pod_problems(runner_set: RunnerSet, *, jit: bool) -> list[str]:
     """What the API server would refuse in the pod of a runner's StatefulSet, built as the sync
     builds it: the runner pod with the template's other fields, and the claims of a slot."""
@@ -101,7 +110,10 @@ def _statefulset_pod_problems(runner_set: RunnerSet, *, jit: bool) -> list[str]:
     except (TypeError, ValueError, KeyError, AttributeError) as error:
         return [f"the runner pod cannot be built from this spec ({type(error).__name__})"]
     template = built["spec"]["template"]
-    return [f"the runner pod would be refused: {problem}" for problem in pod_problems(template)]
+    metadata = template.get("metadata") or {}
+    labels = {**(metadata.get("labels") or {}), **STATEFULSET_POD_LABELS}
+    pod = {**template, "metadata": {**metadata, "labels": labels}}
+    return [f"the runner pod would be refused: {problem}" for problem in pod_problems(pod)]
 
 
 def _statefulset_problems(spec: RunnerSetSpec) -> list[str]:
