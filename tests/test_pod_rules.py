@@ -864,6 +864,19 @@ ACCEPTED_NEAR_THE_PORTED_RULES: list[tuple[str, Any]] = [
     ),
     # validatePodSpecSecurityContext
     ("spec.securityContext", {"fsGroup": 2000, "fsGroupChangePolicy": "OnRootMismatch"}),
+    # validateWindowsSecurityContextOptions
+    (
+        f"{C0}.securityContext",
+        {
+            "windowsOptions": {
+                "gmsaCredentialSpecName": "webapp-gmsa",
+                "gmsaCredentialSpec": "{}",
+                "runAsUserName": "NT AUTHORITY\\NETWORK SERVICE",
+            }
+        },
+    ),
+    (f"{C0}.securityContext", {"windowsOptions": {"runAsUserName": "corp.example.com\\ci"}}),
+    ("spec.securityContext", {"windowsOptions": {"runAsUserName": "ContainerUser"}}),
     (
         "spec.volumes.0",
         {"name": "work", "hostPath": {"path": "/data/a..b", "type": "DirectoryOrCreate"}},
@@ -1447,6 +1460,67 @@ def test_what_the_api_server_accepts_in_the_ported_rules_is_no_problem(
             "spec.securityContext",
             {"fsGroupChangePolicy": "Sometimes"},
             "securityContext.fsGroupChangePolicy: must be one of OnRootMismatch, Always",
+        ),
+        # validateWindowsSecurityContextOptions
+        (
+            f"{C0}.securityContext",
+            {"windowsOptions": {"runAsUserName": ""}},
+            "runAsUserName: may not be empty",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"windowsOptions": {"runAsUserName": "a\\b\\c"}},
+            "runAsUserName: may not contain more than one backslash",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"windowsOptions": {"runAsUserName": "a\x01b"}},
+            "runAsUserName: may not contain control characters",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"windowsOptions": {"runAsUserName": "bad|domain\\ci"}},
+            "runAsUserName: the domain must be a NetBIOS or DNS domain name",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"windowsOptions": {"runAsUserName": "CORP\\"}},
+            "runAsUserName: the user may not be empty",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"windowsOptions": {"runAsUserName": "CORP\\. ."}},
+            "runAsUserName: the user may not be only periods and spaces",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"windowsOptions": {"runAsUserName": "ci@corp"}},
+            "runAsUserName: the user may not contain any of",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"windowsOptions": {"runAsUserName": "u" * 105}},
+            "runAsUserName: the user must be at most 104 bytes",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"windowsOptions": {"runAsUserName": "é" * 53}},
+            "runAsUserName: the user must be at most 104 bytes",
+        ),
+        (
+            "spec.securityContext",
+            {"windowsOptions": {"gmsaCredentialSpecName": "Not_A_Name"}},
+            "spec.securityContext.windowsOptions.gmsaCredentialSpecName: must be a DNS",
+        ),
+        (
+            "spec.securityContext",
+            {"windowsOptions": {"gmsaCredentialSpec": ""}},
+            "windowsOptions.gmsaCredentialSpec: may not be empty",
+        ),
+        (
+            f"{C0}.securityContext",
+            {"windowsOptions": {"gmsaCredentialSpec": "x" * (64 * 1024 + 1)}},
+            "windowsOptions.gmsaCredentialSpec: must be under 64 KiB",
         ),
         (
             "spec.volumes.0",

@@ -14,10 +14,11 @@ host ports, environment and downward-API paths, resource names and amounts, moun
 context), volumes (their sources' names and file modes), tolerations, node selectors, DNS, host
 aliases, host names, grace periods, probes and lifecycle hooks, affinity and topology spread
 constraints (with `matchLabelKeys`), `envFrom`, the pod's security context, seccomp and
-AppArmor profiles, sysctls, host paths, the fields a pod's OS (`spec.os.name`) rules out, and
-Windows HostProcess pods; and `ValidatePersistentVolumeClaimSpec` for the claims a
-RunnerSet makes from its templates (`claim_spec_problems`). Rules that depend on cluster state
-(admission, quotas) are not here. Messages name the field and the rule, never the value: a
+AppArmor profiles, sysctls, host paths, the fields a pod's OS (`spec.os.name`) rules out,
+Windows options (`runAsUserName`, GMSA) and HostProcess pods; and
+`ValidatePersistentVolumeClaimSpec` for the claims a RunnerSet makes from its templates
+(`claim_spec_problems`). Rules that depend on cluster state (admission, quotas, the policy on
+privileged pods) are not here. Messages name the field and the rule, never the value: a
 token pasted into the wrong field must not end up in a status condition.
 
 The rules are ported from Kubernetes (`pkg/apis/core/validation`, `k8s.io/apimachinery` and
@@ -74,6 +75,17 @@ UNSATISFIABLE_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
 NODE_INCLUSION_POLICIES = ("Honor", "Ignore")
 FS_GROUP_CHANGE_POLICIES = ("OnRootMismatch", "Always")
 OS_NAMES = ("linux", "windows")
+MAX_GMSA_CREDENTIAL_SPEC_BYTES = 64 * 1024
+MAX_WINDOWS_DOMAIN_BYTES = 256
+"""A runAsUserName's domain is shorter than this."""
+MAX_WINDOWS_USER_BYTES = 104
+CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
+"""Go's `[[:cntrl:]]`."""
+NETBIOS_DOMAIN = re.compile(r'[^\\/:*?"<>|.][^\\/:*?"<>|]{0,14}')
+WINDOWS_DNS_DOMAIN = re.compile(
+    r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*"
+)
+WINDOWS_USER_FORBIDDEN = re.compile(r'["/\\:;|=,+*?<>@\[\]]')
 WINDOWS_FORBIDDEN_IN_POD_CONTEXT = (
     *("appArmorProfile", "seLinuxOptions", "seccompProfile", "fsGroup", "fsGroupChangePolicy"),
     *("runAsUser", "runAsGroup", "supplementalGroups", "supplementalGroupsPolicy"),
@@ -928,6 +940,9 @@ def _security_context_problems(context: object, where: str, *, pod: bool) -> Pro
         problems.append(
             f"{where}: allowPrivilegeEscalation cannot be false for a privileged container"
         )
+    windows = context.get("windowsOptions")
+    if isinstance(windows, Mapping):
+        problems += _windows_options_problems(windows, f"{where}.windowsOptions")
     seccomp = context.get("seccompProfile")
     if seccomp is not None:
         problems += _seccomp_problems(seccomp, f"{where}.seccompProfile")
@@ -935,6 +950,59 @@ def _security_context_problems(context: object, where: str, *, pod: bool) -> Pro
     if apparmor is not None:
         problems += _apparmor_problems(apparmor, f"{where}.appArmorProfile")
     return problems
+
+
+def _windows_options_problems(options: Mapping[str, Any], where: str) -> Problems:
+    """`validateWindowsSecurityContextOptions`: a GMSA spec's name and size, and a
+    runAsUserName of `[DOMAIN\\]USER` (a NetBIOS or DNS domain, a user name of allowed
+    characters). Lengths are in bytes, as Go counts them."""
+    problems: Problems = []
+    name = options.get("gmsaCredentialSpecName")
+    if isinstance(name, str) and not _is_subdomain(name):
+        problems.append(
+            f"{where}.gmsaCredentialSpecName: must be a DNS subdomain (lowercase, at most 253)"
+        )
+    spec = options.get("gmsaCredentialSpec")
+    if isinstance(spec, str):
+        if not spec:
+            problems.append(f"{where}.gmsaCredentialSpec: may not be empty")
+        elif _utf8_length(spec) > MAX_GMSA_CREDENTIAL_SPEC_BYTES:
+            problems.append(f"{where}.gmsaCredentialSpec: must be under 64 KiB")
+    user = options.get("runAsUserName")
+    if isinstance(user, str):
+        problems += [f"{where}.runAsUserName: {p}" for p in _windows_user_name_problems(user)]
+    return problems
+
+
+def _windows_user_name_problems(name: str) -> Problems:
+    if not name:
+        return ["may not be empty"]
+    if CONTROL_CHARACTER.search(name):
+        return ["may not contain control characters"]
+    parts = name.split("\\")
+    if len(parts) > 2:
+        return ["may not contain more than one backslash"]
+    domain, user = (parts[0], parts[1]) if len(parts) == 2 else ("", parts[0])
+    problems: Problems = []
+    if _utf8_length(domain) >= MAX_WINDOWS_DOMAIN_BYTES:
+        problems.append(f"the domain must be shorter than {MAX_WINDOWS_DOMAIN_BYTES} bytes")
+    if len(parts) == 2 and not (
+        NETBIOS_DOMAIN.fullmatch(domain) or WINDOWS_DNS_DOMAIN.fullmatch(domain)
+    ):
+        problems.append("the domain must be a NetBIOS or DNS domain name")
+    if not user:
+        problems.append("the user may not be empty")
+    elif _utf8_length(user) > MAX_WINDOWS_USER_BYTES:
+        problems.append(f"the user must be at most {MAX_WINDOWS_USER_BYTES} bytes")
+    if user and not user.strip(". "):
+        problems.append("the user may not be only periods and spaces")
+    if WINDOWS_USER_FORBIDDEN.search(user):
+        problems.append('the user may not contain any of "/\\:;|=,+*?<>@[]')
+    return problems
+
+
+def _utf8_length(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _os_problems(
