@@ -82,9 +82,9 @@ MAX_WINDOWS_USER_BYTES = 104
 CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 """Go's `[[:cntrl:]]`."""
 NETBIOS_DOMAIN = re.compile(r'[^\\/:*?"<>|.][^\\/:*?"<>|]{0,14}')
-WINDOWS_DNS_DOMAIN = re.compile(
-    r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*"
-)
+_WINDOWS_DNS_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
+WINDOWS_DNS_DOMAIN = re.compile(rf"{_WINDOWS_DNS_LABEL}(?:\.{_WINDOWS_DNS_LABEL})*")
+"""Go's `dnsSubdomainFormat` of Windows user domains: any case, no length limit of its own."""
 WINDOWS_USER_FORBIDDEN = re.compile(r'["/\\:;|=,+*?<>@\[\]]')
 WINDOWS_FORBIDDEN_IN_POD_CONTEXT = (
     *("appArmorProfile", "seLinuxOptions", "seccompProfile", "fsGroup", "fsGroupChangePolicy"),
