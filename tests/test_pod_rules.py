@@ -663,6 +663,20 @@ def _pod_affinity(**term: Any) -> dict[str, Any]:
     return {"podAntiAffinity": {TERM: [{"topologyKey": "kubernetes.io/hostname", **term}]}}
 
 
+REFUSED_WINDOWS_USER_NAMES: list[tuple[str, str]] = [
+    ("", "may not be empty"),
+    ("a\\b\\c", "may not contain more than one backslash"),
+    ("a\x01b", "may not contain control characters"),
+    ("bad|domain\\ci", "the domain must be a NetBIOS or DNS domain name"),
+    ("CORP\\", "the user may not be empty"),
+    ("CORP\\. .", "the user may not be only periods and spaces"),
+    ("ci@corp", "the user may not contain any of"),
+    ("u" * 105, "the user must be at most 104 bytes"),
+    ("é" * 53, "the user must be at most 104 bytes"),
+]
+"""`validateWindowsSecurityContextOptions`: runAsUserName values and what is wrong."""
+
+
 def _spread(**constraint: Any) -> dict[str, Any]:
     return {
         "maxSkew": 1,
@@ -1462,50 +1476,13 @@ def test_what_the_api_server_accepts_in_the_ported_rules_is_no_problem(
             "securityContext.fsGroupChangePolicy: must be one of OnRootMismatch, Always",
         ),
         # validateWindowsSecurityContextOptions
-        (
-            f"{C0}.securityContext",
-            {"windowsOptions": {"runAsUserName": ""}},
-            "runAsUserName: may not be empty",
-        ),
-        (
-            f"{C0}.securityContext",
-            {"windowsOptions": {"runAsUserName": "a\\b\\c"}},
-            "runAsUserName: may not contain more than one backslash",
-        ),
-        (
-            f"{C0}.securityContext",
-            {"windowsOptions": {"runAsUserName": "a\x01b"}},
-            "runAsUserName: may not contain control characters",
-        ),
-        (
-            f"{C0}.securityContext",
-            {"windowsOptions": {"runAsUserName": "bad|domain\\ci"}},
-            "runAsUserName: the domain must be a NetBIOS or DNS domain name",
-        ),
-        (
-            f"{C0}.securityContext",
-            {"windowsOptions": {"runAsUserName": "CORP\\"}},
-            "runAsUserName: the user may not be empty",
-        ),
-        (
-            f"{C0}.securityContext",
-            {"windowsOptions": {"runAsUserName": "CORP\\. ."}},
-            "runAsUserName: the user may not be only periods and spaces",
-        ),
-        (
-            f"{C0}.securityContext",
-            {"windowsOptions": {"runAsUserName": "ci@corp"}},
-            "runAsUserName: the user may not contain any of",
-        ),
-        (
-            f"{C0}.securityContext",
-            {"windowsOptions": {"runAsUserName": "u" * 105}},
-            "runAsUserName: the user must be at most 104 bytes",
-        ),
-        (
-            f"{C0}.securityContext",
-            {"windowsOptions": {"runAsUserName": "é" * 53}},
-            "runAsUserName: the user must be at most 104 bytes",
+        *(
+            (
+                f"{C0}.securityContext",
+                {"windowsOptions": {"runAsUserName": name}},
+                f"runAsUserName: {problem}",
+            )
+            for name, problem in REFUSED_WINDOWS_USER_NAMES
         ),
         (
             "spec.securityContext",

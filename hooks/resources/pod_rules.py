@@ -378,12 +378,9 @@ def qualified_name_problems(key: str) -> Problems:
     return problems
 
 
-def pod_spec_problems(
-    spec: Mapping[str, Any], where: str, labels: Mapping[str, Any] | None = None
-) -> Problems:
+def pod_spec_problems(spec: Mapping[str, Any], where: str, labels: Mapping[str, Any]) -> Problems:
     """`labels`: the pod's, which the API server merges into selectors that name them in
     `matchLabelKeys` before it validates (`_label_keys_problems`)."""
-    labels = labels or {}
     problems: Problems = []
     volumes = _objects(spec, "volumes", where, problems)
     volume_names = {v.get("name") for _, v in volumes}
@@ -392,16 +389,17 @@ def pod_spec_problems(
     if not containers:
         problems.append(f"{where}.containers: at least one container is required")
     init_containers = _objects(spec, "initContainers", where, problems)
+    all_containers = [*init_containers, *containers]
     seen: set[object] = set()
-    for path, container in [*init_containers, *containers]:
+    for path, container in all_containers:
         name = container.get("name")
         if name in seen:
             problems.append(f"{path}.name: must be unique among the pod's containers")
         seen.add(name)
         problems += container_problems(container, path, volume_names)
     problems += _probe_and_hook_problems(spec, containers, init_containers)
-    problems += _host_process_problems(spec, where, [*init_containers, *containers])
-    problems += _os_problems(spec, where, [*init_containers, *containers])
+    problems += _host_process_problems(spec, where, all_containers)
+    problems += _os_problems(spec, where, all_containers)
     host_network = spec.get("hostNetwork") is True
     # Host ports are shared by the containers that run together: all regular containers, and
     # each init container on its own (they run one after another).
