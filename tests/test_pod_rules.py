@@ -878,6 +878,11 @@ ACCEPTED_NEAR_THE_PORTED_RULES: list[tuple[str, Any]] = [
     ),
     # validatePodSpecSecurityContext
     ("spec.securityContext", {"fsGroup": 2000, "fsGroupChangePolicy": "OnRootMismatch"}),
+    ("spec.securityContext", {"supplementalGroupsPolicy": "Strict"}),
+    ("spec.securityContext", {"supplementalGroupsPolicy": "Merge"}),
+    ("spec.securityContext", {"seLinuxChangePolicy": "Recursive"}),
+    # refused by 1.33 unless its SELinuxMount gate is on: accepted where a cluster turned it on
+    ("spec.securityContext", {"seLinuxChangePolicy": "MountOption"}),
     # validateWindowsSecurityContextOptions
     (
         f"{C0}.securityContext",
@@ -1474,6 +1479,16 @@ def test_what_the_api_server_accepts_in_the_ported_rules_is_no_problem(
             "spec.securityContext",
             {"fsGroupChangePolicy": "Sometimes"},
             "securityContext.fsGroupChangePolicy: must be one of OnRootMismatch, Always",
+        ),
+        (
+            "spec.securityContext",
+            {"supplementalGroupsPolicy": "merge"},
+            "securityContext.supplementalGroupsPolicy: must be one of Merge, Strict",
+        ),
+        (
+            "spec.securityContext",
+            {"seLinuxChangePolicy": "Always"},
+            "securityContext.seLinuxChangePolicy: must be one of Recursive, MountOption",
         ),
         # validateWindowsSecurityContextOptions
         *(

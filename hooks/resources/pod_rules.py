@@ -74,6 +74,10 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 UNSATISFIABLE_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
 NODE_INCLUSION_POLICIES = ("Honor", "Ignore")
 FS_GROUP_CHANGE_POLICIES = ("OnRootMismatch", "Always")
+SUPPLEMENTAL_GROUPS_POLICIES = ("Merge", "Strict")
+SELINUX_CHANGE_POLICIES = ("Recursive", "MountOption")
+"""Every value some API server takes: 1.33 refuses `MountOption` on create unless its
+`SELinuxMount` gate is on (off by default), so a cluster that turned the gate on accepts it."""
 OS_NAMES = ("linux", "windows")
 MAX_GMSA_CREDENTIAL_SPEC_BYTES = 64 * 1024
 MAX_WINDOWS_DOMAIN_BYTES = 256
@@ -934,6 +938,8 @@ def _security_context_problems(context: object, where: str, *, pod: bool) -> Pro
         ):
             problems.append(f"{where}.supplementalGroups: must be integers from 0 to {MAX_ID}")
         problems += _enum(context, "fsGroupChangePolicy", FS_GROUP_CHANGE_POLICIES, where)
+        problems += _enum(context, "supplementalGroupsPolicy", SUPPLEMENTAL_GROUPS_POLICIES, where)
+        problems += _enum(context, "seLinuxChangePolicy", SELINUX_CHANGE_POLICIES, where)
     elif context.get("privileged") is True and context.get("allowPrivilegeEscalation") is False:
         problems.append(
             f"{where}: allowPrivilegeEscalation cannot be false for a privileged container"
