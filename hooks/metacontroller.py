@@ -337,6 +337,9 @@ def _metadata_problem(metadata: dict[str, Any]) -> str:
         value = get(key)
         if value is not None and not isinstance(value, str):
             return f"metadata.{key} must be a string"
+    generation = get("generation")
+    if generation is not None and (type(generation) is not int):  # a bool is no int64 either
+        return "metadata.generation must be an integer"
     for key in ("labels", "annotations"):
         value = get(key)
         if value is not None and not _string_map(value):

@@ -197,6 +197,9 @@ def test_runner_made_invalid_keeps_its_pod(client: TestClient) -> None:
         # Only a JSON bool finalizes: a string or number is not read as one.
         (b'{"parent": {"metadata": {"name": "x"}}, "finalizing": "yes"}', 422, "finalizing"),
         (b'{"parent": {"metadata": {"name": "x"}}, "finalizing": 1}', 422, "finalizing"),
+        # ObjectMeta's generation is an int64: text or a bool is not one, nor read as one.
+        (b'{"parent": {"metadata": {"name": "x", "generation": "2"}}}', 422, "generation"),
+        (b'{"parent": {"metadata": {"name": "x", "generation": true}}}', 422, "generation"),
     ],
 )
 def test_malformed_hook_request_gets_a_4xx(
