@@ -338,7 +338,7 @@ def _metadata_problem(metadata: dict[str, Any]) -> str:
         if value is not None and not isinstance(value, str):
             return f"metadata.{key} must be a string"
     generation = get("generation")
-    if generation is not None and (type(generation) is not int):  # a bool is no int64 either
+    if generation is not None and type(generation) is not int:  # a bool is no int64 either
         return "metadata.generation must be an integer"
     for key in ("labels", "annotations"):
         value = get(key)
