@@ -33,6 +33,7 @@ RUNNING = ObservedPod(
     runner_exit_code=None,
     runner_started=True,
     ephemeral=True,
+    scope=Scope(organization="acme"),
 )
 PENDING = replace(RUNNING, phase="Pending", ready=False, runner_started=False)
 SUCCEEDED = replace(RUNNING, phase="Succeeded", runner_exit_code=0)

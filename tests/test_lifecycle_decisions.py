@@ -166,6 +166,7 @@ RUNNING = ObservedPod(
     runner_exit_code=None,
     runner_started=True,
     ephemeral=True,
+    scope=Scope(organization="acme"),
 )
 
 

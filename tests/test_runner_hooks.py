@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+from typing import Any
 
 import kubernetes_validate
 import pytest
@@ -291,6 +292,48 @@ def test_finalize_busy_ephemeral_runner_waits_without_calling_github(
 
     assert github.count("remove_runner") == 1
     assert "Pod" not in [c["kind"] for c in released["children"]]
+    assert done["finalized"] is True
+
+
+SPEC_BREAKS = [
+    pytest.param(lambda spec: spec.update(organization=1), id="scope-not-text"),
+    pytest.param(lambda spec: spec.pop("organization"), id="no-scope"),
+    pytest.param(lambda spec: spec.update(labels=[1]), id="labels-not-text"),
+    pytest.param(lambda spec: spec.update(group=True), id="group-not-text"),
+    pytest.param(lambda spec: spec.update(env="PATH=/bin"), id="env-not-a-list"),
+]
+
+
+@pytest.mark.parametrize("break_spec", SPEC_BREAKS)
+@pytest.mark.parametrize("status_kept", [True, False], ids=["status", "status-lost"])
+def test_a_runner_deleted_with_a_spec_that_does_not_read_still_waits_for_its_job(
+    client: TestClient,
+    clock: ManualClock,
+    github: InMemoryGitHub,
+    break_spec: Any,
+    status_kept: bool,
+) -> None:
+    """Where the runner registered is still known (its status, its pod's env): a busy runner is
+    waited for as with a valid spec, its pod kept; the problem is reported. Then it goes."""
+    driver = running_driver(client, clock, github, spec={**ORG_SPEC, "ephemeral": False})
+    github.set_busy(ORG, "example-runner", True)
+    break_spec(driver.parent["spec"])
+    if not status_kept:
+        driver.parent["status"] = {"phase": 7}  # edited into something that does not read
+
+    for _ in range(3):
+        answer = driver.finalize()
+        assert answer["finalized"] is False
+        assert "Pod" in [c["kind"] for c in answer["children"]]
+        valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+        assert valid["status"] == "False"
+        clock.advance(60)
+
+    github.set_busy(ORG, "example-runner", False)
+    released = driver.finalize()
+    done = driver.finalize()
+    assert "Pod" not in [c["kind"] for c in released["children"]]
+    assert github.runners[ORG] == []
     assert done["finalized"] is True
 
 

@@ -1230,19 +1230,77 @@ def test_finalize_lets_no_runner_go_while_github_is_rate_limited(world: RunnerSe
 
 
 @pytest.mark.parametrize(
-    "spec",
-    [{}, {"selector": {"matchLabels": {"app": SET_NAME}}, "template": {}}],
-    ids=["no-selector-no-template", "no-scope"],
+    "break_spec",
+    [
+        pytest.param(lambda spec: spec.clear(), id="empty-spec"),
+        pytest.param(lambda spec: spec.pop("organization"), id="no-scope"),
+        pytest.param(lambda spec: spec.update(organization=1), id="scope-not-text"),
+        pytest.param(lambda spec: spec.update(labels=[1]), id="labels-not-text"),
+        pytest.param(lambda spec: spec.update(template="pod"), id="template-not-an-object"),
+        pytest.param(lambda spec: spec.update(selector=[]), id="selector-not-an-object"),
+    ],
 )
-def test_finalize_with_an_unreadable_spec_lets_the_statefulsets_go_without_github(
-    world: RunnerSetWorld, spec: KubeObject
+def test_a_set_deleted_with_a_spec_that_does_not_read_still_waits_for_its_busy_runner(
+    world: RunnerSetWorld, break_spec: Any
 ) -> None:
+    """Its StatefulSets still say where their runners registered: a busy runner is waited for
+    as with a valid spec, not dropped with its job; then it is unregistered and the set goes."""
+    (name,) = world.grow(1)
+    world.start(name, busy=True)
+    world.sync()
+    break_spec(world.parent["spec"])
+
+    for _ in range(3):
+        answer = world.finalize()
+        assert answer["finalized"] is False
+        assert world.statefulsets()[name]["spec"]["replicas"] == 1
+        assert not world.pods[f"{name}-0"]["metadata"].get("deletionTimestamp")
+        assert condition(answer["status"], "Valid")["status"] == "False"
+        world.clock.advance(600)
+
+    world.github.unregister(ORG, f"{name}-0")
+    world.set_runner(name, runner_terminated(0, format_time(world.clock.now())))
+    results = [world.finalize()["finalized"] for _ in range(4)]
+    assert results == [False, False, False, True]
+    assert world.github.runners[ORG] == []
+
+
+def test_a_set_deleted_with_an_idle_runner_and_a_spec_that_does_not_read_unregisters_it(
+    world: RunnerSetWorld,
+) -> None:
+    (name,) = world.grow(1)
+    world.start(name)
+    world.sync()
+    world.parent["spec"]["organization"] = 1
+
+    stopping = world.finalize()
+
+    assert world.github.count("remove_runner") == 1
+    assert world.github.runners[ORG] == []
+    assert of_kind(stopping, "StatefulSet")[name]["spec"]["replicas"] == 0
+    assert [world.finalize()["finalized"] for _ in range(3)][-1] is True
+
+
+def without_scope_env(statefulset: KubeObject) -> None:
+    for container in statefulset["spec"]["template"]["spec"]["containers"]:
+        container["env"] = [
+            e for e in container.get("env", []) if e["name"] not in ("RUNNER_ORG", "RUNNER_REPO")
+        ]
+
+
+def test_finalize_with_no_scope_anywhere_lets_the_statefulsets_go_without_github(
+    world: RunnerSetWorld,
+) -> None:
+    """Neither the spec nor the StatefulSets name a scope (not built by this hook): there is
+    nowhere to unregister; the runner-pod decorator removes what each pod's env names."""
     names = world.grow(2)
     for name in names:
         world.start(name)
     world.sync()
     world.github.calls.clear()
-    world.parent["spec"] = spec
+    world.parent["spec"] = {}
+    for statefulset in world.statefulsets().values():
+        without_scope_env(statefulset)
 
     first = world.finalize()
     second = world.finalize()
@@ -1254,18 +1312,29 @@ def test_finalize_with_an_unreadable_spec_lets_the_statefulsets_go_without_githu
     assert world.pods == {}
 
 
-def test_finalize_with_an_unreadable_spec_waits_for_statefulsets_without_pods(
+def test_finalize_with_no_scope_anywhere_waits_for_statefulsets_without_pods(
     world: RunnerSetWorld,
 ) -> None:
     world.grow(2)
     world.pods.clear()  # the StatefulSet controller has not created them (yet)
     world.parent["spec"] = {}
+    for statefulset in world.statefulsets().values():
+        without_scope_env(statefulset)
 
     first = world.finalize()
     second = world.finalize()
 
     assert of_kind(first, "StatefulSet") == {}
     assert [first["finalized"], second["finalized"]] == [False, True]
+
+
+def test_finalize_of_a_set_without_a_spec_and_without_runners_finishes_at_once(
+    world: RunnerSetWorld,
+) -> None:
+    world.parent["spec"] = {}
+
+    assert world.finalize()["finalized"] is True
+    assert world.github.calls == []
 
 
 # ---------------------------------------------------------------- 12. invalid input

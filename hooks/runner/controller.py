@@ -49,6 +49,7 @@ from hooks.runner.parse import (
     credentials_secret,
     observed_status,
     parse_runner,
+    readable_runner,
     spec_scope,
 )
 from hooks.runner.registration import RegistrationMaterial, read_material
@@ -67,9 +68,9 @@ def sync_runner(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookR
 
 
 def finalize_runner(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
-    parsed = parse_runner(request, deps)
+    parsed = readable_runner(request, deps)
     if parsed.runner is None:
-        # Unreadable spec: nothing we can unregister with; let the pods go, then finish.
+        # Not even its metadata reads: nothing to stop a runner by; let the pods go, then finish.
         pods = request.objects("Pod")
         return CompositeHookResponse(
             status=_invalid_status(request, list(parsed.problems), deps.clock),

@@ -112,6 +112,14 @@ class RunnerPlan:
         self.conditions[kind] = ("True" if status else "False", reason, message)
 
 
+def stop_scope(facts: RunnerFacts) -> Scope | None:
+    """Where the runner to stop is registered: as status recorded it, or as its pod's env names
+    it, or else as a valid spec says; None when nothing says (nothing was registered)."""
+    pod_scope = facts.pod.scope if facts.pod is not None else None
+    spec_scope = None if facts.parsed.problems else facts.scope
+    return registered_scope(facts.status) or pod_scope or spec_scope
+
+
 def next_certain_question(facts: RunnerFacts, github: Answers, *, finalizing: bool) -> Step | None:
     """The question the decision is sure to ask next, known without running it: the runner
     list of its scope when a running pod is watched (sync) or its stop begins without a known
@@ -122,7 +130,7 @@ def next_certain_question(facts: RunnerFacts, github: Answers, *, finalizing: bo
         return None
     if not finalizing:
         return ListRunners(facts.scope)
-    scope = registered_scope(facts.status) or (None if facts.parsed.problems else facts.scope)
+    scope = stop_scope(facts)
     known_id = facts.parsed.jit and facts.material.runner_id is not None
     if scope is None or pod.stopped or known_id:
         return None
@@ -377,7 +385,7 @@ class _Decision:
         problems = self.facts.parsed.problems
         if problems:
             out.condition("Valid", False, "InvalidSpec", "; ".join(problems))
-        scope = registered_scope(self.facts.status) or (None if problems else out.scope)
+        scope = stop_scope(self.facts)
         if scope is None:
             # Nothing was ever registered for this Runner: only the pod has to go.
             out.finalized = pod is None

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from hooks.metacontroller import list_or_empty, object_or_empty, observed_time
+from hooks.github.port import Scope
+from hooks.metacontroller import KubeObject, list_or_empty, object_or_empty, observed_time
 
 RUNNER_CONTAINER = "runner"
 UNKNOWN_PHASE = "Unknown"
@@ -33,6 +34,7 @@ class ObservedPod:
     runner_exit_code: int | None  # set once the runner container has terminated
     runner_started: bool
     ephemeral: bool
+    scope: Scope | None  # where its runner registers, as its env names it
 
     @property
     def runner_exited(self) -> bool:
@@ -94,7 +96,8 @@ def observe_pod(pod: dict[str, Any]) -> ObservedPod:
         has_container_statuses=bool(statuses) or not statuses_readable,
         runner_exit_code=exit_code if _is_integer(exit_code) else None,
         runner_started=bool(state.get("running") or terminated) or not statuses_readable,
-        ephemeral=_runner_env(pod, "RUNNER_EPHEMERAL") != "false",
+        ephemeral=literal_env(pod, "RUNNER_EPHEMERAL") != "false",
+        scope=env_scope(pod),
     )
 
 
@@ -119,15 +122,27 @@ def _ready_condition(status: dict[str, Any]) -> tuple[bool, datetime | None]:
     return False, None
 
 
-def _runner_env(pod: dict[str, Any], name: str) -> str | None:
+def literal_env(pod: KubeObject, name: str) -> str:
+    """The literal value of an env var of the runner container; "" when unset or indirect."""
     for container in list_or_empty(object_or_empty(pod.get("spec")).get("containers")):
         if not isinstance(container, dict) or container.get("name") != RUNNER_CONTAINER:
             continue
         for env in list_or_empty(container.get("env")):
             if isinstance(env, dict) and env.get("name") == name:
                 value = env.get("value")
-                return value if isinstance(value, str) else None
-    return None
+                return value if isinstance(value, str) else ""
+    return ""
+
+
+def env_scope(pod: KubeObject) -> Scope | None:
+    """The scope a runner pod (or a pod template) registers in, as its env names it (ARC's
+    names): the record of where its runner went, whatever its owner's spec says now."""
+    scope = Scope(
+        enterprise=literal_env(pod, "RUNNER_ENTERPRISE"),
+        organization=literal_env(pod, "RUNNER_ORG"),
+        repository=literal_env(pod, "RUNNER_REPO"),
+    )
+    return scope if scope.enterprise or scope.organization or scope.repository else None
 
 
 def _text(value: object) -> str:

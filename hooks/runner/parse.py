@@ -17,6 +17,7 @@ from hooks.deps import HookDeps
 from hooks.github.port import Scope
 from hooks.memo import PLAIN_JSON
 from hooks.metacontroller import CompositeHookRequest, KubeObject
+from hooks.resources.readable_part import readable_part
 from hooks.resources.runner import Runner, RunnerStatus
 from hooks.runner.container_mode import pod_service_account
 from hooks.runner.pod import PodDefaults, build_runner_pod
@@ -136,11 +137,30 @@ def _parse_now(
         return ParsedRunner(
             None, (describe_validation_error(error, "Runner"),), jit=False, defaults=defaults
         )
-    scale_set_id = member_of_scale_set(runner.metadata.annotations)
-    jit = scale_set_id is not None or registration_mode(runner.metadata.annotations, mode) == "jit"
+    scale_set_id, jit = _registered_as(runner, mode)
     if problems is None:
         problems = tuple(validate_runner_spec(runner.spec, jit=jit, metadata=runner.metadata))
     return ParsedRunner(runner, problems, jit=jit, defaults=defaults, scale_set_id=scale_set_id)
+
+
+def readable_runner(request: CompositeHookRequest, deps: HookDeps) -> ParsedRunner:
+    """The Runner as far as it reads (`hooks.resources.readable_part`), with the problems of
+    the whole: what a finalize stops its runner by when its spec does not read."""
+    parsed = parse_runner(request, deps)
+    if parsed.runner is not None:
+        return parsed
+    runner = readable_part(Runner, request.parent)
+    if runner is None:
+        return parsed
+    scale_set_id, jit = _registered_as(runner, deps.settings.runner_registration_mode)
+    return ParsedRunner(runner, parsed.problems, jit, parsed.defaults, scale_set_id)
+
+
+def _registered_as(runner: Runner, mode: str) -> tuple[int | None, bool]:
+    """The scale set the Runner is a member of, if any, and whether it registers with JIT."""
+    scale_set_id = member_of_scale_set(runner.metadata.annotations)
+    jit = scale_set_id is not None or registration_mode(runner.metadata.annotations, mode) == "jit"
+    return scale_set_id, jit
 
 
 def observed_status(parent: KubeObject, deps: HookDeps) -> RunnerStatus:

@@ -12,7 +12,12 @@ from typing import Any
 from hooks.github.port import Scope
 from hooks.metacontroller import KubeObject, list_or_empty, object_or_empty, observed_time
 from hooks.naming import RUNNER_ID_ANNOTATION
-from hooks.runner.observed_pod import RUNNER_CONTAINER, ObservedPod, observe_pod
+from hooks.runner.observed_pod import (
+    RUNNER_CONTAINER,
+    ObservedPod,
+    literal_env,
+    observe_pod,
+)
 
 UNREACHABLE_AFTER_SECONDS = 60.0
 """How long past its grace period a terminating pod may still report a running runner before
@@ -67,7 +72,7 @@ def read_runner_pod(pod: KubeObject) -> RunnerPod:
         namespace=_text(metadata.get("namespace")),
         annotations=annotations,
         runner_name=literal_env(pod, "RUNNER_NAME") or observed.name,
-        scope=_scope(pod),
+        scope=observed.scope,
         runner_id=_runner_id(annotations.get(RUNNER_ID_ANNOTATION)),
         controller=controller_ref(pod),
         observed=observed,
@@ -146,27 +151,6 @@ def _runner_state(pod: KubeObject) -> dict[str, Any]:
             state = status.get("state")
             return state if isinstance(state, dict) else {}
     return {}
-
-
-def literal_env(pod: KubeObject, name: str) -> str:
-    """The literal value of an env var of the runner container; "" when unset or indirect."""
-    for container in list_or_empty(object_or_empty(pod.get("spec")).get("containers")):
-        if not isinstance(container, dict) or container.get("name") != RUNNER_CONTAINER:
-            continue
-        for env in list_or_empty(container.get("env")):
-            if isinstance(env, dict) and env.get("name") == name:
-                value = env.get("value")
-                return value if isinstance(value, str) else ""
-    return ""
-
-
-def _scope(pod: KubeObject) -> Scope | None:
-    scope = Scope(
-        enterprise=literal_env(pod, "RUNNER_ENTERPRISE"),
-        organization=literal_env(pod, "RUNNER_ORG"),
-        repository=literal_env(pod, "RUNNER_REPO"),
-    )
-    return scope if scope.enterprise or scope.organization or scope.repository else None
 
 
 def _runner_id(text: str | None) -> int | None:

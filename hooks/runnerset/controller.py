@@ -55,6 +55,7 @@ from hooks.metacontroller import (
     CompositeHookResponse,
     HookKind,
     HookRoute,
+    KubeObject,
     observed_int,
 )
 from hooks.resources.common import ScaleSetStatus
@@ -71,9 +72,14 @@ from hooks.runnerset.decide import (
     scope_of,
 )
 from hooks.runnerset.member import read_members
-from hooks.runnerset.parse import observed_status, parse_runner_set, uses_jit
+from hooks.runnerset.parse import (
+    observed_status,
+    parse_runner_set,
+    readable_runner_set,
+    uses_jit,
+)
 from hooks.runnerset.report import runner_set_response
-from hooks.runnerset.statefulset import RUNNERSET_NAME_LABEL, VOLUME_SLOT_LABEL
+from hooks.runnerset.statefulset import RUNNERSET_NAME_LABEL, VOLUME_SLOT_LABEL, recorded_scope
 from hooks.scale_set_keeper import (
     SCALE_SET_READY,
     ScaleSetProblem,
@@ -144,7 +150,9 @@ def sync_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeH
 
 
 def finalize_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
-    runner_set, problems = parse_runner_set(request, deps)
+    runner_set, problems = readable_runner_set(request, deps)
+    if runner_set is not None and runner_set.spec is not None:
+        runner_set = _with_recorded_scope(runner_set, request.objects("StatefulSet"))
     if runner_set is None or runner_set.spec is None or not has_scope(scope_of(runner_set.spec)):
         return _finalize_unreadable(request, problems, deps.clock.now())
     # A spec with problems still says where its runners are registered: they stop as any
@@ -165,6 +173,22 @@ def finalize_runner_set(request: CompositeHookRequest, deps: HookDeps) -> Compos
     return runner_set_response(
         facts, plan, request.objects("PersistentVolumeClaim"), request.objects("Secret")
     )
+
+
+def _with_recorded_scope(runner_set: RunnerSet, statefulsets: list[KubeObject]) -> RunnerSet:
+    """A set whose spec names no scope (or one that does not read) stops its runners where
+    their StatefulSets say they registered."""
+    spec = runner_set.spec
+    assert spec is not None
+    recorded = recorded_scope(statefulsets)
+    if has_scope(scope_of(spec)) or recorded is None:
+        return runner_set
+    scope = {
+        "enterprise": recorded.enterprise or None,
+        "organization": recorded.organization or None,
+        "repository": recorded.repository or None,
+    }
+    return runner_set.model_copy(update={"spec": spec.model_copy(update=scope)})
 
 
 def _facts(

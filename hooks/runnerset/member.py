@@ -14,9 +14,8 @@ from hooks.memo import Memo
 from hooks.metacontroller import CompositeHookRequest, KubeObject, object_or_empty, observed_int
 from hooks.naming import RUNNER_ID_ANNOTATION, TEMPLATE_HASH_LABEL
 from hooks.resources.runner import GracefulStopStatus
-from hooks.runner.observed_pod import ObservedPod, observe_pod
+from hooks.runner.observed_pod import ObservedPod, literal_env, observe_pod
 from hooks.runner.registration import RegistrationMaterial, read_material
-from hooks.runnerpod.facts import literal_env
 from hooks.runnerset.statefulset import VOLUME_SLOT_LABEL, secret_name
 
 

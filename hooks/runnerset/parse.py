@@ -16,6 +16,7 @@ from hooks.resources.pod_rules import (
     metadata_problems,
     pod_problems,
 )
+from hooks.resources.readable_part import readable_part
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
 from hooks.runner.registration import registration_mode
 from hooks.runner.validation import VALIDATION_DEFAULTS, validate_runner_spec
@@ -37,6 +38,17 @@ def parse_runner_set(
     if runner_set.spec is None:
         return runner_set, ["spec is required"]
     return runner_set, _spec_problems(runner_set, jit=uses_jit(runner_set, deps))
+
+
+def readable_runner_set(
+    request: CompositeHookRequest, deps: HookDeps
+) -> tuple[RunnerSet | None, list[str]]:
+    """The RunnerSet as far as it reads (`hooks.resources.readable_part`), with the problems of
+    the whole: what a finalize stops its runners by when its spec does not read."""
+    runner_set, problems = parse_runner_set(request, deps)
+    if runner_set is not None and runner_set.spec is not None:
+        return runner_set, problems
+    return readable_part(RunnerSet, request.parent), problems
 
 
 def uses_jit(runner_set: RunnerSet, deps: HookDeps) -> bool:

@@ -22,11 +22,13 @@ from typing import Any
 import orjson
 
 from hooks.children import label_value
+from hooks.github.port import Scope
 from hooks.metacontroller import list_or_empty, object_or_empty
 from hooks.naming import SYNC_TIME_ANNOTATION, TEMPLATE_HASH_LABEL
 from hooks.resources.common import ObjectMeta
 from hooks.resources.runner import Runner, RunnerConfig, RunnerSpec
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec
+from hooks.runner.observed_pod import env_scope
 from hooks.runner.pod import POD_TEMPLATE_HASH_LABEL, PodDefaults, build_runner_pod
 from hooks.runner.registration import RegistrationMaterial, secret_data
 from hooks.runner.secret import registration_secret_name
@@ -161,6 +163,16 @@ def statefulset(
         },
         "spec": sts_spec,
     }
+
+
+def recorded_scope(statefulsets: list[KubeObject]) -> Scope | None:
+    """The scope the StatefulSets' runners register in, as their pod templates name it, when
+    they name one and the same: where the set's runners are, whatever its spec says now."""
+    scopes = {
+        env_scope(object_or_empty(object_or_empty(s.get("spec")).get("template")))
+        for s in statefulsets
+    }
+    return scopes.pop() if len(scopes) == 1 else None
 
 
 def secret_name(statefulset_name: str) -> str:
