@@ -301,6 +301,8 @@ SPEC_BREAKS = [
     pytest.param(lambda spec: spec.update(labels=[1]), id="labels-not-text"),
     pytest.param(lambda spec: spec.update(group=True), id="group-not-text"),
     pytest.param(lambda spec: spec.update(env="PATH=/bin"), id="env-not-a-list"),
+    pytest.param(lambda spec: spec.update(ephemeral="false"), id="ephemeral-as-text"),
+    pytest.param(lambda spec: spec.update(dockerMTU="1500"), id="mtu-as-text"),
 ]
 
 

@@ -1238,6 +1238,8 @@ def test_finalize_lets_no_runner_go_while_github_is_rate_limited(world: RunnerSe
         pytest.param(lambda spec: spec.update(labels=[1]), id="labels-not-text"),
         pytest.param(lambda spec: spec.update(template="pod"), id="template-not-an-object"),
         pytest.param(lambda spec: spec.update(selector=[]), id="selector-not-an-object"),
+        pytest.param(lambda spec: spec.update(replicas="2"), id="replicas-as-text"),
+        pytest.param(lambda spec: spec.update(ephemeral="false"), id="ephemeral-as-text"),
     ],
 )
 def test_a_set_deleted_with_a_spec_that_does_not_read_still_waits_for_its_busy_runner(

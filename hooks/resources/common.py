@@ -45,12 +45,18 @@ class ResourceModel(BaseModel):
     Unknown fields are ignored rather than rejected because the API server prunes them against
     the CRD schema before we ever see them; being lenient here keeps a newer CRD and an older
     hook server compatible during an upgrade.
+
+    Values are read strictly, as the CRD schema types them: `replicas: "3"`, `replicas: true`
+    and `ephemeral: "false"` are invalid specs, not three runners, one runner and false. The
+    API server refuses them already; an object that reaches a hook without that check (a CRD
+    installed without its schema, a request sent by hand) gets the same answer, not a guess.
     """
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
         extra="ignore",
+        strict=True,
     )
 
     def to_wire(self) -> dict[str, Any]:
