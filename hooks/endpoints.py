@@ -36,6 +36,7 @@ from hooks.metacontroller import (
     encode_answer,
 )
 from hooks.metrics import FRESH_PARENT_READS, HOOK_LATENCY
+from hooks.redaction import without_credentials
 from hooks.request_body import BodyTooLarge, body_within
 from hooks.request_reader import ReadRequest, RequestReader
 from hooks.workers import CallRunner
@@ -150,6 +151,9 @@ def _sync_endpoint(
             if response.events:
                 await edge.events.record(subject(hook_request), response.events)
             wire = response.to_wire()
+            for shown in ("status", "annotations"):  # read by people: no credentials
+                if wire.get(shown) is not None:
+                    wire[shown] = without_credentials(wire[shown])
             body = encode_answer(wire)
         except Exception as error:
             return _failed(path, key, started, error)

@@ -19,6 +19,7 @@ from datetime import datetime
 
 from hooks.clock import Clock, format_time
 from hooks.kube.port import KubeError, KubeObject, KubePort, Resource
+from hooks.redaction import mask_credentials
 
 log = logging.getLogger("arc_hooks.events")
 
@@ -106,7 +107,7 @@ def event_object(involved: KubeObject, event: LifecycleEvent, now: datetime) -> 
         },
         "involvedObject": reference,
         "reason": event.reason,
-        "message": event.message[:MAX_MESSAGE],
+        "message": mask_credentials(event.message)[:MAX_MESSAGE],
         "type": "Warning" if event.warning else "Normal",
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,

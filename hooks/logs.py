@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-GITHUB_TOKEN_SHAPE = re.compile(r"\b(gh[pousr]_[A-Za-z0-9_]{16,}|github_pat_[A-Za-z0-9_]{20,})\b")
-REDACTED = "[REDACTED]"
+from hooks.redaction import MASK, mask_credentials
 
 _STANDARD_ATTRIBUTES = set(logging.makeLogRecord({}).__dict__) | {
     "message",
@@ -45,8 +43,8 @@ class JsonFormatter(logging.Formatter):
 
     def redact(self, text: str) -> str:
         for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
-        return GITHUB_TOKEN_SHAPE.sub(REDACTED, text)
+            text = text.replace(secret, MASK)
+        return mask_credentials(text)
 
 
 def configure_logging(level: str = "INFO", secrets: Iterable[str] = ()) -> None:

@@ -809,9 +809,11 @@ class LastError(logging.Handler):
 
 
 @contextmanager
-def hook_server(env: dict[str, object] | None = None) -> Iterator[tuple[TestClient, LastError]]:
+def hook_server(
+    env: dict[str, object] | None = None, github: InMemoryGitHub | None = None
+) -> Iterator[tuple[TestClient, LastError]]:
     clock = ManualClock()
-    github = InMemoryGitHub(clock)
+    github = github or InMemoryGitHub(clock)
     errors = LastError()
     logger = logging.getLogger("arc_hooks")
     logger.addHandler(errors)

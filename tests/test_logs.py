@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import logging
 
-from hooks.logs import REDACTED, JsonFormatter
+from hooks.logs import JsonFormatter
+from hooks.redaction import MASK
 
 
 def record(message: str, **extra: object) -> logging.LogRecord:
@@ -34,4 +35,4 @@ def test_configured_secrets_and_token_shapes_are_redacted() -> None:
 
     assert "ghp_" not in line and "ghs_" not in line
     assert "my-webhook-secret-value" not in line
-    assert line.count(REDACTED) == 3
+    assert line.count(MASK) == 3

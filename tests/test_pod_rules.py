@@ -109,7 +109,7 @@ def test_what_the_api_server_accepts_is_no_problem(path: str, value: Any) -> Non
     ("path", "value", "problem"),
     [
         ("spec.containers.0.imagePullPolicy", "Sometimes", "imagePullPolicy: must be one of"),
-        ("spec.terminationGracePeriodSeconds", 2**63, "terminationGracePeriodSeconds: must be at"),
+        ("spec.terminationGracePeriodSeconds", 2**63, "terminationGracePeriodSeconds: must be bet"),
         ("spec.terminationGracePeriodSeconds", "30", "must be of type integer"),
         ("spec.activeDeadlineSeconds", 0, "activeDeadlineSeconds: must be at least 1"),
         ("spec.restartPolicy", "Sometimes", "restartPolicy: must be one of"),
@@ -960,7 +960,6 @@ def test_what_the_api_server_accepts_in_the_ported_rules_is_no_problem(
             {**EXEC, "successThreshold": 3},
             "startupProbe.successThreshold: must be 1",
         ),
-        (f"{C0}.livenessProbe", {**EXEC, "periodSeconds": 2**31}, "periodSeconds: must be at most"),
         (
             f"{C0}.livenessProbe",
             {**EXEC, "terminationGracePeriodSeconds": 0},
@@ -2018,3 +2017,92 @@ def test_conditions_name_the_field_never_the_value(
     assert valid["status"] == "False" and field in valid["message"]
     assert SECRET not in json.dumps(answer)
     assert SECRET[:12] not in json.dumps(answer)
+
+
+INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
+TOLERATION = {"key": "k", "operator": "Exists", "effect": "NoExecute"}
+ISCSI = {"targetPortal": "10.0.0.1:3260", "iqn": "iqn.2001-04.com.example:storage", "lun": 0}
+
+
+def _integer_fields(int32: int, int64: int) -> list[tuple[str, Any, str]]:
+    """Integer fields of the int32 and int64 formats, with their values at `int32`, `int64`."""
+    return [
+        (SPREADS, [_spread(maxSkew=int32)], "maxSkew"),
+        (f"{C0}.livenessProbe", {**EXEC, "periodSeconds": int32}, "periodSeconds"),
+        ("spec.terminationGracePeriodSeconds", int64, "terminationGracePeriodSeconds"),
+        (SPREADS, [_spread(minDomains=int32)], "minDomains"),
+        ("spec.tolerations", [{**TOLERATION, "tolerationSeconds": int64}], "tolerationSeconds"),
+        ("spec.volumes.0", {"name": "work", "iscsi": {**ISCSI, "lun": int32}}, "iscsi.lun"),
+        (
+            "spec.volumes.0",
+            {"name": "work", "fc": {"targetWWNs": ["500a0982991b8dc5"], "lun": int32}},
+            "fc.lun",
+        ),
+        (
+            "spec.volumes.0",
+            {"name": "work", "awsElasticBlockStore": {"volumeID": "vol-1", "partition": int32}},
+            "awsElasticBlockStore.partition",
+        ),
+        (
+            "spec.volumes.0",
+            {
+                "name": "work",
+                "projected": {
+                    "sources": [{"serviceAccountToken": {"path": "t", "expirationSeconds": int64}}]
+                },
+            },
+            "expirationSeconds",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("path", "value", "field"), _integer_fields(INT32_MAX, INT64_MAX))
+def test_integers_at_the_top_of_their_format_are_no_type_problem(
+    path: str, value: Any, field: str
+) -> None:
+    pod = _mutated(path, value)
+    assert schema_problems(pod) == [], field
+
+
+@pytest.mark.parametrize(("path", "value", "field"), _integer_fields(INT32_MAX + 1, INT64_MAX + 1))
+def test_integers_past_their_format_are_a_problem(path: str, value: Any, field: str) -> None:
+    """The API server cannot read such a number into its int32 or int64 field."""
+    problems = pod_problems(_mutated(path, value))
+    assert any(field in p and "must be between" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "problem"),
+    [
+        (
+            "spec.volumes.0",
+            {"name": "work", "secret": {"secretName": "s", "defaultMode": 1000.0}},
+            "secret.defaultMode: must be a file mode",
+        ),
+        (
+            "spec.volumes.0",
+            {
+                "name": "work",
+                "configMap": {"name": "c", "items": [{"key": "k", "path": "p", "mode": 512.0}]},
+            },
+            "mode: must be a file mode",
+        ),
+        ("spec.tolerations", [{**TOLERATION, "tolerationSeconds": 1e19}], "tolerationSeconds"),
+        (SPREADS, [_spread(maxSkew=0.0)], "maxSkew"),
+    ],
+)
+def test_whole_floats_are_judged_as_the_integers_they_arrive_as(
+    path: str, value: Any, problem: str
+) -> None:
+    """Metacontroller decodes an answer's `1000.0` into the integer 1000: its range is checked."""
+    problems = pod_problems(_mutated(path, value))
+    assert any(problem in p for p in problems), problems
+
+
+def test_a_whole_float_within_range_is_no_problem_and_a_fraction_is_one() -> None:
+    mode = {"name": "work", "secret": {"secretName": "s", "defaultMode": 420.0}}
+    assert pod_problems(_mutated("spec.volumes.0", mode)) == []
+    fraction = {"name": "work", "secret": {"secretName": "s", "defaultMode": 420.5}}
+    assert pod_problems(_mutated("spec.volumes.0", fraction)) == [
+        "spec.volumes[0].secret.defaultMode: must be of type integer"
+    ]

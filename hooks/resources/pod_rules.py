@@ -243,6 +243,7 @@ MAX_SCHEMA_PROBLEMS = 10
 def pod_problems(pod: Mapping[str, Any]) -> Problems:
     """Every reason the API server would refuse to create `pod` (empty when it would not).
     A pod of the wrong shape is reported by its shape only: the rules read well-typed fields."""
+    pod = _whole_numbers_as_integers(pod)
     problems = schema_problems(pod)
     if problems:
         return problems
@@ -270,10 +271,10 @@ _SPEC_PROBLEMS: Memo[bytes, tuple[str, ...]] = Memo(256)
 
 def _spec_problems(spec: object) -> Problems:
     """The spec's schema problems, remembered by the spec's shape: its JSON with every string
-    value blanked. The schema asserts types, required fields and structure, never the text of a
-    string (it has no patterns or enums, and formats are not asserted), so specs of one shape
-    have the same problems, and the pods of a set's runners, which differ in the names written
-    into them, share one check."""
+    value blanked. The schema asserts types, required fields, structure and the range of
+    integers, never the text of a string (it has no patterns or enums, and only integer formats
+    are asserted), so specs of one shape have the same problems, and the pods of a set's
+    runners, which differ in the names written into them, share one check."""
     try:
         key = orjson.dumps(_shape(spec), option=PLAIN_JSON)
     except orjson.JSONEncodeError:
@@ -283,6 +284,19 @@ def _spec_problems(spec: object) -> Problems:
         found = tuple(_part_problems(spec, "spec", _SPEC_TYPE))
         _SPEC_PROBLEMS.put(key, found)
     return list(found)
+
+
+def _whole_numbers_as_integers(value: Any) -> Any:
+    """`value` with each whole float (`1000.0`) an integer, as the API server receives it:
+    Metacontroller decodes our answer with apimachinery's JSON, which turns them into int64s.
+    The rules then judge the integer (a `defaultMode` of `1000.0` is out of range)."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        return {key: _whole_numbers_as_integers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers_as_integers(item) for item in value]
+    return value
 
 
 def _shape(value: object) -> object:
@@ -1678,12 +1692,31 @@ def _fragment_schema(definition: str) -> jsonschema.Draft202012Validator:
     return _type_schema(f"io.k8s.api.core.v1.{definition}")
 
 
+INTEGER_FORMATS = {"int32": (-(2**31), INT32_MAX), "int64": (INT64_MIN, INT64_MAX)}
+"""What the schema's integer formats hold: the API server cannot read a larger number into its
+Go field, and refuses the object."""
+
+
+def _fits(low: int, high: int, instance: object) -> bool:
+    return not isinstance(instance, int) or isinstance(instance, bool) or low <= instance <= high
+
+
+def _integer_formats() -> jsonschema.FormatChecker:
+    """Asserts the integer formats only (`date-time` is the API server's to parse)."""
+    checker = jsonschema.FormatChecker(formats=())
+    for name, (low, high) in INTEGER_FORMATS.items():
+        checker.checks(name)(functools.partial(_fits, low, high))
+    return checker
+
+
 @functools.cache
 def _type_schema(name: str) -> jsonschema.Draft202012Validator:
     definitions = _schema_document()["$defs"]
     if name not in definitions:
         raise KeyError(f"no Kubernetes type {name} in {POD_SCHEMA_FILE}")
-    return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": definitions})
+    return jsonschema.Draft202012Validator(
+        {"$ref": f"#/$defs/{name}", "$defs": definitions}, format_checker=_integer_formats()
+    )
 
 
 def _schema_rule(error: jsonschema.ValidationError) -> str:
@@ -1699,6 +1732,9 @@ def _schema_rule(error: jsonschema.ValidationError) -> str:
             return f"{', '.join(missing) or 'a field'} required"
         case "enum":
             return "must be one of " + ", ".join(str(v) for v in expected if v is not None)
+        case "format" if expected in INTEGER_FORMATS:
+            low, high = INTEGER_FORMATS[expected]
+            return f"must be between {low} and {high} (an {expected})"
         case "format":
             return f"must be in the {expected} format"
         case _:

@@ -1,0 +1,131 @@
+"""A token pasted into the wrong field is not shown back: status, pod annotations, events and
+logs mask anything shaped like a GitHub token or a URL's credentials, wherever a message quotes
+it (a scope in a GitHub error, a key in a field's problem)."""
+
+from __future__ import annotations
+
+import copy
+import logging
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hooks.clock import ManualClock
+from hooks.events import LifecycleEvent, event_object
+from hooks.github.port import GitHubError
+from hooks.logs import JsonFormatter
+from hooks.redaction import MASK, mask_credentials, without_credentials
+from tests.in_memory_github import InMemoryGitHub
+from tests.test_hook_inputs import SEEDS, check_answer, hook_server, post
+
+TOKEN = "ghp_Zq7Lk2Vb9Xw4Rt1Yp6Nm3Hs8Jd5Fg0Ca2Ee4"
+PAT = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"
+URL_SECRET = "x-access-token:s3cr3tValue"
+
+TOKENS = st.sampled_from(
+    [
+        TOKEN,
+        PAT,
+        "ghs_" + "A" * 36,
+        "gho_" + "b1" * 10,
+        "ghu_" + "C_d" * 8,
+        "ghr_" + "0" * 40,
+    ]
+)
+TEXT = st.text(st.characters(codec="utf-8", exclude_characters="_"), max_size=20)
+
+
+@given(before=TEXT, token=TOKENS, after=TEXT)
+def test_a_token_anywhere_in_text_is_masked(before: str, token: str, after: str) -> None:
+    masked = mask_credentials(f"{before} {token} {after}")
+
+    assert token not in masked and MASK in masked
+
+
+@given(
+    secret=st.text(
+        st.characters(exclude_categories=("Z", "C"), exclude_characters='/@"'),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_the_credentials_of_a_url_are_masked(secret: str) -> None:
+    masked = mask_credentials(f"list runners in /orgs/https://{secret}@github.com/acme: 404")
+
+    assert masked == f"list runners in /orgs/https://{MASK}@github.com/acme: 404"
+
+
+@given(
+    value=st.recursive(
+        st.text(max_size=8) | st.integers(-(2**63), 2**63 - 1), lambda inner: st.lists(inner)
+    )
+)
+def test_values_without_credentials_are_the_same_object(value: object) -> None:
+    text = orjson.dumps(value).decode()
+    if mask_credentials(text) == text:
+        assert without_credentials(value) is value
+
+
+def test_nested_values_are_masked_keys_included() -> None:
+    value = {"conditions": [{"message": f"in {TOKEN}"}], TOKEN: 1}
+
+    masked = without_credentials(value)
+
+    assert TOKEN not in orjson.dumps(masked).decode()
+    assert masked == {"conditions": [{"message": f"in {MASK}"}], MASK: 1}
+    assert value == {"conditions": [{"message": f"in {TOKEN}"}], TOKEN: 1}, "not changed"
+
+
+@pytest.mark.parametrize(
+    "organization",
+    [TOKEN, f"https://{TOKEN}@github.com/acme", f"https://{URL_SECRET}@github.com/acme"],
+)
+@pytest.mark.parametrize("path", ["/finalize/runnerset", "/sync/runnerset"])
+def test_a_github_error_quoting_the_scope_shows_no_credentials(
+    organization: str, path: str
+) -> None:
+    """GitHub's answer names the scope asked about, which is what the spec says: a token pasted
+    as the organization would be quoted back in status."""
+    github = InMemoryGitHub(ManualClock())
+    github.list_error = GitHubError(f"list runners in /orgs/{organization}: HTTP 404: Not Found")
+    request = copy.deepcopy(SEEDS[path][0])
+    request["parent"]["spec"]["organization"] = organization
+    with hook_server(github=github) as (client, errors):
+        response = post(client, path, orjson.dumps(request))
+        check_answer(path, request, response, errors)
+
+    status = orjson.dumps(response.json()["status"]).decode()
+    assert "HTTP 404" in status or "organization" in status
+    assert TOKEN not in status and "s3cr3tValue" not in status
+
+
+def test_a_problem_quoting_a_key_shows_no_token() -> None:
+    request = copy.deepcopy(SEEDS["/sync/runner"][0])
+    request["parent"]["spec"]["resources"] = {"limits": {TOKEN: "1"}}
+    with hook_server() as (client, errors):
+        response = post(client, "/sync/runner", orjson.dumps(request))
+        check_answer("/sync/runner", request, response, errors)
+
+    status = response.json()["status"]
+    valid = next(c for c in status["conditions"] if c["type"] == "Valid")
+    assert valid["status"] == "False" and "resources.limits" in valid["message"]
+    assert TOKEN not in orjson.dumps(status).decode()
+
+
+def test_an_event_quoting_a_token_is_masked() -> None:
+    involved = {"kind": "Runner", "metadata": {"name": "r", "namespace": "ci", "uid": "u"}}
+    event = LifecycleEvent("FailedUpdateRegistrationToken", f"failed in /orgs/{TOKEN}", True)
+
+    written = event_object(involved, event, ManualClock().now())
+
+    assert TOKEN not in written["message"] and MASK in written["message"]
+
+
+def test_a_log_line_quoting_url_credentials_is_masked() -> None:
+    record = logging.makeLogRecord({"msg": f"GET https://{URL_SECRET}@github.com/x failed"})
+
+    line = JsonFormatter().format(record)
+
+    assert "s3cr3tValue" not in line and MASK in line
