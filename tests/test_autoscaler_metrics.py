@@ -97,6 +97,15 @@ def test_defaults() -> None:
             f"{VALIDATING}.scaleDownFactor cannot be parsed into a float64",
         ),
         ({"scale_up_factor": "inf"}, f"{VALIDATING}.scaleUpFactor must be a finite number"),
+        # Beyond ARC: values Go's ParseFloat reads but nothing can be sized by.
+        ({"scale_up_threshold": "NaN"}, f"{VALIDATING}.scaleUpThreshold must be a finite number"),
+        (
+            {"scale_down_threshold": "-Infinity"},
+            f"{VALIDATING}.scaleDownThreshold must be a finite number",
+        ),
+        ({"scale_down_factor": "nan"}, f"{VALIDATING}.scaleDownFactor must be a finite number"),
+        ({"scale_up_factor": "-2"}, f"{VALIDATING}.scaleUpFactor cannot be lower than 0"),
+        ({"scale_down_factor": "-0.5"}, f"{VALIDATING}.scaleDownFactor cannot be lower than 0"),
         ({"scale_up_adjustment": -1}, f"{VALIDATING}.scaleUpAdjustment cannot be lower than 0"),
         ({"scale_down_adjustment": -2}, f"{VALIDATING}.scaleDownAdjustment cannot be lower than 0"),
         (

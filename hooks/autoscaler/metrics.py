@@ -60,8 +60,8 @@ class JobCounts:
 def busy_rule(metric: MetricSpec) -> BusyRule:
     """The rule a PercentageRunnersBusy metric defines, with ARC's validation and messages."""
     defaults = BusyRule()
-    up_threshold = _decimal(metric.scale_up_threshold, "scaleUpThreshold")
-    down_threshold = _decimal(metric.scale_down_threshold, "scaleDownThreshold")
+    up_threshold = _finite(metric.scale_up_threshold, "scaleUpThreshold")
+    down_threshold = _finite(metric.scale_down_threshold, "scaleDownThreshold")
     up_adjustment, up_factor = _step(metric.scale_up_adjustment, metric.scale_up_factor, "Up")
     down_adjustment, down_factor = _step(
         metric.scale_down_adjustment, metric.scale_down_factor, "Down"
@@ -222,10 +222,20 @@ def _step(adjustment: int | None, factor_text: str | None, way: str) -> tuple[in
                 "together"
             )
         return adjustment, None
-    factor = _decimal(factor_text, f"scale{way}Factor")
-    if factor is not None and not math.isfinite(factor):
-        raise AutoscalingError(f"{_VALIDATING}.scale{way}Factor must be a finite number")
+    factor = _finite(factor_text, f"scale{way}Factor")
+    if factor is not None and factor < 0:
+        # Replicas times a negative number: ARC would size to its minimum, whatever the load.
+        raise AutoscalingError(f"{_VALIDATING}.scale{way}Factor cannot be lower than 0")
     return 0, factor
+
+
+def _finite(text: str | None, field: str) -> float | None:
+    """A decimal that sizes something: NaN (no threshold ever matches, so the metric silently
+    never scales) and the infinities are refused, where ARC's ParseFloat reads them."""
+    value = _decimal(text, field)
+    if value is not None and not math.isfinite(value):
+        raise AutoscalingError(f"{_VALIDATING}.{field} must be a finite number")
+    return value
 
 
 def _or(value: float | None, default: float) -> float:
