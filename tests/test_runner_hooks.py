@@ -339,6 +339,27 @@ def test_a_runner_deleted_with_a_spec_that_does_not_read_still_waits_for_its_job
     assert done["finalized"] is True
 
 
+def test_a_runner_deleted_after_its_organization_was_changed_waits_for_its_job_where_it_is(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """The running pod's runner registered where the pod's env says: waited for there."""
+    driver = running_driver(client, clock, github, spec={**ORG_SPEC, "ephemeral": False})
+    github.set_busy(ORG, "example-runner", True)
+    driver.parent["spec"]["organization"] = "another-org"
+    driver.sync()  # the edit is seen before the deletion
+
+    for _ in range(3):
+        answer = driver.finalize()
+        assert answer["finalized"] is False
+        assert "Pod" in [c["kind"] for c in answer["children"]]
+        clock.advance(60)
+
+    github.set_busy(ORG, "example-runner", False)
+    driver.finalize()
+    assert driver.finalize()["finalized"] is True
+    assert github.runners[ORG] == []
+
+
 def test_finalize_idle_runner_unregisters_then_releases_pod_then_finishes(
     client: TestClient, clock: ManualClock, github: InMemoryGitHub
 ) -> None:

@@ -1267,6 +1267,28 @@ def test_a_set_deleted_with_a_spec_that_does_not_read_still_waits_for_its_busy_r
     assert world.github.runners[ORG] == []
 
 
+def test_a_set_deleted_after_its_organization_was_changed_stops_its_runners_where_they_are(
+    world: RunnerSetWorld,
+) -> None:
+    """Its runners registered in the organization their StatefulSets name: the busy one is
+    waited for there, then unregistered there, not looked for in the new one."""
+    (name,) = world.grow(1)
+    world.start(name, busy=True)
+    world.sync()
+    world.parent["spec"]["organization"] = "another-org"
+
+    for _ in range(3):
+        answer = world.finalize()
+        assert answer["finalized"] is False
+        assert world.statefulsets()[name]["spec"]["replicas"] == 1
+        world.clock.advance(600)
+    assert ("list_runners", "/orgs/another-org") not in world.github.calls
+
+    world.github.unregister(ORG, f"{name}-0")
+    world.set_runner(name, runner_terminated(0, format_time(world.clock.now())))
+    assert [world.finalize()["finalized"] for _ in range(4)][-1] is True
+
+
 def test_a_set_deleted_with_an_idle_runner_and_a_spec_that_does_not_read_unregisters_it(
     world: RunnerSetWorld,
 ) -> None:

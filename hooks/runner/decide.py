@@ -113,11 +113,12 @@ class RunnerPlan:
 
 
 def stop_scope(facts: RunnerFacts) -> Scope | None:
-    """Where the runner to stop is registered: as status recorded it, or as its pod's env names
-    it, or else as a valid spec says; None when nothing says (nothing was registered)."""
+    """Where the runner to stop is registered: as its pod's env names it (the pod's runner went
+    there, whatever the spec says since), or as status recorded it, or else as a valid spec
+    says; None when nothing says (nothing was registered)."""
     pod_scope = facts.pod.scope if facts.pod is not None else None
     spec_scope = None if facts.parsed.problems else facts.scope
-    return registered_scope(facts.status) or pod_scope or spec_scope
+    return pod_scope or registered_scope(facts.status) or spec_scope
 
 
 def next_certain_question(facts: RunnerFacts, github: Answers, *, finalizing: bool) -> Step | None:

@@ -176,12 +176,12 @@ def finalize_runner_set(request: CompositeHookRequest, deps: HookDeps) -> Compos
 
 
 def _with_recorded_scope(runner_set: RunnerSet, statefulsets: list[KubeObject]) -> RunnerSet:
-    """A set whose spec names no scope (or one that does not read) stops its runners where
-    their StatefulSets say they registered."""
+    """The set as it stops its runners: where their StatefulSets say they registered, when
+    they all say one place, whatever the spec says now (edited since, unreadable, or none)."""
     spec = runner_set.spec
     assert spec is not None
     recorded = recorded_scope(statefulsets)
-    if has_scope(scope_of(spec)) or recorded is None:
+    if recorded is None or recorded == scope_of(spec):
         return runner_set
     scope = {
         "enterprise": recorded.enterprise or None,
