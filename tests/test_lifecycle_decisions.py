@@ -751,6 +751,7 @@ def member(name: str, created: str) -> ObservedMember:
         pod=pod,
         secret=None,
         material=RegistrationMaterial(),
+        scope=None,
     )
 
 

@@ -339,6 +339,32 @@ def test_a_runner_deleted_with_a_spec_that_does_not_read_still_waits_for_its_job
     assert done["finalized"] is True
 
 
+def test_a_busy_runner_whose_organization_was_changed_finishes_its_job_then_moves(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """The running pod's runner is looked for where its env says it registered: busy there, it
+    is replaced only after its job (however long, past the registration timeout), unregistered
+    there, and the new pod registers in the new organization with a token issued for it."""
+    driver = running_driver(client, clock, github, spec={**ORG_SPEC, "ephemeral": False})
+    github.set_busy(ORG, "example-runner", True)
+    driver.parent["spec"]["organization"] = "another-org"
+
+    for _ in range(20):
+        answer = driver.sync()
+        assert "Pod" in [c["kind"] for c in answer["children"]]
+        registered = next(c for c in answer["status"]["conditions"] if c["type"] == "Registered")
+        assert registered["reason"] == "RunnerOnline"
+        clock.advance(120)
+    assert github.count("remove_runner") == 0
+
+    github.set_busy(ORG, "example-runner", False)
+    for _ in range(3):
+        answer = driver.sync()
+    assert github.runners[ORG] == []
+    assert answer["status"]["registration"]["organization"] == "another-org"
+    assert ("registration_token", "/orgs/another-org") in github.calls
+
+
 def test_a_runner_deleted_after_its_organization_was_changed_waits_for_its_job_where_it_is(
     client: TestClient, clock: ManualClock, github: InMemoryGitHub
 ) -> None:

@@ -1267,6 +1267,30 @@ def test_a_set_deleted_with_a_spec_that_does_not_read_still_waits_for_its_busy_r
     assert world.github.runners[ORG] == []
 
 
+def test_a_busy_runner_of_a_set_whose_organization_was_changed_finishes_its_job(
+    world: RunnerSetWorld,
+) -> None:
+    """The new organization gets new runners; the old runner, looked for where its
+    StatefulSet says it registered, is busy there: replaced only after its job, and
+    unregistered there, however long the job takes (past the registration timeout)."""
+    (name,) = world.grow(1)
+    world.start(name, busy=True)
+    world.sync()
+    world.parent["spec"]["organization"] = "another-org"
+
+    for _ in range(20):
+        world.sync()
+        assert world.statefulsets()[name]["spec"]["replicas"] == 1
+        world.clock.advance(120)
+    assert world.github.count("remove_runner") == 0
+
+    world.github.set_busy(ORG, f"{name}-0", False)
+    for _ in range(6):
+        world.sync()
+    assert name not in world.statefulsets()
+    assert world.github.runners[ORG] == []
+
+
 def test_a_set_deleted_after_its_organization_was_changed_stops_its_runners_where_they_are(
     world: RunnerSetWorld,
 ) -> None:

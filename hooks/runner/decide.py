@@ -130,7 +130,7 @@ def next_certain_question(facts: RunnerFacts, github: Answers, *, finalizing: bo
     if pod is None or (stop is not None and stop.pod_uid == pod.uid):
         return None
     if not finalizing:
-        return ListRunners(facts.scope)
+        return ListRunners(stop_scope(facts) or facts.scope)
     scope = stop_scope(facts)
     known_id = facts.parsed.jit and facts.material.runner_id is not None
     if scope is None or pod.stopped or known_id:
@@ -169,7 +169,9 @@ class _Decision:
         self.list_fresh_until: datetime | None = None  # until when the list looked in is served
         status = facts.status
         self.out = RunnerPlan(
-            scope=facts.scope,
+            # The current pod's runner, or the one whose stop goes on, is looked for where it
+            # registered; a new pod registers where the spec says (`_start_pod`).
+            scope=stop_scope(facts) or facts.scope,
             stop=status.graceful_stop,
             failures=status.failures or 0,
             last_failure_time=status.last_failure_time,
@@ -306,6 +308,7 @@ class _Decision:
             out.phase = "Pending"
             out.wait(RELEASE_RESYNC_SECONDS)
             return
+        out.scope = facts.scope
         material = self._ensure_jit_config() if facts.parsed.jit else self._ensure_token()
         if material is None:
             return
@@ -317,8 +320,10 @@ class _Decision:
     def _ensure_token(self) -> RegistrationMaterial | None:
         """The Secret's token when a new pod can use it; otherwise a fresh one, written to the
         Secret in the same answer (the kubelet waits for a Secret a pod references)."""
-        if self.facts.material.token_usable(self.facts.now):
-            return self.facts.material
+        registered = registered_scope(self.facts.status)
+        same_scope = registered is None or registered == self.out.scope
+        if same_scope and self.facts.material.token_usable(self.facts.now):
+            return self.facts.material  # (a token of another scope would not register here)
         try:
             material = new_token(self.github, self.out.scope)
         except GitHubError as error:

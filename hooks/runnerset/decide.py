@@ -211,20 +211,31 @@ class _Decision:
     # --------------------------------------------------------------- GitHub
 
     def _look_up_runners(self) -> None:
-        """One (cached) list of the scope's runners serves every member."""
-        try:
-            listing = self.github.list_runners(self.scope)
-        except GitHubError as error:
-            self.github_available = False
-            self.out.conditions["GitHubAvailable"] = ("False", "GitHubUnavailable", str(error))
-            self.out.wait(retry_delay(error, self.settings.unregistration_retry_delay))
-            return
+        """One (cached) list of each scope's runners serves every member: the spec's, and any
+        other a member's template names (a scope changed since it was created)."""
+        scopes = sorted({self.scope, *(self._scope_of(m) for m in self.members)}, key=str)
+        listed: dict[Scope, dict[str, GitHubRunner]] = {}
+        fresh_until: list[datetime] = []
+        for scope in scopes:
+            try:
+                listing = self.github.list_runners(scope)
+            except GitHubError as error:
+                self.github_available = False
+                self.out.conditions["GitHubAvailable"] = ("False", "GitHubUnavailable", str(error))
+                self.out.wait(retry_delay(error, self.settings.unregistration_retry_delay))
+                return
+            listed[scope] = {r.name: r for r in listing}
+            if listing.fresh_until is not None:
+                fresh_until.append(listing.fresh_until)
         self.out.conditions["GitHubAvailable"] = ("True", "Listed", "")
-        self.list_fresh_until = listing.fresh_until
-        listed = {r.name: r for r in listing}
-        self.listed = tuple(listed.values())
+        self.list_fresh_until = min(fresh_until, default=None)
+        self.listed = tuple(listed[self.scope].values())
         for member in self.members:
-            member.github_runner = listed.get(member.observed.runner_name)
+            member.github_runner = listed[self._scope_of(member)].get(member.observed.runner_name)
+
+    def _scope_of(self, member: Member) -> Scope:
+        """Where the member's runner registers: as its StatefulSet says, else the spec."""
+        return member.observed.scope or self.scope
 
     def _orphaned_registrations_removed(self) -> bool:
         """Registrations under this set's runner names with no StatefulSet left: a JIT config
@@ -313,7 +324,7 @@ class _Decision:
         if stop.outcome not in CLEAN_OUTCOMES and stop.reason != "PodDeleted":
             check = remove_leftover_registration(
                 self.github,
-                self.scope,
+                self._scope_of(member),
                 member.observed.registered_name,
                 self.facts.timing,
                 stopped_at=parse_optional_time(stop.completed_at),
@@ -332,7 +343,7 @@ class _Decision:
     def _subject(self, member: Member) -> StopSubject:
         pod = member.observed.pod
         return StopSubject(
-            scope=self.scope,
+            scope=self._scope_of(member),
             runner_name=member.observed.runner_name,
             runner_id=member.runner_id,
             pod=pod,
@@ -485,7 +496,7 @@ class _Decision:
         if not lost and (not material.token or material.token_usable(self.now)):
             return
         try:
-            member.new_material = new_token(self.github, self.scope)
+            member.new_material = new_token(self.github, self._scope_of(member))
         except GitHubError:
             return  # tried again on the next sync; an expired token only fails that start
 

@@ -9,12 +9,13 @@ from functools import partial
 from typing import Any
 
 from hooks.children import read_once, state_key
+from hooks.github.port import Scope
 from hooks.lifecycle.graceful_stop import GRACEFUL_STOP_ANNOTATION, read_stop
 from hooks.memo import Memo
 from hooks.metacontroller import CompositeHookRequest, KubeObject, object_or_empty, observed_int
 from hooks.naming import RUNNER_ID_ANNOTATION, TEMPLATE_HASH_LABEL
 from hooks.resources.runner import GracefulStopStatus
-from hooks.runner.observed_pod import ObservedPod, literal_env, observe_pod
+from hooks.runner.observed_pod import ObservedPod, env_scope, literal_env, observe_pod
 from hooks.runner.registration import RegistrationMaterial, read_material
 from hooks.runnerset.statefulset import VOLUME_SLOT_LABEL, secret_name
 
@@ -33,6 +34,7 @@ class ObservedMember:
     pod: ObservedPod | None
     secret: KubeObject | None
     material: RegistrationMaterial
+    scope: Scope | None  # where its runner registers, as its pod template's env names it
 
     @property
     def runner_name(self) -> str:
@@ -101,4 +103,5 @@ def _read_member(
         pod=observe_pod(pod_object) if pod_object is not None else None,
         secret=secret,
         material=read_material(secret),
+        scope=env_scope(object_or_empty(object_or_empty(sts.get("spec")).get("template"))),
     )
