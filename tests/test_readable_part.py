@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hooks.resources.readable_part import readable_part
-from hooks.resources.runner import Runner
+from hooks.resources.readable_part import readable_fields, readable_part
+from hooks.resources.runner import Runner, RunnerStatus
 from hooks.resources.runnerset import RunnerSet
 
 SPEC: dict[str, Any] = {"organization": "acme", "labels": ["x"], "ephemeral": False, "image": "img"}
@@ -83,3 +84,24 @@ def test_any_spec_and_status_leave_a_part_when_metadata_reads(spec: Any, status:
     for model in (Runner, RunnerSet):
         raw = {"metadata": {"name": "x", "namespace": "ci"}, "spec": spec, "status": status}
         assert readable_part(model, raw) is not None
+
+
+def test_a_status_field_that_does_not_read_leaves_the_others() -> None:
+    raw = {"failures": "x", "registration": {"organization": "acme"}, "phase": "Running"}
+
+    status = readable_fields(RunnerStatus, raw)
+
+    assert status is not None and status.failures is None
+    assert status.registration is not None and status.registration.organization == "acme"
+
+
+@given(field=st.sampled_from(["failures", "registration", "phase", "gracefulStop"]), value=ANY_JSON)
+def test_any_status_field_of_any_value_leaves_a_status(field: str, value: Any) -> None:
+    assert readable_fields(RunnerStatus, {"phase": "Running", field: value}) is not None
+
+
+@pytest.mark.parametrize("field", ["annotations", "labels", "ownerReferences", "finalizers"])
+def test_null_metadata_fields_read_as_absent(field: str) -> None:
+    runner = Runner.model_validate({**RUNNER, "metadata": {"name": "r", field: None}})
+
+    assert runner.metadata.name == "r"

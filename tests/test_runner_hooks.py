@@ -339,6 +339,45 @@ def test_a_runner_deleted_with_a_spec_that_does_not_read_still_waits_for_its_job
     assert done["finalized"] is True
 
 
+@pytest.mark.parametrize(
+    "break_parent",
+    [
+        pytest.param(
+            lambda parent: parent["status"].update(failures="x"), id="a-status-field-unreadable"
+        ),
+        pytest.param(
+            lambda parent: parent["metadata"].update(annotations=None), id="null-annotations"
+        ),
+        pytest.param(lambda parent: parent["metadata"].update(labels=None), id="null-labels"),
+    ],
+)
+def test_a_runner_deleted_with_a_broken_spec_and_a_pod_without_scope_env_waits_for_its_job(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub, break_parent: Any
+) -> None:
+    """The pod's env names no scope (a template that sets it another way): status still records
+    where the runner registered, one unreadable field of it or a null in metadata
+    notwithstanding."""
+    driver = running_driver(client, clock, github, spec={**ORG_SPEC, "ephemeral": False})
+    github.set_busy(ORG, "example-runner", True)
+    pod = driver.pod()
+    assert pod is not None
+    for container in pod["spec"]["containers"]:
+        container["env"] = [e for e in container.get("env", []) if e["name"] != "RUNNER_ORG"]
+    driver.parent["spec"]["organization"] = 1
+    break_parent(driver.parent)
+
+    for _ in range(3):
+        answer = driver.finalize()
+        assert answer["finalized"] is False
+        assert "Pod" in [c["kind"] for c in answer["children"]]
+        clock.advance(60)
+
+    github.set_busy(ORG, "example-runner", False)
+    driver.finalize()
+    assert driver.finalize()["finalized"] is True
+    assert github.runners[ORG] == []
+
+
 def test_a_busy_runner_whose_organization_was_changed_finishes_its_job_then_moves(
     client: TestClient, clock: ManualClock, github: InMemoryGitHub
 ) -> None:

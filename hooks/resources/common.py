@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, WithJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
 
 QUANTITY_PATTERN = (
@@ -89,6 +89,15 @@ class ObjectMeta(ResourceModel):
     finalizers: list[str] = []
     deletion_timestamp: str | None = None
     creation_timestamp: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        """A field given as `null` is one not given, as Kubernetes reads ObjectMeta (an empty
+        `annotations: null` is no reason to call the whole object unreadable)."""
+        if isinstance(data, dict) and None in data.values():
+            return {key: value for key, value in data.items() if value is not None}
+        return data
 
     def controller_owner_kind(self) -> str | None:
         for ref in self.owner_references:

@@ -5,6 +5,9 @@ A Runner or RunnerSet deleted after an edit its model refuses (`organization: 1`
 runners registered, and their names. Finalize reads the resource without the fields that do not
 read, so that its runners stop as any runner does, a busy one after its job, and the problems
 stay reported. A sync never acts on a part: an invalid spec keeps what it has there.
+
+A status is read the same way (`readable_fields`): one field edited into the wrong type by hand
+does not take the registration it records with it.
 """
 
 from __future__ import annotations
@@ -50,3 +53,18 @@ def _leave_out(part: dict[str, Any], emptied: set[str], error: ValidationError) 
                 emptied.add(field)
                 changed = True
     return changed
+
+
+def readable_fields(model: type[Model], raw: dict[str, Any]) -> Model | None:
+    """`raw` read as `model` without each top-level field that does not read; None when what is
+    left still does not read (a required field)."""
+    part = dict(raw)
+    while True:
+        try:
+            return model.model_validate(part)
+        except ValidationError as error:
+            faulty = {str(item["loc"][0]) for item in error.errors() if item["loc"]}
+            if not faulty & part.keys():
+                return None
+            for field in faulty & part.keys():
+                del part[field]

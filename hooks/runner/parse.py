@@ -17,7 +17,7 @@ from hooks.deps import HookDeps
 from hooks.github.port import Scope
 from hooks.memo import PLAIN_JSON
 from hooks.metacontroller import CompositeHookRequest, KubeObject
-from hooks.resources.readable_part import readable_part
+from hooks.resources.readable_part import readable_fields, readable_part
 from hooks.resources.runner import Runner, RunnerStatus
 from hooks.runner.container_mode import pod_service_account
 from hooks.runner.pod import PodDefaults, build_runner_pod
@@ -183,10 +183,9 @@ def observed_status(parent: KubeObject, deps: HookDeps) -> RunnerStatus:
 
 
 def _parse_status(raw: dict[str, Any]) -> RunnerStatus:
-    try:
-        return RunnerStatus.model_validate(raw)
-    except ValidationError:
-        return RunnerStatus()
+    """The status without the fields that do not read (edited by hand): the rest, such as
+    where the runner registered, still counts."""
+    return readable_fields(RunnerStatus, raw) or RunnerStatus()
 
 
 def credentials_secret(runner: Runner) -> str | None:
