@@ -1313,6 +1313,45 @@ def test_a_set_deleted_after_its_organization_was_changed_stops_its_runners_wher
     assert [world.finalize()["finalized"] for _ in range(4)][-1] is True
 
 
+@pytest.mark.parametrize(
+    "break_spec",
+    [
+        pytest.param(lambda spec: spec.update(organization=1), id="scope-not-text"),
+        pytest.param(lambda spec: spec.pop("organization"), id="no-scope"),
+        pytest.param(lambda spec: spec.clear(), id="empty-spec"),
+    ],
+)
+def test_a_set_with_runners_in_two_organizations_and_no_readable_scope_waits_for_both(
+    world: RunnerSetWorld, break_spec: Any
+) -> None:
+    """Its organization was changed with a runner busy in the old one, then the spec broke:
+    each busy runner is waited for where its StatefulSet says it registered."""
+    other = Scope(organization="beta")
+    (old,) = world.grow(1)
+    world.start(old, busy=True)
+    world.sync()
+    world.parent["spec"]["organization"] = "beta"
+    (new,) = [n for n in world.grow(1) if n != old]
+    world.set_runner(new, runner_running(format_time(world.clock.now())))
+    world.github.register(other, f"{new}-0", busy=True)
+    world.sync()
+    break_spec(world.parent["spec"])
+
+    for _ in range(3):
+        answer = world.finalize()
+        assert answer["finalized"] is False
+        assert [s["spec"]["replicas"] for s in world.statefulsets().values()] == [1, 1]
+        world.clock.advance(600)
+
+    # The ephemeral runners' jobs end: each unregisters itself and its container exits.
+    world.github.unregister(ORG, f"{old}-0")
+    world.github.unregister(other, f"{new}-0")
+    for name in (old, new):
+        world.set_runner(name, runner_terminated(0, format_time(world.clock.now())))
+    results = [world.finalize()["finalized"] for _ in range(4)]
+    assert results == [False, False, False, True]
+
+
 def test_a_set_deleted_with_an_idle_runner_and_a_spec_that_does_not_read_unregisters_it(
     world: RunnerSetWorld,
 ) -> None:

@@ -79,7 +79,7 @@ from hooks.runnerset.parse import (
     uses_jit,
 )
 from hooks.runnerset.report import runner_set_response
-from hooks.runnerset.statefulset import RUNNERSET_NAME_LABEL, VOLUME_SLOT_LABEL, recorded_scope
+from hooks.runnerset.statefulset import RUNNERSET_NAME_LABEL, VOLUME_SLOT_LABEL, recorded_scopes
 from hooks.scale_set_keeper import (
     SCALE_SET_READY,
     ScaleSetProblem,
@@ -176,17 +176,20 @@ def finalize_runner_set(request: CompositeHookRequest, deps: HookDeps) -> Compos
 
 
 def _with_recorded_scope(runner_set: RunnerSet, statefulsets: list[KubeObject]) -> RunnerSet:
-    """The set as it stops its runners: where their StatefulSets say they registered, when
-    they all say one place, whatever the spec says now (edited since, unreadable, or none)."""
+    """The set as it stops its runners. Each runner is stopped where its own StatefulSet says it
+    registered (`hooks.runnerset.decide`); the set's own scope, for the rest, is where they all
+    say, whatever the spec says now (edited since, unreadable, or none), or, for a spec without
+    one, where the most of them say."""
     spec = runner_set.spec
     assert spec is not None
-    recorded = recorded_scope(statefulsets)
-    if recorded is None or recorded == scope_of(spec):
+    recorded = recorded_scopes(statefulsets)
+    if not recorded or (has_scope(scope_of(spec)) and len(recorded) > 1):
         return runner_set
+    chosen = recorded[0]
     scope = {
-        "enterprise": recorded.enterprise or None,
-        "organization": recorded.organization or None,
-        "repository": recorded.repository or None,
+        "enterprise": chosen.enterprise or None,
+        "organization": chosen.organization or None,
+        "repository": chosen.repository or None,
     }
     return runner_set.model_copy(update={"spec": spec.model_copy(update=scope)})
 

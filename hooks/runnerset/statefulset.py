@@ -17,6 +17,7 @@ claimRef of released PersistentVolumes; a pool needs no cluster-wide rights).
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from typing import Any
 
 import orjson
@@ -165,14 +166,14 @@ def statefulset(
     }
 
 
-def recorded_scope(statefulsets: list[KubeObject]) -> Scope | None:
-    """The scope the StatefulSets' runners register in, as their pod templates name it, when
-    they name one and the same: where the set's runners are, whatever its spec says now."""
-    scopes = {
-        env_scope(object_or_empty(object_or_empty(s.get("spec")).get("template")))
-        for s in statefulsets
-    }
-    return scopes.pop() if len(scopes) == 1 else None
+def recorded_scopes(statefulsets: list[KubeObject]) -> list[Scope]:
+    """The scopes the StatefulSets' runners register in, as their pod templates name them, the
+    most common first: where the set's runners are, whatever its spec says now."""
+    templates = (
+        object_or_empty(object_or_empty(s.get("spec")).get("template")) for s in statefulsets
+    )
+    counts = Counter(scope for scope in map(env_scope, templates) if scope is not None)
+    return [scope for scope, _ in sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))]
 
 
 def secret_name(statefulset_name: str) -> str:
