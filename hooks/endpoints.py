@@ -36,7 +36,7 @@ from hooks.metacontroller import (
     encode_answer,
 )
 from hooks.metrics import FRESH_PARENT_READS, HOOK_LATENCY
-from hooks.redaction import without_credentials
+from hooks.redaction import mask_credentials, without_credentials
 from hooks.request_body import BodyTooLarge, body_within
 from hooks.request_reader import ReadRequest, RequestReader
 from hooks.workers import CallRunner
@@ -289,7 +289,9 @@ def _failed(path: str, key: str, started: float, error: Exception) -> Response:
     """A refused request (4xx, with the reason), or a failure: a JSON 500, never an exception
     escaping to the server (whose plain-text 500 would also close the connection)."""
     if isinstance(error, BadHookRequest):
-        return _finish(path, key, "bad_request", started, error.status, str(error))
+        # The reason may quote the request (a key, a value): shown without credentials.
+        message = mask_credentials(str(error))
+        return _finish(path, mask_credentials(key), "bad_request", started, error.status, message)
     log.error("hook failed", exc_info=error, extra={"path": path, "parent": key})
     return _finish(path, key, "error", started, 500, "internal error; see the logs")
 

@@ -14,7 +14,8 @@ from typing import Any
 import orjson
 
 MASK = "[REDACTED]"
-GITHUB_TOKEN = re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9_]{16,}|github_pat_[A-Za-z0-9_]{20,})\b")
+GITHUB_TOKEN = re.compile(r"(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{16,}")
+"""Anywhere, glued to a word or not (`acme_ghp_...`): a token is masked to its end."""
 URL_CREDENTIALS = re.compile(r"(://)[^/@\s\"]+@")
 
 

@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 from hooks.clock import ManualClock
 from hooks.events import LifecycleEvent, event_object
 from hooks.github.port import GitHubError
+from hooks.lifecycle.graceful_stop import read_stop, stop_annotation
 from hooks.logs import JsonFormatter
 from hooks.redaction import MASK, mask_credentials, without_credentials
+from hooks.resources.runner import GracefulStopStatus
 from tests.in_memory_github import InMemoryGitHub
 from tests.test_hook_inputs import SEEDS, check_answer, hook_server, post
 
@@ -129,3 +131,44 @@ def test_a_log_line_quoting_url_credentials_is_masked() -> None:
     line = JsonFormatter().format(record)
 
     assert "s3cr3tValue" not in line and MASK in line
+
+
+@pytest.mark.parametrize("glued", [f"acme_{TOKEN}", f"9{TOKEN}", f"x-{TOKEN}-y"])
+def test_a_token_glued_to_a_word_is_masked(glued: str) -> None:
+    assert "Zq7Lk2Vb9Xw4Rt1Yp6Nm3" not in mask_credentials(glued)
+
+
+def test_a_long_key_is_masked_before_it_is_cut_short() -> None:
+    request = copy.deepcopy(SEEDS["/sync/runner"][0])
+    request["parent"]["spec"]["resources"] = {"limits": {"k" * 17 + "-" + TOKEN: "1"}}
+    with hook_server() as (client, errors):
+        response = post(client, "/sync/runner", orjson.dumps(request))
+        check_answer("/sync/runner", request, response, errors)
+
+    assert "ghp_Zq7" not in response.text
+
+
+def test_a_stop_record_quoting_a_token_is_masked() -> None:
+    """The record goes on a RunnerSet's StatefulSets and on pods, as annotations."""
+    stop = GracefulStopStatus(
+        reason="ScaleDown",
+        started_at="2026-01-01T00:00:00Z",
+        message=f"500 on DELETE /orgs/{TOKEN}/actions/runners/1",
+    )
+
+    recorded = stop_annotation(stop)
+
+    assert TOKEN not in recorded
+    assert read_stop(recorded) == stop.model_copy(
+        update={"message": f"500 on DELETE /orgs/{MASK}/actions/runners/1"}
+    )
+
+
+def test_a_refused_request_quoting_a_token_shows_no_credentials() -> None:
+    request = copy.deepcopy(SEEDS["/sync/runner"][0])
+    request["children"] = {"Pod.v1": {f"ci/{TOKEN}": ["not an object"]}}
+    with hook_server() as (client, errors):
+        response = post(client, "/sync/runner", orjson.dumps(request))
+
+    assert 400 <= response.status_code < 500
+    assert TOKEN not in response.text and TOKEN not in errors.text

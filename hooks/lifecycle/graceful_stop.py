@@ -34,6 +34,7 @@ from pydantic import ValidationError
 from hooks.clock import format_time, parse_time
 from hooks.github.port import GitHubError, RateLimitedError, RemoveOutcome, Scope
 from hooks.lifecycle.steps import Answers
+from hooks.redaction import mask_credentials
 from hooks.resources.runner import GracefulStopStatus
 from hooks.runner.observed_pod import ObservedPod
 from hooks.settings import Settings
@@ -88,8 +89,9 @@ def begin_stop(reason: str, subject: StopSubject, now: datetime) -> GracefulStop
 
 
 def stop_annotation(state: GracefulStopStatus) -> str:
-    """A stop as recorded in an annotation: compact JSON, in a stable order."""
-    return json.dumps(state.to_wire(), sort_keys=True, separators=(",", ":"))
+    """A stop as recorded in an annotation: compact JSON, in a stable order. Its message quotes
+    GitHub's answers, which may quote a scope: credentials are masked (`hooks.redaction`)."""
+    return mask_credentials(json.dumps(state.to_wire(), sort_keys=True, separators=(",", ":")))
 
 
 def read_stop(text: object) -> GracefulStopStatus | None:

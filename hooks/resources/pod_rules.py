@@ -41,6 +41,7 @@ import jsonschema
 import orjson
 
 from hooks.memo import PLAIN_JSON, Memo
+from hooks.redaction import mask_credentials
 
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -1827,7 +1828,9 @@ def _storage_medium(value: object) -> bool:
 
 
 def _short(name: str) -> str:
-    """A key as a message may quote it: keys are names, but a long one is cut short."""
+    """A key as a message may quote it: keys are names, but a long one is cut short (after
+    masking what looks like a credential: a cut one would no longer look like one)."""
+    name = mask_credentials(name)
     return name if len(name) <= 40 else name[:37] + "..."
 
 
