@@ -900,6 +900,31 @@ ACCEPTED_NEAR_THE_PORTED_RULES: list[tuple[str, Any]] = [
         "spec.volumes.0",
         {"name": "work", "hostPath": {"path": "/data/a..b", "type": "DirectoryOrCreate"}},
     ),
+    # validateProjectionSources
+    (
+        "spec.volumes.0",
+        {
+            "name": "work",
+            "projected": {
+                "defaultMode": 0o440,
+                "sources": [
+                    {"serviceAccountToken": {"path": "token", "expirationSeconds": 600}},
+                    {
+                        "secret": {
+                            "name": "s",
+                            "items": [{"key": "k", "path": "a/k", "mode": 0o400}],
+                        }
+                    },
+                    {"configMap": {"name": "c"}},
+                    {
+                        "downwardAPI": {
+                            "items": [{"path": "name", "fieldRef": {"fieldPath": "metadata.name"}}]
+                        }
+                    },
+                ],
+            },
+        },
+    ),
 ]
 
 
@@ -1522,6 +1547,85 @@ def test_what_the_api_server_accepts_in_the_ported_rules_is_no_problem(
             "spec.volumes.0",
             {"name": "work", "hostPath": {"path": "/d", "type": "Dir"}},
             "volumes[work].hostPath.type: must be one of",
+        ),
+        (
+            "spec.volumes.0",
+            {
+                "name": "work",
+                "projected": {
+                    "sources": [
+                        {"secret": {"name": "s", "items": [{"key": "k", "path": "p", "mode": 512}]}}
+                    ]
+                },
+            },
+            "projected.sources[0].secret.items[0].mode: must be a file mode",
+        ),
+        (
+            "spec.volumes.0",
+            {
+                "name": "work",
+                "projected": {"sources": [{"configMap": {"items": [{"key": "k", "path": "p"}]}}]},
+            },
+            "projected.sources[0].configMap.name: required",
+        ),
+        (
+            "spec.volumes.0",
+            {
+                "name": "work",
+                "projected": {
+                    "sources": [
+                        {
+                            "downwardAPI": {
+                                "items": [
+                                    {
+                                        "path": "n",
+                                        "fieldRef": {"fieldPath": "metadata.name"},
+                                        "mode": 4096,
+                                    }
+                                ]
+                            }
+                        }
+                    ]
+                },
+            },
+            "projected.sources[0].downwardAPI.items[0].mode: must be a file mode",
+        ),
+        (
+            "spec.volumes.0",
+            {
+                "name": "work",
+                "projected": {
+                    "sources": [{"serviceAccountToken": {"path": "t", "expirationSeconds": 599}}]
+                },
+            },
+            "serviceAccountToken.expirationSeconds: must be at least 10 minutes",
+        ),
+        (
+            "spec.volumes.0",
+            {
+                "name": "work",
+                "projected": {
+                    "sources": [
+                        {"serviceAccountToken": {"path": "t", "expirationSeconds": 2**32 + 1}}
+                    ]
+                },
+            },
+            "serviceAccountToken.expirationSeconds: must be at most 2^32 seconds",
+        ),
+        (
+            "spec.volumes.0",
+            {"name": "work", "projected": {"sources": [{"serviceAccountToken": {"path": "../t"}}]}},
+            "serviceAccountToken.path: must be a relative path",
+        ),
+        (
+            "spec.volumes.0",
+            {
+                "name": "work",
+                "projected": {
+                    "sources": [{"serviceAccountToken": {"path": "t"}, "configMap": {"name": "c"}}]
+                },
+            },
+            "projected.sources[0]: may not specify more than 1 volume type per source",
         ),
     ],
 )

@@ -11,7 +11,8 @@ extracted by `tests/pod_schema_source.py`), checked with jsonschema. Then the ru
 `pkg/apis/core/validation/validation.go` (Kubernetes 1.33) for the parts of a PodSpec a runner
 template sets: names, labels and annotations, containers (names, images, pull policy, ports and
 host ports, environment and downward-API paths, resource names and amounts, mounts, security
-context), volumes (their sources' names and file modes), tolerations, node selectors, DNS, host
+context), volumes (their sources' names and file modes, projected sources and tokens),
+tolerations, node selectors, DNS, host
 aliases, host names, grace periods, probes and lifecycle hooks, affinity and topology spread
 constraints (with `matchLabelKeys`), `envFrom`, the pod's security context, seccomp and
 AppArmor profiles, sysctls, host paths, the fields a pod's OS (`spec.os.name`) rules out,
@@ -633,6 +634,10 @@ def _volume_source_problems(volume: Mapping[str, Any], where: str) -> Problems:
     if isinstance(downward, Mapping):
         for path, item in _objects(downward, "items", f"{where}.downwardAPI", problems):
             problems += _file_mode(item, "mode", path)
+    projected = volume.get("projected")
+    if isinstance(projected, Mapping):
+        for path, item in _objects(projected, "sources", f"{where}.projected", problems):
+            problems += _projection_problems(item, path)
     claim = volume.get("persistentVolumeClaim")
     if isinstance(claim, Mapping) and not claim.get("claimName"):
         problems.append(f"{where}.persistentVolumeClaim.claimName: required")
@@ -642,6 +647,53 @@ def _volume_source_problems(volume: Mapping[str, Any], where: str) -> Problems:
     ephemeral = volume.get("ephemeral")
     if isinstance(ephemeral, Mapping):
         problems += _ephemeral_problems(ephemeral, f"{where}.ephemeral")
+    return problems
+
+
+PROJECTION_KINDS = (
+    "secret",
+    "configMap",
+    "downwardAPI",
+    "serviceAccountToken",
+    "clusterTrustBundle",
+    "podCertificate",
+)
+MIN_TOKEN_SECONDS, MAX_TOKEN_SECONDS = 10 * 60, 1 << 32
+"""A projected service account token's lifetime (`expirationSeconds`; 3600 when unset)."""
+
+
+def _projection_problems(source: Mapping[str, Any], where: str) -> Problems:
+    """`validateProjectionSources`, for one source: one kind of projection, the name of what a
+    secret or config map projects, its files' paths and modes, a token's path and lifetime."""
+    problems: Problems = []
+    if sum(source.get(kind) is not None for kind in PROJECTION_KINDS) > 1:
+        problems.append(f"{where}: may not specify more than 1 volume type per source")
+    for kind in ("secret", "configMap"):
+        found = source.get(kind)
+        if not isinstance(found, Mapping):
+            continue
+        if not found.get("name"):
+            problems.append(f"{where}.{kind}.name: required")
+        for path, item in _objects(found, "items", f"{where}.{kind}", problems):
+            problems += _key_to_path_problems(item, path)
+    downward = source.get("downwardAPI")
+    if isinstance(downward, Mapping):
+        for path, item in _objects(downward, "items", f"{where}.downwardAPI", problems):
+            problems += _file_mode(item, "mode", path)
+    token = source.get("serviceAccountToken")
+    if isinstance(token, Mapping):
+        token_where = f"{where}.serviceAccountToken"
+        seconds = token.get("expirationSeconds")
+        if isinstance(seconds, int) and not isinstance(seconds, bool):
+            if seconds < MIN_TOKEN_SECONDS:
+                problems.append(f"{token_where}.expirationSeconds: must be at least 10 minutes")
+            if seconds > MAX_TOKEN_SECONDS:
+                problems.append(f"{token_where}.expirationSeconds: must be at most 2^32 seconds")
+        token_path = token.get("path")
+        if not token_path:
+            problems.append(f"{token_where}.path: required")
+        elif isinstance(token_path, str) and not _is_local_path(token_path):
+            problems.append(f"{token_where}.path: must be a relative path without '..'")
     return problems
 
 
