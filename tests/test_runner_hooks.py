@@ -378,6 +378,30 @@ def test_a_runner_deleted_with_a_broken_spec_and_a_pod_without_scope_env_waits_f
     assert github.runners[ORG] == []
 
 
+def test_a_scope_the_users_env_also_sets_is_read_as_the_kubelet_sets_it(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """The spec's env names another organization too: the pod builder's value comes last, and
+    wins, so the runner registers where the spec says, and is looked for and waited for there."""
+    env = [{"name": "RUNNER_ORG", "value": "legacy-org"}]
+    driver = running_driver(
+        client, clock, github, spec={**ORG_SPEC, "ephemeral": False, "env": env}
+    )
+    github.set_busy(ORG, "example-runner", True)
+
+    for _ in range(12):
+        answer = driver.sync()
+        registered = next(c for c in answer["status"]["conditions"] if c["type"] == "Registered")
+        assert registered["reason"] == "RunnerOnline"
+        clock.advance(120)
+    assert answer["status"]["registration"]["organization"] == ORG.organization
+    for _ in range(3):
+        answer = driver.finalize()
+        assert "Pod" in [c["kind"] for c in answer["children"]]
+        clock.advance(60)
+    assert ("list_runners", "/orgs/legacy-org") not in github.calls
+
+
 def test_a_busy_runner_whose_organization_was_changed_finishes_its_job_then_moves(
     client: TestClient, clock: ManualClock, github: InMemoryGitHub
 ) -> None:

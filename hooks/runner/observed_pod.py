@@ -123,14 +123,17 @@ def _ready_condition(status: dict[str, Any]) -> tuple[bool, datetime | None]:
 
 
 def literal_env(pod: KubeObject, name: str) -> str:
-    """The literal value of an env var of the runner container; "" when unset or indirect."""
+    """The literal value of an env var of the runner container; "" when unset or indirect.
+    A name given twice has its last value, as the kubelet sets it (the user's env comes before
+    what the pod builder adds)."""
     for container in list_or_empty(object_or_empty(pod.get("spec")).get("containers")):
         if not isinstance(container, dict) or container.get("name") != RUNNER_CONTAINER:
             continue
+        value: object = ""
         for env in list_or_empty(container.get("env")):
             if isinstance(env, dict) and env.get("name") == name:
                 value = env.get("value")
-                return value if isinstance(value, str) else ""
+        return value if isinstance(value, str) else ""
     return ""
 
 
