@@ -117,6 +117,11 @@ def _decorator_details(response: Any) -> Fields:
     return {"annotations": sorted(response.annotations)}  # which change, never their values
 
 
+READ_BACK = ("registration",)
+"""Status records the hooks read back as written: a Runner's registration, where its runner
+went (a copy of what the spec said then). Masked, a later call would look elsewhere."""
+
+
 def _sync_endpoint(
     route: HookRoute,
     edge: _Edge,
@@ -153,7 +158,7 @@ def _sync_endpoint(
             wire = response.to_wire()
             for shown in ("status", "annotations"):  # read by people: no credentials
                 if wire.get(shown) is not None:
-                    wire[shown] = without_credentials(wire[shown])
+                    wire[shown] = without_credentials(wire[shown], kept=READ_BACK)
             body = encode_answer(wire)
         except Exception as error:
             return _failed(path, key, started, error)

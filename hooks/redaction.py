@@ -14,8 +14,12 @@ from typing import Any
 import orjson
 
 MASK = "[REDACTED]"
-GITHUB_TOKEN = re.compile(r"(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{16,}")
-"""Anywhere, glued to a word or not (`acme_ghp_...`): a token is masked to its end."""
+GITHUB_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"
+)
+"""GitHub's token shapes (a prefix, then 36 letters and digits, or a fine-grained token's 82;
+matched from 30 and 40), also glued to a word by `_` or `-` (`acme_ghp_...`), but not inside
+one: `acme/highs_and_lows_dashboard` is a repository, not a token."""
 URL_CREDENTIALS = re.compile(r"(://)[^/@\s\"]+@")
 
 
@@ -28,9 +32,15 @@ def mask_credentials(text: str) -> str:
     return text
 
 
-def without_credentials(value: Any) -> Any:
-    """A JSON value with every string masked; the value itself when nothing is to be masked
-    (the common case, found with one scan of its JSON text)."""
+def without_credentials(value: Any, *, kept: tuple[str, ...] = ()) -> Any:
+    """A JSON value with every string masked, but for the top-level fields `kept`; the value
+    itself when nothing is to be masked (the common case, found with one scan of its text)."""
+    if kept and isinstance(value, dict) and any(field in value for field in kept):
+        shown = {key: item for key, item in value.items() if key not in kept}
+        masked = without_credentials(shown)
+        if masked is shown:
+            return value
+        return {**masked, **{key: value[key] for key in kept if key in value}}
     try:
         text = orjson.dumps(value).decode()
     except (orjson.JSONEncodeError, TypeError):

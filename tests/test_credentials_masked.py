@@ -23,7 +23,7 @@ from tests.in_memory_github import InMemoryGitHub
 from tests.test_hook_inputs import SEEDS, check_answer, hook_server, post
 
 TOKEN = "ghp_Zq7Lk2Vb9Xw4Rt1Yp6Nm3Hs8Jd5Fg0Ca2Ee4"
-PAT = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"
+PAT = "github_pat_11ABCDEFG0" + "a" * 12 + "_" + "B7" * 29 + "x"
 URL_SECRET = "x-access-token:s3cr3tValue"
 
 TOKENS = st.sampled_from(
@@ -31,8 +31,8 @@ TOKENS = st.sampled_from(
         TOKEN,
         PAT,
         "ghs_" + "A" * 36,
-        "gho_" + "b1" * 10,
-        "ghu_" + "C_d" * 8,
+        "gho_" + "b1" * 18,
+        "ghu_" + "Cd9" * 12,
         "ghr_" + "0" * 40,
     ]
 )
@@ -133,7 +133,7 @@ def test_a_log_line_quoting_url_credentials_is_masked() -> None:
     assert "s3cr3tValue" not in line and MASK in line
 
 
-@pytest.mark.parametrize("glued", [f"acme_{TOKEN}", f"9{TOKEN}", f"x-{TOKEN}-y"])
+@pytest.mark.parametrize("glued", [f"acme_{TOKEN}", f"x-{TOKEN}-y", f"/orgs/{TOKEN}/x"])
 def test_a_token_glued_to_a_word_is_masked(glued: str) -> None:
     assert "Zq7Lk2Vb9Xw4Rt1Yp6Nm3" not in mask_credentials(glued)
 
@@ -172,3 +172,22 @@ def test_a_refused_request_quoting_a_token_shows_no_credentials() -> None:
 
     assert 400 <= response.status_code < 500
     assert TOKEN not in response.text and TOKEN not in errors.text
+
+
+@pytest.mark.parametrize(
+    "name", ["acme/highs_and_lows_dashboard", "acme/weighs_everything_daily", "ghp_short"]
+)
+def test_names_that_only_contain_a_token_prefix_are_not_masked(name: str) -> None:
+    assert mask_credentials(f"list runners in /repos/{name}: HTTP 404") == (
+        f"list runners in /repos/{name}: HTTP 404"
+    )
+
+
+def test_the_registration_a_status_records_is_kept_as_written() -> None:
+    """Read back by later calls (where the runner went): masked, they would look elsewhere."""
+    status = {"registration": {"organization": f"acme_{TOKEN}"}, "message": f"in {TOKEN}"}
+    masked = without_credentials(status, kept=("registration",))
+
+    assert masked == {"registration": status["registration"], "message": f"in {MASK}"}
+    clean = {"registration": {"organization": "acme"}, "message": "ok"}
+    assert without_credentials(clean, kept=("registration",)) is clean

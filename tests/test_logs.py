@@ -29,7 +29,7 @@ def test_configured_secrets_and_token_shapes_are_redacted() -> None:
     line = formatter.format(
         record(
             "failed with ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-            detail="secret my-webhook-secret-value and ghs_ABCDEFGHIJKLMNOPQRSTUV",
+            detail="secret my-webhook-secret-value and ghs_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
         )
     )
 
