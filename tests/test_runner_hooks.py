@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
-from hooks.github.port import Scope
+from hooks.github.port import GitHubError, Scope
 from hooks.settings import Settings
 from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import HookDriver, new_runner, running_status
@@ -426,6 +426,32 @@ def test_a_busy_runner_whose_organization_was_changed_finishes_its_job_then_move
     assert github.runners[ORG] == []
     assert answer["status"]["registration"]["organization"] == "another-org"
     assert ("registration_token", "/orgs/another-org") in github.calls
+
+
+def test_a_new_scopes_pod_never_starts_with_the_old_scopes_token(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """The organization changes while GitHub refuses tokens for a while: status keeps the old
+    registration until a token of the new one is in hand, and the new pod gets that token."""
+    driver = running_driver(client, clock, github, spec={**ORG_SPEC, "ephemeral": False})
+    secret = driver.secret()
+    assert secret is not None
+    old_token = secret["data"]["token"]
+    driver.parent["spec"]["organization"] = "another-org"
+    github.token_error = GitHubError("unavailable", 503)
+    for _ in range(3):
+        answer = driver.sync()
+        assert "Pod" not in [c["kind"] for c in answer["children"]]
+        assert answer["status"]["registration"]["organization"] == ORG.organization
+        clock.advance(10)
+
+    github.token_error = None
+    answer = driver.sync()
+
+    secret = driver.secret()
+    assert secret is not None and secret["data"]["token"] != old_token
+    assert "Pod" in [c["kind"] for c in answer["children"]]
+    assert answer["status"]["registration"]["organization"] == "another-org"
 
 
 def test_a_runner_deleted_after_its_organization_was_changed_waits_for_its_job_where_it_is(

@@ -308,9 +308,13 @@ class _Decision:
             out.phase = "Pending"
             out.wait(RELEASE_RESYNC_SECONDS)
             return
-        out.scope = facts.scope
+        # The new pod registers where the spec says. Status records that scope once there is
+        # a token or config for it: a failed request leaves the old one recorded, so the next
+        # try does not take the Secret's token (of the old scope) for one of the new.
+        before, out.scope = out.scope, facts.scope
         material = self._ensure_jit_config() if facts.parsed.jit else self._ensure_token()
         if material is None:
+            out.scope = before
             return
         out.pod = self._desired_pod()
         out.phase = "Created"
