@@ -1627,6 +1627,47 @@ def test_what_the_api_server_accepts_in_the_ported_rules_is_no_problem(
             },
             "projected.sources[0]: may not specify more than 1 volume type per source",
         ),
+        (
+            "spec.volumes.0",
+            {
+                "name": "work",
+                "projected": {
+                    "sources": [
+                        {"serviceAccountToken": {"path": "x"}},
+                        {"secret": {"name": "s", "items": [{"key": "k", "path": "x"}]}},
+                    ]
+                },
+            },
+            "projected.sources: conflicting duplicate paths",
+        ),
+        (
+            "spec.volumes.0",
+            {
+                "name": "work",
+                "projected": {
+                    "sources": [
+                        {
+                            "downwardAPI": {
+                                "items": [
+                                    {"path": "../x", "fieldRef": {"fieldPath": "metadata.name"}}
+                                ]
+                            }
+                        }
+                    ]
+                },
+            },
+            "downwardAPI.items[0].path: must be a relative path",
+        ),
+        (
+            "spec.volumes.0",
+            {
+                "name": "work",
+                "downwardAPI": {
+                    "items": [{"path": "/abs", "fieldRef": {"fieldPath": "metadata.name"}}]
+                },
+            },
+            "downwardAPI.items[0].path: must be a relative path",
+        ),
     ],
 )
 def test_what_the_api_server_refuses_in_the_ported_rules_is_a_problem(

@@ -633,11 +633,13 @@ def _volume_source_problems(volume: Mapping[str, Any], where: str) -> Problems:
     downward = volume.get("downwardAPI")
     if isinstance(downward, Mapping):
         for path, item in _objects(downward, "items", f"{where}.downwardAPI", problems):
-            problems += _file_mode(item, "mode", path)
+            problems += _downward_file_problems(item, path)
     projected = volume.get("projected")
     if isinstance(projected, Mapping):
-        for path, item in _objects(projected, "sources", f"{where}.projected", problems):
+        sources = _objects(projected, "sources", f"{where}.projected", problems)
+        for path, item in sources:
             problems += _projection_problems(item, path)
+        problems += _duplicate_projected_paths([item for _, item in sources], where)
     claim = volume.get("persistentVolumeClaim")
     if isinstance(claim, Mapping) and not claim.get("claimName"):
         problems.append(f"{where}.persistentVolumeClaim.claimName: required")
@@ -679,7 +681,7 @@ def _projection_problems(source: Mapping[str, Any], where: str) -> Problems:
     downward = source.get("downwardAPI")
     if isinstance(downward, Mapping):
         for path, item in _objects(downward, "items", f"{where}.downwardAPI", problems):
-            problems += _file_mode(item, "mode", path)
+            problems += _downward_file_problems(item, path)
     token = source.get("serviceAccountToken")
     if isinstance(token, Mapping):
         token_where = f"{where}.serviceAccountToken"
@@ -695,6 +697,35 @@ def _projection_problems(source: Mapping[str, Any], where: str) -> Problems:
         elif isinstance(token_path, str) and not _is_local_path(token_path):
             problems.append(f"{token_where}.path: must be a relative path without '..'")
     return problems
+
+
+def _downward_file_problems(item: Mapping[str, Any], where: str) -> Problems:
+    """`validateDownwardAPIVolumeFile`: a relative path without '..', and its file's mode."""
+    problems: Problems = []
+    path = item.get("path")
+    if not path:
+        problems.append(f"{where}.path: required")
+    elif isinstance(path, str) and not _is_local_path(path):
+        problems.append(f"{where}.path: must be a relative path without '..'")
+    return problems + _file_mode(item, "mode", where)
+
+
+def _duplicate_projected_paths(sources: list[Mapping[str, Any]], where: str) -> Problems:
+    """`validateProjectionSources`: no two files of a projected volume at one path."""
+    paths: list[object] = []
+    for source in sources:
+        for kind in ("secret", "configMap", "downwardAPI"):
+            found = source.get(kind)
+            items = found.get("items") if isinstance(found, Mapping) else None
+            if isinstance(items, list):
+                paths += [item.get("path") for item in items if isinstance(item, Mapping)]
+        token = source.get("serviceAccountToken")
+        if isinstance(token, Mapping):
+            paths.append(token.get("path"))
+    texts = [path for path in paths if isinstance(path, str) and path]
+    if len(set(texts)) < len(texts):
+        return [f"{where}.projected.sources: conflicting duplicate paths"]
+    return []
 
 
 def _ephemeral_problems(ephemeral: Mapping[str, Any], where: str) -> Problems:
