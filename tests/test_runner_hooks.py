@@ -295,6 +295,23 @@ def test_finalize_busy_ephemeral_runner_waits_without_calling_github(
     assert done["finalized"] is True
 
 
+def waits_for_the_busy_job_then_goes(
+    driver: HookDriver, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """Finalize keeps the busy runner's pod for minutes; once its job is over, the runner is
+    unregistered, its pod goes and the Runner is finalized."""
+    for _ in range(3):
+        answer = driver.finalize()
+        assert answer["finalized"] is False
+        assert "Pod" in [c["kind"] for c in answer["children"]]
+        clock.advance(60)
+
+    github.set_busy(ORG, "example-runner", False)
+    driver.finalize()
+    assert driver.finalize()["finalized"] is True
+    assert github.runners[ORG] == []
+
+
 SPEC_BREAKS = [
     pytest.param(lambda spec: spec.update(organization=1), id="scope-not-text"),
     pytest.param(lambda spec: spec.pop("organization"), id="no-scope"),
@@ -366,16 +383,7 @@ def test_a_runner_deleted_with_a_broken_spec_and_a_pod_without_scope_env_waits_f
     driver.parent["spec"]["organization"] = 1
     break_parent(driver.parent)
 
-    for _ in range(3):
-        answer = driver.finalize()
-        assert answer["finalized"] is False
-        assert "Pod" in [c["kind"] for c in answer["children"]]
-        clock.advance(60)
-
-    github.set_busy(ORG, "example-runner", False)
-    driver.finalize()
-    assert driver.finalize()["finalized"] is True
-    assert github.runners[ORG] == []
+    waits_for_the_busy_job_then_goes(driver, clock, github)
 
 
 def test_a_scope_the_users_env_also_sets_is_read_as_the_kubelet_sets_it(
@@ -463,16 +471,7 @@ def test_a_runner_deleted_after_its_organization_was_changed_waits_for_its_job_w
     driver.parent["spec"]["organization"] = "another-org"
     driver.sync()  # the edit is seen before the deletion
 
-    for _ in range(3):
-        answer = driver.finalize()
-        assert answer["finalized"] is False
-        assert "Pod" in [c["kind"] for c in answer["children"]]
-        clock.advance(60)
-
-    github.set_busy(ORG, "example-runner", False)
-    driver.finalize()
-    assert driver.finalize()["finalized"] is True
-    assert github.runners[ORG] == []
+    waits_for_the_busy_job_then_goes(driver, clock, github)
 
 
 def test_finalize_idle_runner_unregisters_then_releases_pod_then_finishes(

@@ -630,10 +630,7 @@ def _volume_source_problems(volume: Mapping[str, Any], where: str) -> Problems:
         found = volume.get(source)
         if isinstance(found, Mapping):
             problems += _file_mode(found, "defaultMode", f"{where}.{source}")
-    downward = volume.get("downwardAPI")
-    if isinstance(downward, Mapping):
-        for path, item in _objects(downward, "items", f"{where}.downwardAPI", problems):
-            problems += _downward_file_problems(item, path)
+    problems += _downward_api_problems(volume, where)
     projected = volume.get("projected")
     if isinstance(projected, Mapping):
         sources = _objects(projected, "sources", f"{where}.projected", problems)
@@ -678,10 +675,7 @@ def _projection_problems(source: Mapping[str, Any], where: str) -> Problems:
             problems.append(f"{where}.{kind}.name: required")
         for path, item in _objects(found, "items", f"{where}.{kind}", problems):
             problems += _key_to_path_problems(item, path)
-    downward = source.get("downwardAPI")
-    if isinstance(downward, Mapping):
-        for path, item in _objects(downward, "items", f"{where}.downwardAPI", problems):
-            problems += _downward_file_problems(item, path)
+    problems += _downward_api_problems(source, where)
     token = source.get("serviceAccountToken")
     if isinstance(token, Mapping):
         token_where = f"{where}.serviceAccountToken"
@@ -691,23 +685,35 @@ def _projection_problems(source: Mapping[str, Any], where: str) -> Problems:
                 problems.append(f"{token_where}.expirationSeconds: must be at least 10 minutes")
             if seconds > MAX_TOKEN_SECONDS:
                 problems.append(f"{token_where}.expirationSeconds: must be at most 2^32 seconds")
-        token_path = token.get("path")
-        if not token_path:
-            problems.append(f"{token_where}.path: required")
-        elif isinstance(token_path, str) and not _is_local_path(token_path):
-            problems.append(f"{token_where}.path: must be a relative path without '..'")
+        problems += _relative_path_problems(token.get("path"), f"{token_where}.path")
+    return problems
+
+
+def _downward_api_problems(owner: Mapping[str, Any], where: str) -> Problems:
+    """The files of a downward API volume, or of a projected volume's downward API source."""
+    downward = owner.get("downwardAPI")
+    if not isinstance(downward, Mapping):
+        return []
+    problems: Problems = []
+    for path, item in _objects(downward, "items", f"{where}.downwardAPI", problems):
+        problems += _downward_file_problems(item, path)
     return problems
 
 
 def _downward_file_problems(item: Mapping[str, Any], where: str) -> Problems:
     """`validateDownwardAPIVolumeFile`: a relative path without '..', and its file's mode."""
-    problems: Problems = []
-    path = item.get("path")
+    return _relative_path_problems(item.get("path"), f"{where}.path") + _file_mode(
+        item, "mode", where
+    )
+
+
+def _relative_path_problems(path: object, where: str) -> Problems:
+    """A file's path in a volume: required, relative, without '..'."""
     if not path:
-        problems.append(f"{where}.path: required")
-    elif isinstance(path, str) and not _is_local_path(path):
-        problems.append(f"{where}.path: must be a relative path without '..'")
-    return problems + _file_mode(item, "mode", where)
+        return [f"{where}: required"]
+    if isinstance(path, str) and not _is_local_path(path):
+        return [f"{where}: must be a relative path without '..'"]
+    return []
 
 
 def _duplicate_projected_paths(sources: list[Mapping[str, Any]], where: str) -> Problems:
@@ -755,11 +761,7 @@ def _key_to_path_problems(item: Mapping[str, Any], where: str) -> Problems:
     problems: Problems = []
     if not item.get("key"):
         problems.append(f"{where}.key: required")
-    path = item.get("path")
-    if not path:
-        problems.append(f"{where}.path: required")
-    elif isinstance(path, str) and not _is_local_path(path):
-        problems.append(f"{where}.path: must be a relative path without '..'")
+    problems += _relative_path_problems(item.get("path"), f"{where}.path")
     return problems + _file_mode(item, "mode", where)
 
 
