@@ -15,9 +15,9 @@ from hooks.memo import Memo
 from hooks.metacontroller import CompositeHookRequest, KubeObject, object_or_empty, observed_int
 from hooks.naming import RUNNER_ID_ANNOTATION, TEMPLATE_HASH_LABEL
 from hooks.resources.runner import GracefulStopStatus
-from hooks.runner.observed_pod import ObservedPod, env_scope, literal_env, observe_pod
+from hooks.runner.observed_pod import ObservedPod, literal_env, observe_pod
 from hooks.runner.registration import RegistrationMaterial, read_material
-from hooks.runnerset.statefulset import VOLUME_SLOT_LABEL, secret_name
+from hooks.runnerset.statefulset import VOLUME_SLOT_LABEL, secret_name, template_scope
 
 
 @dataclass(frozen=True)
@@ -103,5 +103,5 @@ def _read_member(
         pod=observe_pod(pod_object) if pod_object is not None else None,
         secret=secret,
         material=read_material(secret),
-        scope=env_scope(object_or_empty(object_or_empty(sts.get("spec")).get("template"))),
+        scope=template_scope(sts),
     )

@@ -166,14 +166,16 @@ def statefulset(
     }
 
 
+def template_scope(statefulset: KubeObject) -> Scope | None:
+    """Where a runner StatefulSet's runner registers, as its pod template's env names it."""
+    return env_scope(object_or_empty(object_or_empty(statefulset.get("spec")).get("template")))
+
+
 def recorded_scopes(statefulsets: list[KubeObject]) -> list[Scope]:
-    """The scopes the StatefulSets' runners register in, as their pod templates name them, the
-    most common first: where the set's runners are, whatever its spec says now."""
-    templates = (
-        object_or_empty(object_or_empty(s.get("spec")).get("template")) for s in statefulsets
-    )
-    counts = Counter(scope for scope in map(env_scope, templates) if scope is not None)
-    return [scope for scope, _ in sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))]
+    """The scopes the StatefulSets' runners register in, the most common first: where the
+    set's runners are, whatever its spec says now."""
+    counts = Counter(scope for scope in map(template_scope, statefulsets) if scope is not None)
+    return [scope for scope, _ in counts.most_common()]
 
 
 def secret_name(statefulset_name: str) -> str:
