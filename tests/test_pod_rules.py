@@ -690,6 +690,11 @@ RUNNER_LABEL = "app.kubernetes.io/name"  # a label VALID_POD has; "team" is one 
 SPREADS = "spec.topologySpreadConstraints"
 
 
+def _projected(*sources: dict[str, Any]) -> dict[str, Any]:
+    """A volume `work` projecting `sources`."""
+    return {"name": "work", "projected": {"sources": list(sources)}}
+
+
 ACCEPTED_NEAR_THE_PORTED_RULES: list[tuple[str, Any]] = [
     # validateProbe: one handler; counts of 0 are defaulted (SetDefaults_Probe)
     (f"{C0}.livenessProbe", EXEC),
@@ -1550,112 +1555,70 @@ def test_what_the_api_server_accepts_in_the_ported_rules_is_no_problem(
         ),
         (
             "spec.volumes.0",
-            {
-                "name": "work",
-                "projected": {
-                    "sources": [
-                        {"secret": {"name": "s", "items": [{"key": "k", "path": "p", "mode": 512}]}}
-                    ]
-                },
-            },
+            _projected(
+                {"secret": {"name": "s", "items": [{"key": "k", "path": "p", "mode": 512}]}}
+            ),
             "projected.sources[0].secret.items[0].mode: must be a file mode",
         ),
         (
             "spec.volumes.0",
-            {
-                "name": "work",
-                "projected": {"sources": [{"configMap": {"items": [{"key": "k", "path": "p"}]}}]},
-            },
+            _projected({"configMap": {"items": [{"key": "k", "path": "p"}]}}),
             "projected.sources[0].configMap.name: required",
         ),
         (
             "spec.volumes.0",
-            {
-                "name": "work",
-                "projected": {
-                    "sources": [
-                        {
-                            "downwardAPI": {
-                                "items": [
-                                    {
-                                        "path": "n",
-                                        "fieldRef": {"fieldPath": "metadata.name"},
-                                        "mode": 4096,
-                                    }
-                                ]
+            _projected(
+                {
+                    "downwardAPI": {
+                        "items": [
+                            {
+                                "path": "n",
+                                "fieldRef": {"fieldPath": "metadata.name"},
+                                "mode": 4096,
                             }
-                        }
-                    ]
-                },
-            },
+                        ]
+                    }
+                }
+            ),
             "projected.sources[0].downwardAPI.items[0].mode: must be a file mode",
         ),
         (
             "spec.volumes.0",
-            {
-                "name": "work",
-                "projected": {
-                    "sources": [{"serviceAccountToken": {"path": "t", "expirationSeconds": 599}}]
-                },
-            },
+            _projected({"serviceAccountToken": {"path": "t", "expirationSeconds": 599}}),
             "serviceAccountToken.expirationSeconds: must be at least 10 minutes",
         ),
         (
             "spec.volumes.0",
-            {
-                "name": "work",
-                "projected": {
-                    "sources": [
-                        {"serviceAccountToken": {"path": "t", "expirationSeconds": 2**32 + 1}}
-                    ]
-                },
-            },
+            _projected({"serviceAccountToken": {"path": "t", "expirationSeconds": 2**32 + 1}}),
             "serviceAccountToken.expirationSeconds: must be at most 2^32 seconds",
         ),
         (
             "spec.volumes.0",
-            {"name": "work", "projected": {"sources": [{"serviceAccountToken": {"path": "../t"}}]}},
+            _projected({"serviceAccountToken": {"path": "../t"}}),
             "serviceAccountToken.path: must be a relative path",
         ),
         (
             "spec.volumes.0",
-            {
-                "name": "work",
-                "projected": {
-                    "sources": [{"serviceAccountToken": {"path": "t"}, "configMap": {"name": "c"}}]
-                },
-            },
+            _projected({"serviceAccountToken": {"path": "t"}, "configMap": {"name": "c"}}),
             "projected.sources[0]: may not specify more than 1 volume type per source",
         ),
         (
             "spec.volumes.0",
-            {
-                "name": "work",
-                "projected": {
-                    "sources": [
-                        {"serviceAccountToken": {"path": "x"}},
-                        {"secret": {"name": "s", "items": [{"key": "k", "path": "x"}]}},
-                    ]
-                },
-            },
+            _projected(
+                {"serviceAccountToken": {"path": "x"}},
+                {"secret": {"name": "s", "items": [{"key": "k", "path": "x"}]}},
+            ),
             "projected.sources: conflicting duplicate paths",
         ),
         (
             "spec.volumes.0",
-            {
-                "name": "work",
-                "projected": {
-                    "sources": [
-                        {
-                            "downwardAPI": {
-                                "items": [
-                                    {"path": "../x", "fieldRef": {"fieldPath": "metadata.name"}}
-                                ]
-                            }
-                        }
-                    ]
-                },
-            },
+            _projected(
+                {
+                    "downwardAPI": {
+                        "items": [{"path": "../x", "fieldRef": {"fieldPath": "metadata.name"}}]
+                    }
+                }
+            ),
             "downwardAPI.items[0].path: must be a relative path",
         ),
         (
@@ -2190,12 +2153,7 @@ def _integer_fields(int32: int, int64: int) -> list[tuple[str, Any, str]]:
         ),
         (
             "spec.volumes.0",
-            {
-                "name": "work",
-                "projected": {
-                    "sources": [{"serviceAccountToken": {"path": "t", "expirationSeconds": int64}}]
-                },
-            },
+            _projected({"serviceAccountToken": {"path": "t", "expirationSeconds": int64}}),
             "expirationSeconds",
         ),
     ]
