@@ -291,3 +291,62 @@ def test_busy_ephemeral_runner_finishes_and_its_pod_stops(
 
     assert github.count("remove_runner") == 1
     assert finished.done and finished.state.outcome == "PodStopped"
+
+
+@pytest.mark.parametrize(
+    ("ephemeral", "busy", "done", "outcome"),
+    [
+        (True, True, False, None),  # waits for the job of the pod's own registration
+        (False, True, False, None),  # retried after the delay
+        (False, False, True, "Unregistered"),  # the pod's own registration removed
+    ],
+)
+def test_a_404_for_an_earlier_registration_of_the_name_removes_the_current_one(
+    clock: ManualClock,
+    github: InMemoryGitHub,
+    ephemeral: bool,
+    busy: bool,
+    done: bool,
+    outcome: str | None,
+) -> None:
+    """An id read from a list made before the name registered again (a token-mode runner's
+    next pod, a list cached by another replica) answers 404: that proves the earlier
+    registration gone, not this pod's. The name is asked for anew, and the registration found
+    is the one stopped: a busy runner keeps its pod."""
+    current = github.register(SCOPE, NAME, busy=busy)
+    earlier = current + 1000  # removed before the current one registered
+    subject = StopSubject(SCOPE, NAME, earlier, RUNNING, ephemeral=ephemeral)
+    state = GracefulStopStatus(reason="RunnerDeleted", started_at=format_time(clock.now()))
+
+    result = tick(subject, state, github, clock)
+
+    assert (result.done, result.state.outcome) == (done, outcome)
+    assert result.state.runner_id == current
+    assert github.count("remove_runner") == 2  # the earlier id (404), then the current one
+    assert github.count("runners_named") == 1
+
+
+def test_a_404_with_nothing_registered_under_the_name_any_more_lets_the_pod_go(
+    clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    subject = StopSubject(SCOPE, NAME, 4242, RUNNING, ephemeral=False)
+    state = GracefulStopStatus(reason="RunnerDeleted", started_at=format_time(clock.now()))
+
+    result = tick(subject, state, github, clock)
+
+    assert result.done and result.state.outcome == "NotRegistered"
+    assert github.count("remove_runner") == 1
+
+
+def test_a_404_whose_name_cannot_be_asked_for_is_retried_not_taken_for_gone(
+    clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    github.register(SCOPE, NAME, busy=True)
+    github.list_error = GitHubError("boom", 502)
+    subject = StopSubject(SCOPE, NAME, 4242, RUNNING, ephemeral=False)
+    state = GracefulStopStatus(reason="RunnerDeleted", started_at=format_time(clock.now()))
+
+    result = tick(subject, state, github, clock)
+
+    assert not result.done and result.retry_after == pytest.approx(60)
+    assert result.state.last_attempt_at == format_time(clock.now())  # the DELETE counts

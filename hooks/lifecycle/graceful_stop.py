@@ -16,7 +16,8 @@ The decision table follows ARC's `runner_graceful_stop.go`:
      pod ready longer than the registration timeout  -> done (NotRegistered)
      otherwise it may be registering right now       -> wait (grace period)
 5. a DELETE was tried less than the retry delay ago  -> wait (one DELETE per retry delay)
-6. DELETE: 204 -> done (Unregistered); 404 -> done (NotRegistered); 422 busy -> ephemeral:
+6. DELETE: 204 -> done (Unregistered); 404 -> the name asked for anew: registered again
+   (another id) -> that one removed instead, else done (NotRegistered); 422 busy -> ephemeral:
    wait for completion, static: retry after the delay; rate limited -> retry after the reset;
    403 -> done (Forbidden, as ARC); other errors -> retry after the delay.
 
@@ -167,8 +168,7 @@ def _remove(
         case RemoveOutcome.REMOVED:
             return _complete(state, "Unregistered", now, "unregistered from GitHub", attempted)
         case RemoveOutcome.NOT_FOUND:
-            message = "no longer registered on GitHub"
-            return _complete(state, "NotRegistered", now, message, attempted)
+            return _not_found(subject, state, runner_id, attempted, github, now, timing)
         case RemoveOutcome.FORBIDDEN:
             # ARC treats 403 as final rather than blocking the pod forever on a permission issue.
             message = result.message or "forbidden"
@@ -189,6 +189,34 @@ def _remove(
             )
         case _:
             return StopTick(_updated(state, attempted), done=False, retry_after=timing.retry_delay)
+
+
+def _not_found(
+    subject: StopSubject,
+    state: GracefulStopStatus,
+    runner_id: int,
+    attempted: dict[str, object],
+    github: Answers,
+    now: datetime,
+    timing: StopTiming,
+) -> StopTick:
+    """Row 6's 404 proves only that `runner_id` is gone. The name may have registered again
+    since the id was read: a token-mode runner's next pod registers under the same name, and a
+    list cached before that (another replica's) still gives the earlier id. So the name is
+    asked for anew: another registration under it is this pod's runner, removed in its place;
+    none (or the same id, removed meanwhile) and the runner is gone."""
+    try:
+        found = github.find_runner(subject.scope, subject.runner_name, not_before=now)
+    except RateLimitedError as error:
+        return _retry(_updated(state, attempted), error.retry_after, str(error))
+    except GitHubError as error:
+        return _retry(_updated(state, attempted), timing.retry_delay, str(error))
+    if found is None or found.id == runner_id:
+        message = "no longer registered on GitHub"
+        return _complete(state, "NotRegistered", now, message, attempted)
+    # Removing the newer registration may answer 404 too (gone meanwhile): the same question
+    # then has the same answer, found.id is the id tried, and the runner is gone.
+    return _remove(subject, state, found.id, {"runner_id": found.id}, github, now, timing)
 
 
 def _would_conclude_unregistered(pod: ObservedPod, now: datetime, timing: StopTiming) -> bool:
