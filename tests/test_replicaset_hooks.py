@@ -179,9 +179,12 @@ def test_scale_down_removes_unregistered_then_newest_idle_and_busy_last(
     assert names(answer) == sorted(kept)
 
 
-def test_terminating_runners_are_left_alone_and_replaced_once(client: TestClient) -> None:
+@pytest.mark.parametrize("phase", ["Pending", "Failed", "Completed", "Succeeded"])
+def test_terminating_runners_are_left_alone_and_replaced_once(
+    client: TestClient, phase: str
+) -> None:
     runners = [
-        runner("going", "2026-01-01T00:00:00Z", terminating=True),
+        runner("going", "2026-01-01T00:00:00Z", terminating=True, phase=phase),
         runner("staying", "2026-01-01T00:00:00Z"),
     ]
 
@@ -190,6 +193,36 @@ def test_terminating_runners_are_left_alone_and_replaced_once(client: TestClient
     assert "going" not in names(answer)
     assert len(answer["children"]) == 2
     assert answer["status"]["replicas"] == 2
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_a_runner_being_removed_while_its_pod_runs_counts_against_replicas(
+    client: TestClient, busy: bool
+) -> None:
+    """Scaled from 3 to 1 while two runners work, then back to 3: the two still finishing
+    their jobs count, as ARC counts their running pods, so no more than 3 runners (and
+    registrations) exist at once. Once they are gone, they are replaced."""
+    staying = runner("staying", "2026-01-01T00:00:00Z")
+    leaving = [
+        runner(f"leaving-{i}", "2026-01-01T00:00:00Z", terminating=True, busy=busy)
+        for i in range(2)
+    ]
+
+    while_leaving = sync_set(client, replica_set(3), [staying, *leaving])
+    after = sync_set(client, replica_set(3), [staying])
+
+    assert names(while_leaving) == ["staying"]
+    assert len(after["children"]) == 3
+
+
+def test_an_outdated_runner_being_removed_does_not_hold_back_the_new_template(
+    client: TestClient,
+) -> None:
+    going = runner("old", "2026-01-01T00:00:00Z", terminating=True, template_hash="0ld")
+
+    answer = sync_set(client, replica_set(1), [going])
+
+    assert len(answer["children"]) == 1 and "old" not in names(answer)
 
 
 def test_completed_ephemeral_runner_is_removed_and_replaced(client: TestClient) -> None:

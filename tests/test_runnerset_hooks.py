@@ -727,6 +727,33 @@ def test_idle_runner_is_unregistered_then_scaled_to_zero_then_left_out(
     assert world.github.count("remove_runner") == 1
 
 
+def test_runners_scaled_down_while_busy_count_against_a_scale_up_until_they_go(
+    world: RunnerSetWorld,
+) -> None:
+    """Scaled from 3 to 1 while two runners work, then back to 3: the two finishing their
+    jobs count, as ARC counts their running pods, so no more than 3 runners (and
+    registrations) exist at once; each is replaced once its job is done."""
+    names = world.grow(3)
+    for name in names:
+        world.start(name, busy=True)
+    world.sync()
+    world.scale(1)
+    world.sync()
+    leaving = [n for n in names if n not in world.runners()]
+    world.scale(3)
+
+    while_busy = world.sync()
+
+    assert len(leaving) == 2
+    assert set(of_kind(while_busy, "StatefulSet")) == set(names)  # none created
+    for name in leaving:  # their jobs end: the runners unregister themselves and exit
+        world.github.unregister(ORG, f"{name}-0")
+        world.set_runner(name, runner_terminated(0, format_time(world.clock.now())))
+    world.settle(4)
+    assert len(world.runners()) == 3
+    assert not set(leaving) & set(world.runners())
+
+
 # ---------------------------------------------------------------- 4. busy runners
 
 

@@ -99,6 +99,12 @@ class RunnerChild:
         return self.online
 
     @property
+    def running(self) -> bool:
+        """Its pod runs (the status mirrors the pod's phase): a Runner being removed may still
+        be running a job."""
+        return self.phase == "Running"
+
+    @property
     def removal_rank(self) -> int:
         """0: never registered, 1: idle, 2: busy. Lower ranks go first."""
         if not self.registered:
@@ -202,7 +208,16 @@ class _ReplicaSetSync:
         active = [c for c in live if not c.completed]
         outdated = [c for c in active if c.template_hash not in (None, self.hash)]
         keep = self._keep(active, outdated)
-        new = self._new_runners(self.desired - len(keep) - len(self.unobserved))
+        # A Runner being removed whose pod still runs (a busy one waits for its job) counts
+        # as ARC counts its running pod (runner_pod_owner.go): a scale-up soon after a
+        # scale-down waits for it rather than running more than `replicas` runners. An
+        # outdated one does not count: a new template gets its own runners at once.
+        leaving = [
+            c
+            for c in self.children
+            if c.terminating and c.running and c.template_hash in (None, self.hash)
+        ]
+        new = self._new_runners(self.desired - len(keep) - len(leaving) - len(self.unobserved))
         children = [c.kept for c in keep] + new
         status = self._status(keep, new, completed)
         resync = min(self.resync) if self.resync else None

@@ -355,6 +355,21 @@ class _Decision:
     def _active(self) -> list[Member]:
         return [m for m in self.members if not m.observed.terminating and m.stop is None]
 
+    def _scaled_down_at_work(self) -> list[Member]:
+        """Members scaled down whose runner still runs (a busy one waits for its job): they
+        count as ARC counts their running pods (runner_pod_owner.go), so a scale-up soon
+        after a scale-down waits for them rather than running more than `replicas` runners."""
+        return [
+            m
+            for m in self.members
+            if m.stop is not None
+            and m.stop.reason == "ScaleDown"
+            and m.stop.outcome is None
+            and m.observed.pod is not None
+            and not m.observed.pod.stopped
+            and m.observed.template_hash in (None, self.out.hash)
+        ]
+
     def _replace_one_outdated(self) -> None:
         """A new template replaces runners one at a time, never a busy one (its job goes on;
         it is replaced after)."""
@@ -388,7 +403,8 @@ class _Decision:
 
     def _scale_up(self) -> None:
         out = self.out
-        missing = self.facts.desired - len(self._active()) - len(out.unobserved)
+        leaving = self._scaled_down_at_work()
+        missing = self.facts.desired - len(self._active()) - len(leaving) - len(out.unobserved)
         if missing <= 0:
             out.conditions["Scaling"] = ("True", "Steady", "")
             self._acted_on_count()
