@@ -54,3 +54,21 @@ def test_a_command_whose_package_is_not_installed_is_left_out(
     commands = argparse.ArgumentParser().add_subparsers()
 
     assert cli.plugin_commands(commands) == {}
+
+
+@pytest.mark.parametrize(("name", "value"), [("LOG_LEVEL", "BOGUS"), ("SYNC_PERIOD", "abc")])
+def test_serve_refuses_a_bad_setting_with_status_2_and_says_which(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+
+    assert cli.main(["serve"]) == 2
+    assert name in capsys.readouterr().err
+
+
+def test_log_level_is_read_in_any_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hooks.settings import Settings
+
+    monkeypatch.setenv("LOG_LEVEL", " warning ")
+
+    assert Settings().log_level == "WARNING"
