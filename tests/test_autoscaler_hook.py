@@ -23,7 +23,7 @@ from starlette.testclient import TestClient
 
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
-from hooks.github.port import WorkflowJob, WorkflowRun
+from hooks.github.port import GitHubError, Scope, WorkflowJob, WorkflowRun
 from hooks.settings import Settings
 from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub, rate_limited
@@ -748,7 +748,7 @@ def test_a_rate_limited_github_keeps_the_answer_and_retries_after_the_reset(
         (["true", "yes", 1, None], 2),  # only a JSON true is busy
     ],
 )
-def test_percentage_runners_busy_reads_the_related_runners_not_github(
+def test_percentage_runners_busy_reads_the_related_runners_and_the_scopes_list(
     client: TestClient,
     clock: ManualClock,
     github: InMemoryGitHub,
@@ -763,7 +763,42 @@ def test_percentage_runners_busy_reads_the_related_runners_not_github(
     answer = cluster.sync()
 
     assert answer["status"]["desiredReplicas"] == desired
-    assert github.calls == []
+    # The scope's runner list, as cached for every Runner; no workflow run is read.
+    assert github.calls == [("list_runners", "/repos/example/myrepo")]
+
+
+def test_a_runner_listed_busy_counts_busy_before_its_runner_reports_it(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """A short job on an ephemeral runner may start and end between two syncs of its Runner:
+    the list the HRA reads now says it is busy, and that counts (ARC counts the list). A
+    runner listed busy that is not the deployment's counts nothing."""
+    hra = autoscaler(status={"desiredReplicas": 4}, minReplicas=1, metrics=[BUSY_METRIC])
+    del hra["spec"]["scaleUpTriggers"]
+    runners = [runner(f"{TARGET}-{index}", False) for index in range(4)]
+    scope = Scope(repository="example/myrepo")
+    for index in range(3):
+        github.register(scope, f"{TARGET}-{index}", busy=True)
+    github.register(scope, "someone-elses-runner", busy=True)
+    cluster = Cluster(client, clock, hra, related=[deployment(), *runners])
+
+    answer = cluster.sync()
+
+    assert answer["status"]["desiredReplicas"] == 8  # 3 of 4 busy: up by the factor 2
+
+
+def test_without_the_list_the_runners_status_alone_counts(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    hra = autoscaler(status={"desiredReplicas": 4}, minReplicas=1, metrics=[BUSY_METRIC])
+    del hra["spec"]["scaleUpTriggers"]
+    runners = [runner(f"{TARGET}-{index}", index < 3) for index in range(4)]
+    github.list_error = GitHubError("boom", 502)
+    cluster = Cluster(client, clock, hra, related=[deployment(), *runners])
+
+    answer = cluster.sync()
+
+    assert answer["status"]["desiredReplicas"] == 8
 
 
 def test_queued_and_in_progress_runs_are_read_from_github_for_org_runners(

@@ -5,11 +5,11 @@ The hook counts the active ones, records when a waiting one starts (`spec.startT
 deletes expired and long-completed ones by leaving them out.
 
 Related objects (asked for by `customize_horizontal_runner_autoscaler`): the scale target, and
-when PercentageRunnersBusy scales a RunnerDeployment, its Runners, whose `status.busy`
-(mirrored from GitHub's runner list) is what that metric measures, so it costs no extra GitHub
-call. Otherwise the counts come from the target's status (`registeredReplicas`,
-`busyReplicas`), as for a RunnerSet: an HRA of a thousand runners is then not sent, and synced
-again for, every change of every Runner.
+when PercentageRunnersBusy scales a RunnerDeployment, its Runners: one is busy when its
+`status.busy` (mirrored from the list its last sync read) or the scope's runner list as it is
+now (the cached list the Runners read too) says so. Otherwise the counts come from the
+target's status (`registeredReplicas`, `busyReplicas`), as for a RunnerSet: an HRA of a
+thousand runners is then not sent, and synced again for, every change of every Runner.
 
 The answer goes to the HRA's own status: `desiredReplicas`, which the target's hook reads. No
 hook writes to another object. The hook asks to be called again at the next moment its answer
@@ -52,6 +52,7 @@ from hooks.github.port import (
     GitHubError,
     GitHubPort,
     RateLimitedError,
+    Scope,
     WorkflowJob,
     WorkflowRun,
 )
@@ -270,10 +271,12 @@ class _Sync:
             repository=config.repository or "",
             labels=tuple(config.labels),
         )
-        counts = _runner_counts(
-            kind, target_obj, self.request.objects("Runner", related=True), self.request.parent
+        runners = self.request.objects("Runner", related=True)
+        counts = _runner_counts(kind, target_obj, runners, self.request.parent)
+        measured = kind == RUNNER_DEPLOYMENT and _measures_busy_runners(self.request.parent)
+        activity = _HookActivity(
+            self.github, counts.busy, _busy_listing(scope, runners) if measured else None
         )
-        activity = _HookActivity(self.github, counts.busy)
         scale_set = _in_scale_set_mode(target_obj)
         self.scale_set_mode = scale_set
         annotations = self.hra.metadata.annotations
@@ -489,17 +492,51 @@ class _Sync:
         )
 
 
-class _HookActivity:
-    """The pull metrics' observations: busy runners from the related Runners' status, runs and
-    jobs from GitHub (through the port's short-lived cache)."""
+@dataclass(frozen=True)
+class _BusyListing:
+    """A RunnerDeployment's Runners, to count busy in the scope's runner list itself."""
 
-    def __init__(self, github: GitHubPort, busy: int) -> None:
+    scope: Scope
+    names: frozenset[str]
+    busy_in_status: frozenset[str]
+
+
+def _busy_listing(scope: RunnerScope, runners: Sequence[KubeObject]) -> _BusyListing:
+    names = frozenset(_name(runner) for runner in runners)
+    busy = frozenset(_name(runner) for runner in runners if _status(runner).get("busy") is True)
+    github_scope = Scope(scope.enterprise, scope.organization, scope.repository)
+    return _BusyListing(github_scope, names - {""}, busy - {""})
+
+
+def _name(obj: KubeObject) -> str:
+    name = object_or_empty(obj.get("metadata")).get("name")
+    return name if isinstance(name, str) else ""
+
+
+class _HookActivity:
+    """The pull metrics' observations: busy runners from the related Runners' status, and for
+    a RunnerDeployment also from the scope's runner list as it is now (cached, shared with the
+    Runners' hooks); runs and jobs from GitHub (through the port's short-lived cache)."""
+
+    def __init__(self, github: GitHubPort, busy: int, listing: _BusyListing | None) -> None:
         self.github = github
         self.busy = busy
+        self.listing = listing
         self.counted_busy = 0
 
     def busy_runners(self) -> int:
+        """A Runner mirrors the list it last synced with; the list the HRA reads now may be
+        newer. An ephemeral runner whose job is short may be listed busy and gone before its
+        Runner's next sync: each Runner counts busy if either says so (ARC reads the list)."""
         self.counted_busy = self.busy
+        listing = self.listing
+        if listing is not None and listing.names:
+            try:
+                listed = self.github.list_runners(listing.scope)
+            except GitHubError:
+                return self.counted_busy  # the Runners' status alone, as before the list
+            busy = {r.name for r in listed if r.busy and r.name in listing.names}
+            self.counted_busy = len(busy | listing.busy_in_status)
         return self.counted_busy
 
     def workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
