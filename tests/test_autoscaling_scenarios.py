@@ -295,11 +295,11 @@ def test_busy_metric_with_webhook_reservations_gives_a_steady_answer_to_steady_l
     assert len(desired) == len(steady)
     # Demand is about 3 runners: the answer stays near it, whatever reservations add.
     assert max(desired) <= 8, desired
-    # No ratchet (one reservation more per sync climbed to 21): the second hour asks, on
-    # average and at most, for about what the first did; the busy count's own ups and downs
-    # (a runner listed busy a sync earlier or later) move it by one.
+    # No ratchet (one reservation more per sync climbed to 21): the second hour asks for
+    # about what the first did, on average within half a runner; the busy count's own ups and
+    # downs (a runner listed busy a sync earlier or later) may move a few minutes by one.
     first_hour = [s.desired for s in run.between(20 * MINUTE, 75 * MINUTE) if s.desired]
     second_hour = [s.desired for s in run.between(75 * MINUTE, 125 * MINUTE) if s.desired]
     assert max(second_hour) <= max(first_hour) + 1, desired
-    assert statistics.mean(second_hour) <= statistics.mean(first_hour) + 1, desired
+    assert statistics.mean(second_hour) <= statistics.mean(first_hour) + 0.5, desired
     assert BUSY_RUNNERS in {s.suggested_by for s in steady}

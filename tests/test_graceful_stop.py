@@ -350,3 +350,23 @@ def test_a_404_whose_name_cannot_be_asked_for_is_retried_not_taken_for_gone(
 
     assert not result.done and result.retry_after == pytest.approx(60)
     assert result.state.last_attempt_at == format_time(clock.now())  # the DELETE counts
+
+
+def test_the_id_found_after_a_404_is_the_one_retried(
+    clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """A pod's recorded id that predates its registration is corrected once: each later
+    retry of the busy runner is one DELETE of the id found, not the 404 and the lookup again."""
+    current = github.register(SCOPE, NAME, busy=True)
+    subject = StopSubject(SCOPE, NAME, current + 1000, RUNNING, ephemeral=False)
+    state = GracefulStopStatus(reason="PodDeleted", started_at=format_time(clock.now()))
+    state = tick(subject, state, github, clock).state
+    before = len(github.calls)
+
+    for _ in range(5):
+        clock.advance(TIMING.retry_delay)
+        result = tick(subject, state, github, clock)
+        assert not result.done
+        state = result.state
+
+    assert github.calls[before:] == [("remove_runner", str(SCOPE))] * 5

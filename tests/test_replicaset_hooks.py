@@ -215,6 +215,18 @@ def test_a_runner_being_removed_while_its_pod_runs_counts_against_replicas(
     assert len(after["children"]) == 3
 
 
+def test_a_runner_being_removed_whose_pod_is_gone_is_replaced(client: TestClient) -> None:
+    """Its status keeps the phase last seen, `Running`, while its finalize waits for GitHub
+    (a killed runner's registration still assigned its job, or GitHub failing); no pod
+    runs, so it counts nothing, as ARC counts pods."""
+    podless = runner("podless", "2026-01-01T00:00:00Z", terminating=True, busy=True)
+    podless["status"]["ready"] = False
+
+    answer = sync_set(client, replica_set(1), [podless])
+
+    assert len(answer["children"]) == 1 and "podless" not in names(answer)
+
+
 def test_an_outdated_runner_being_removed_does_not_hold_back_the_new_template(
     client: TestClient,
 ) -> None:

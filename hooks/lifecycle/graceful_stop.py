@@ -120,7 +120,9 @@ def tick_graceful_stop(
     if state.waiting_for_completion:
         return StopTick(state, done=False, retry_after=timing.retry_delay)
 
-    runner_id = subject.runner_id or state.runner_id
+    # The stop's own record first: a 404 on the subject's id (a pod's id recorded from a list
+    # that predated its registration) records the id found since (`_not_found`).
+    runner_id = state.runner_id or subject.runner_id
     learned: dict[str, object] = {}  # recorded with the step's outcome: one copy per tick
     if runner_id is None:
         try:

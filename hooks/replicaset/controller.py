@@ -100,9 +100,9 @@ class RunnerChild:
 
     @property
     def running(self) -> bool:
-        """Its pod runs (the status mirrors the pod's phase): a Runner being removed may still
-        be running a job."""
-        return self.phase == "Running"
+        """Its pod runs: a Runner being removed may still be running a job. `ready` is false
+        once its pod is gone, whose phase status keeps as last seen."""
+        return self.phase == "Running" and self.ready
 
     @property
     def removal_rank(self) -> int:
