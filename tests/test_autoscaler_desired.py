@@ -237,9 +237,31 @@ class DelayCase:
     want_scaled_out_at: datetime | None
     delay_seconds: int | None = None
     want_next_change: datetime | None = None
+    max_replicas: int = 10
 
 
 DELAY_CASES = [
+    # Found by a hostile probe: maxReplicas lowered from 30 to 5 mid-burst kept 30 for the
+    # delay, and runners were still created beyond 5 (ARC keeps the old value too).
+    DelayCase(
+        "held, but never above a maxReplicas lowered since",
+        2,
+        30,
+        NOW - timedelta(minutes=4),
+        5,
+        NOW - timedelta(minutes=4),
+        want_next_change=NOW + timedelta(minutes=6),
+        max_replicas=5,
+    ),
+    DelayCase(
+        "no hold once the lowered maximum is the value anyway",
+        7,
+        30,
+        NOW - timedelta(minutes=4),
+        5,
+        NOW - timedelta(minutes=4),
+        max_replicas=5,
+    ),
     DelayCase(
         "held within the default 10 minutes",
         2,
@@ -310,7 +332,7 @@ DELAY_CASES = [
 def test_scale_down_delay(case: DelayCase) -> None:
     autoscaler = hra(
         1,
-        10,
+        case.max_replicas,
         [QUEUED_RUNS],
         desired=case.desired,
         scaled_out_at=case.scaled_out_at,
@@ -338,10 +360,11 @@ def test_the_default_delay_is_passed_in() -> None:
     assert "1 after the scale-down delay" in held.message
 
 
-def test_the_delay_keeps_a_value_above_a_lowered_max() -> None:
+def test_the_delay_keeps_no_value_above_a_lowered_max() -> None:
+    """ARC keeps 5 here for the rest of the delay; a lowered maxReplicas applies at once."""
     autoscaler = hra(1, 3, desired=5, scaled_out_at=NOW - timedelta(minutes=2))
 
-    assert desired_replicas(autoscaler, REPO_TARGET, NoGitHub(), NOW).desired_replicas == 5
+    assert desired_replicas(autoscaler, REPO_TARGET, NoGitHub(), NOW).desired_replicas == 3
 
 
 # Scheduled overrides and reservations in the decision.

@@ -1098,6 +1098,164 @@ def test_no_github_call_while_every_runner_is_busy(
     assert github.calls == []
 
 
+def webhook_only_cluster(
+    client: TestClient, clock: ManualClock, *, registered: int, busy: int, **spec: Any
+) -> Cluster:
+    hra = autoscaler(
+        **{
+            "minReplicas": 0,
+            "scaleUpTriggers": [{"githubEvent": {"workflowJob": {}}, "duration": "30m"}],
+            **spec,
+        }
+    )
+    return Cluster(client, clock, hra, related=[reporting(registered=registered, busy=busy)])
+
+
+def in_place(name: str, effective: datetime) -> dict[str, Any]:
+    """A reservation the receiver made with room for it (its lifetime runs from the start)."""
+    return reservation(name, effective, started=effective)
+
+
+def job_check_times(answer: dict[str, Any]) -> dict[str, str | None]:
+    return {c["metadata"]["name"]: c["spec"].get("jobCheckTime") for c in answer["children"]}
+
+
+def test_a_long_job_still_running_does_not_keep_a_finished_one_from_being_asked_about(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """Found by a hostile probe: with one runner idle, the oldest reservation (a long job
+    still running) was asked about at every sync, and the short job behind it, whose
+    `completed` delivery was lost, held its runner until the long job ended."""
+    cluster = webhook_only_cluster(client, clock, registered=2, busy=1)
+    cluster.add(in_place("job-1", ago(clock, 600)), in_place("job-2", ago(clock, 120)))
+    github.workflow_jobs[("example/myrepo", 1)] = [WorkflowJob("in_progress", ("linux",), 1)]
+    github.workflow_jobs[("example/myrepo", 2)] = [WorkflowJob("completed", ("linux",), 2)]
+
+    first = cluster.sync()
+
+    # One idle runner: one run asked about, the oldest; GitHub's "not over" is recorded.
+    assert github.calls == [("list_workflow_jobs", "example/myrepo")]
+    assert job_check_times(first) == {"job-1": format_time(clock.now()), "job-2": None}
+    assert first["status"]["reservedReplicas"] == 2
+
+    clock.advance(60)
+    second = cluster.sync()
+
+    # The next sync asks about the one never asked about, and settles it.
+    assert len(github.calls) == 2
+    assert second["status"]["reservedReplicas"] == 1
+    completed = {c["metadata"]["name"]: c["spec"].get("completionTime") for c in second["children"]}
+    assert completed["job-2"] == format_time(clock.now())
+    assert completed["job-1"] is None
+
+
+def test_a_job_not_over_is_asked_about_again_after_as_long_again_whichever_replica_syncs(
+    clock: ManualClock, github: InMemoryGitHub, settings: Settings
+) -> None:
+    """The record lives in the reservation, not in a replica's cache: two hook replicas
+    syncing the HRA in turn space their calls by it."""
+    github.workflow_jobs[("example/myrepo", 1)] = [WorkflowJob("in_progress", ("linux",), 1)]
+    with (
+        hook_client(create_app(settings, github=github, clock=clock)) as first_replica,
+        hook_client(create_app(settings, github=github, clock=clock)) as second_replica,
+    ):
+        replicas = [first_replica, second_replica]
+        cluster = webhook_only_cluster(first_replica, clock, registered=2, busy=1)
+        cluster.add(in_place("job-1", ago(clock, 240)))
+        asked_at = []
+        for second in range(0, 20 * 60, 15):
+            cluster.client = replicas[(second // 15) % 2]
+            before = len(github.calls)
+            cluster.sync()
+            if len(github.calls) > before:
+                asked_at.append(second)
+            clock.advance(15)
+
+    # Stood 4 minutes when first asked: again 4 minutes later, then 8 (then 10, the most).
+    assert asked_at == [0, 240, 720]
+
+
+def test_idle_runners_that_min_replicas_keeps_do_not_ask_github(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """Found by a hostile probe: warm runners (minReplicas 20) sat idle beside running jobs'
+    reservations, and every sync asked GitHub about the jobs: 94% of an hour's budget for
+    300 jobs."""
+    cluster = webhook_only_cluster(
+        client, clock, registered=25, busy=5, minReplicas=20, maxReplicas=30
+    )
+    for job in range(1, 6):
+        cluster.add(in_place(f"job-{job}", ago(clock, 300)))
+
+    answer = cluster.sync()
+
+    assert github.calls == []
+    assert answer["status"]["reservedReplicas"] == 5
+
+    # One runner more idle than minReplicas explains: one run asked about.
+    cluster.related = [reporting(registered=25, busy=4)]
+    cluster.sync()
+
+    assert github.calls == [("list_workflow_jobs", "example/myrepo")]
+
+
+def test_no_github_call_while_jobs_wait_beyond_max_replicas(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """A burst beyond maxReplicas: an idle runner is one a queued job is about to take, and
+    settling a reservation would leave the target at maxReplicas anyway."""
+    cluster = webhook_only_cluster(client, clock, registered=3, busy=1, maxReplicas=3)
+    for job in range(1, 6):
+        cluster.add(in_place(f"job-{job}", ago(clock, 300 - job)))
+
+    answer = cluster.sync()
+
+    assert github.calls == []
+    assert answer["status"]["desiredReplicas"] == 3
+
+    # Three reservations would bring the target under its maximum: one idle runner, one run.
+    cluster.reservations = dict(list(cluster.reservations.items())[:3])
+    cluster.related = [reporting(registered=3, busy=2)]
+    cluster.sync()
+
+    assert github.calls == [("list_workflow_jobs", "example/myrepo")]
+
+
+def test_reservations_of_one_run_are_answered_by_one_listing(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    cluster = webhook_only_cluster(client, clock, registered=1, busy=0)
+    for job in (1, 2, 3):
+        obj = in_place(f"job-{job}", ago(clock, 300))
+        obj["spec"]["job"]["runID"] = 77
+        cluster.add(obj)
+    github.workflow_jobs[("example/myrepo", 77)] = [
+        WorkflowJob("completed", ("linux",), 1),
+        WorkflowJob("in_progress", ("linux",), 2),
+        WorkflowJob("completed", ("linux",), 3),
+    ]
+
+    answer = cluster.sync()
+
+    assert github.calls == [("list_workflow_jobs", "example/myrepo")]
+    assert answer["status"]["reservedReplicas"] == 1
+    assert job_check_times(answer)["job-2"] == format_time(clock.now())
+
+
+def test_an_unreadable_job_check_time_is_asked_about_as_never_asked(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    cluster = webhook_only_cluster(client, clock, registered=1, busy=0)
+    obj = in_place("job-1", ago(clock, 300))
+    obj["spec"]["jobCheckTime"] = "yesterday"
+    cluster.add(obj)
+    github.workflow_jobs[("example/myrepo", 1)] = [WorkflowJob("completed", ("linux",), 1)]
+
+    answer = cluster.sync()
+
+    assert answer["status"]["reservedReplicas"] == 0
+
+
 def test_an_unreadable_recorded_reservation_time_is_dropped_not_a_500(
     client: TestClient, clock: ManualClock
 ) -> None:

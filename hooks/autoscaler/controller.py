@@ -36,7 +36,8 @@ from hooks.autoscaler.desired import (
 )
 from hooks.autoscaler.errors import AutoscalingError, InvalidSpecError
 from hooks.autoscaler.metrics import RunnerScope
-from hooks.autoscaler.reservations import Reservation
+from hooks.autoscaler.reservations import Reservation, count_reservations
+from hooks.autoscaler.schedule import match_overrides, min_replicas_with
 from hooks.children import (
     ConditionValue,
     describe_validation_error,
@@ -81,6 +82,13 @@ RUNNER_DEPLOYMENT = "RunnerDeployment"
 RUNNER_SET = "RunnerSet"
 DEFAULT_SYNC_PERIOD = 60.0  # ARC's --sync-period
 FINISHED_JOB_CHECK_AFTER = 60.0  # seconds a reservation stands before GitHub is asked about it
+# After a "not over", a job is asked about again once its reservation has stood as long again,
+# within these bounds: a long job costs a few calls, not one per sync.
+FINISHED_JOB_RECHECK_MIN = timedelta(seconds=FINISHED_JOB_CHECK_AFTER)
+FINISHED_JOB_RECHECK_MAX = timedelta(minutes=10)
+# Runs listed in one sync at most: each is a GitHub call the hook's answer waits for, and the
+# HRA is synced again within a minute.
+FINISHED_JOB_CHECKS_PER_SYNC = 5
 
 SCALING_ACTIVE = "ScalingActive"
 COUNT_STALE = timedelta(minutes=3)
@@ -165,6 +173,7 @@ class _ObservedReservation:
     reservation: Reservation | None  # None: unreadable, kept and not counted
     completed: bool
     expiration_time: datetime | None
+    job_checked_at: datetime | None = None  # when GitHub last said its job was not over
 
     @classmethod
     def read(cls, obj: KubeObject) -> _ObservedReservation:
@@ -190,7 +199,12 @@ class _ObservedReservation:
         except (KeyError, TypeError, ValueError):
             return cls(shared_kept(obj), name, None, False, None)
         completed = bool(spec.get("completionTime"))
-        return cls(shared_kept(obj), name, reservation, completed, expiration)
+        try:
+            checked = spec.get("jobCheckTime")
+            job_checked_at = _time(checked) if checked else None
+        except ValueError:
+            job_checked_at = None  # unreadable: asked about as if never asked
+        return cls(shared_kept(obj), name, reservation, completed, expiration, job_checked_at)
 
 
 def _observed_reservations(objects: list[KubeObject], deps: HookDeps) -> list[_ObservedReservation]:
@@ -203,6 +217,14 @@ def _observed_reservations(objects: list[KubeObject], deps: HookDeps) -> list[_O
         _ObservedReservation,
         deps.observed_children,
     )
+
+
+def _next_job_check(since: datetime, checked: datetime | None) -> datetime:
+    """When a reservation's job is next asked about (`_Sync._check_jobs`)."""
+    if checked is None:
+        return since + FINISHED_JOB_RECHECK_MIN
+    interval = min(max(checked - since, FINISHED_JOB_RECHECK_MIN), FINISHED_JOB_RECHECK_MAX)
+    return checked + interval
 
 
 def _time(value: object) -> datetime:
@@ -228,6 +250,7 @@ class _Sync:
         self.previous = hra.status or HorizontalRunnerAutoscalerStatus()
         self.observed = _observed_reservations(request.objects(RESERVATION_KIND), deps)
         self.finished: set[str] = set()  # reservations whose job GitHub says is over
+        self.not_over: set[str] = set()  # reservations whose job GitHub says is not over
         self.scale_set_mode = False  # the target's runners are a scale set's members
         self.assigned: int | None = None  # the listener's count, in scale-set mode
         self.assigned_time: str | None = None
@@ -294,7 +317,8 @@ class _Sync:
             assigned_jobs=self.assigned,
         )
         try:
-            self.finished = set() if scale_set else self._finished_jobs(counts.idle)
+            if not scale_set:
+                self._check_jobs(self._idle_a_lost_completion_may_hold(counts.idle))
             # In scale-set mode the assigned jobs count every job: reservations would too.
             reservations = [] if scale_set else self._active_reservations()
             decision = desired_replicas(
@@ -354,40 +378,72 @@ class _Sync:
             and observed.name not in self.finished
         ]
 
-    def _finished_jobs(self, idle: int) -> set[str]:
-        """Reservations whose job GitHub reports completed although no `completed` delivery
-        said so (GitHub loses deliveries and never retries them).
-
-        A lost completion otherwise holds a runner idle until the reservation expires. Only
-        asked while runners sit idle beside active reservations, for at most as many
-        reservations as there are idle runners, oldest first, one cached jobs listing per
-        run: a burst with every runner busy costs nothing."""
-        if not idle:
-            return set()
-        settled = self.now - timedelta(seconds=FINISHED_JOB_CHECK_AFTER)
-        candidates = sorted(
-            (
-                (reservation.effective_time, observed.name, observed)
-                for observed in self.observed
-                if (reservation := observed.reservation) is not None
-                and not observed.completed
-                and (reservation.started_at or reservation.effective_time) <= settled
-            ),
-            key=lambda candidate: candidate[:2],
+    def _idle_a_lost_completion_may_hold(self, idle: int) -> int:
+        """The idle runners beyond `minReplicas` (as the active scheduled override sets it):
+        none when the target would be at `maxReplicas` even without that many reservations,
+        since settling them would change nothing (in a burst beyond `maxReplicas`, an idle
+        runner is one a queued job is about to take)."""
+        minimum = min_replicas_with(
+            match_overrides(self.hra.spec.scheduled_overrides, self.now), self.hra.spec.min_replicas
         )
-        finished = set()
-        for _, _, observed in candidates[:idle]:
+        spare = idle - minimum
+        maximum = self.hra.spec.max_replicas
+        if spare > 0 and maximum is not None:
+            reserved = count_reservations(self._active_reservations(), maximum, self.now).reserved
+            if minimum + reserved - spare >= maximum:
+                return 0
+        return spare
+
+    def _check_jobs(self, spare_idle: int) -> None:
+        """Ask GitHub whether the jobs of some reservations are over (`self.finished`) or not
+        (`self.not_over`, recorded in `spec.jobCheckTime`).
+
+        A lost `completed` delivery keeps its reservation counting: the target then holds a
+        runner beyond `minReplicas` that sits idle. So GitHub is asked only while more runners
+        sit idle than that explains (`spare_idle`), about at most that many runs per sync (and
+        `FINISHED_JOB_CHECKS_PER_SYNC`). The
+        reservations asked about are those due (a minute old; after a "not over", once they
+        have stood as long again, at most ten minutes later), never asked about first, then
+        the longest unasked, oldest first: a long job still running does not stand in front
+        of a short one that is over, and a job of half an hour costs about six calls. The record
+        lives in the reservation, so every hook replica spaces its calls by it. One listing
+        per run answers every reservation of that run; an expired reservation is not asked
+        about."""
+        if spare_idle <= 0:
+            return
+        due = []
+        for observed in self.observed:
+            reservation = observed.reservation
+            if (
+                reservation is None
+                or observed.completed
+                or reservation.expires_at(self.now) <= self.now
+            ):
+                continue
             job = object_or_empty(object_or_empty(observed.kept.get("spec")).get("job"))
             repository, run_id, job_id = job.get("repository"), job.get("runID"), job.get("id")
             if not (isinstance(repository, str) and isinstance(run_id, int) and job_id):
                 continue
-            try:
-                jobs = self.github.list_workflow_jobs(repository, run_id)
-            except GitHubError:
-                break  # asked again at the next sync; the reservation still counts
-            if any(j.id == job_id and j.status == COMPLETED for j in jobs):
-                finished.add(observed.name)
-        return finished
+            since = reservation.started_at or reservation.effective_time
+            checked = observed.job_checked_at
+            if self.now < _next_job_check(since, checked):
+                continue
+            order = (checked is not None, checked or since, since, observed.name)
+            due.append((order, observed.name, (repository, run_id), job_id))
+        due.sort(key=lambda entry: entry[0])
+        listed: dict[tuple[str, int], Sequence[WorkflowJob]] = {}
+        for _, name, run, job_id in due:
+            if run not in listed:
+                if len(listed) >= min(spare_idle, FINISHED_JOB_CHECKS_PER_SYNC):
+                    continue  # a run already listed may still answer a later reservation
+                try:
+                    listed[run] = self.github.list_workflow_jobs(*run)
+                except GitHubError:
+                    return  # asked again at the next sync; the reservations still count
+            if any(j.id == job_id and j.status == COMPLETED for j in listed[run]):
+                self.finished.add(name)
+            else:
+                self.not_over.add(name)
 
     def _children(self, decision: Decision) -> list[KubeObject]:
         if self.scale_set_mode:
@@ -406,6 +462,8 @@ class _Sync:
             updates = {}
             if observed.name in self.finished:
                 updates["completionTime"] = format_time(self.now)
+            if observed.name in self.not_over:
+                updates["jobCheckTime"] = format_time(self.now)
             if observed.name in started:
                 updates["startTime"] = format_time(self.now)
             if updates:  # a copy: the memo's stays as observed

@@ -9,7 +9,7 @@
 4. clamped: below min gives min, else above max gives max (so min wins only from below);
 5. anti-flap: within `scaleDownDelaySecondsAfterScaleOut` (default 10 minutes) of the last
    scale-out, a value not above the current `status.desiredReplicas` keeps the current one
-   (not in scale-set mode);
+   (not in scale-set mode), but never above `maxReplicas` (ARC keeps it above a lowered max);
 6. `lastSuccessfulScaleOutTime` becomes now when the value goes up (from nothing: above 1).
 
 Unlike ARC, a spec whose values ARC would misuse (a negative maxReplicas, minReplicas above
@@ -131,7 +131,11 @@ def desired_replicas(
     delay = _scale_down_delay(hra, default_scale_down_delay)
     # An assigned job is a fact, not an estimate: nothing to smooth, and an ephemeral member
     # kept past its job would only be replaced by an idle one (GitHub's listener holds none).
-    hold = None if target.scale_set else _scale_down_hold(hra.status, clamped, delay, now)
+    hold = (
+        None
+        if target.scale_set
+        else _scale_down_hold(hra.status, clamped, delay, now, spec.max_replicas)
+    )
     desired = hold.replicas if hold else clamped
     message = _message(suggestion, minimum, counted.reserved, spec.max_replicas, desired)
     if hold:
@@ -224,15 +228,21 @@ def _scale_down_hold(
     value: int,
     delay: timedelta,
     now: datetime,
+    max_replicas: int | None,
 ) -> _Hold | None:
     """The current value kept above `value` by the scale-down delay, if it is. (ARC also
-    "keeps" an equal value; that changes nothing, so it is no hold here.)"""
-    if status is None or status.desired_replicas is None or status.desired_replicas <= value:
+    "keeps" an equal value; that changes nothing, so it is no hold here.) Never above a
+    `maxReplicas` lowered since: ARC keeps the old value, and runners were still created
+    beyond the new maximum for up to the delay."""
+    current = status.desired_replicas if status is not None else None
+    if current is not None and max_replicas is not None:
+        current = min(current, max_replicas)
+    if status is None or current is None or current <= value:
         return None
     if status.last_successful_scale_out_time is None:
         return None
     until = _status_time(status.last_successful_scale_out_time) + delay
-    return _Hold(status.desired_replicas, until) if until > now else None
+    return _Hold(current, until) if until > now else None
 
 
 def _last_scale_out_time(

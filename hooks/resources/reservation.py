@@ -53,6 +53,14 @@ class CapacityReservationSpec(ResourceModel):
             "so that a late delivery of the job's queued event cannot count it again."
         ),
     )
+    job_check_time: DateTime | None = Field(
+        default=None,
+        description=(
+            "When GitHub last said its job was not over (set by the HRA, which asks again "
+            "once the reservation has stood as long again: after one minute at least, ten at "
+            "most)."
+        ),
+    )
     job: ReservedJob | None = None
 
 
