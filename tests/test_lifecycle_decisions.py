@@ -220,6 +220,43 @@ def test_a_leftover_check_after_a_stop_asks_for_the_runners_name_not_the_whole_l
     assert gone.done and gone.retry_after is None  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize(
+    ("asked", "fresh_for", "expected"),
+    [
+        (2, 60, "on-this-list"),  # listed after the stop: decided on it
+        (-30, 60, "wait"),  # listed before; the next list is due within the patience
+        (-30, 200, "by-name"),  # the next list is too far off: asked by name
+        (None, None, "by-name"),  # a list of unknown age
+    ],
+)
+def test_a_patient_leftover_check_waits_for_the_scopes_next_list(
+    asked: float | None, fresh_for: float | None, expected: str
+) -> None:
+    """A Runner being deleted can wait: an ephemeral runner that removed itself after its
+    job costs no call at all (one per job before, the largest share for ephemeral runners)."""
+    stopped_at = NOW - timedelta(seconds=3)
+    asked_at = None if asked is None else stopped_at + timedelta(seconds=asked)
+    fresh_until = None if fresh_for is None else NOW + timedelta(seconds=fresh_for)
+
+    def check(github: Answers) -> object:
+        return remove_leftover_registration(
+            github, ORG, NAME, TIMING, stopped_at=stopped_at, now=NOW
+        )
+
+    listing = RunnerListing((runner(),), asked_at, fresh_until)
+    answer = decide(check, {ListRunners(ORG): listing})
+    if expected == "on-this-list":
+        assert answer == RemoveRunner(ORG, 7, stopped_at)
+        gone = RunnerListing((), asked_at, fresh_until)
+        assert decide(check, {ListRunners(ORG): gone}).done  # type: ignore[attr-defined]
+    elif expected == "wait":
+        assert not answer.done  # type: ignore[attr-defined]
+        assert fresh_for is not None
+        assert answer.retry_after == pytest.approx(fresh_for + 1)  # type: ignore[attr-defined]
+    else:
+        assert answer == FindRunner(ORG, NAME, stopped_at)
+
+
 def test_a_leftover_check_with_no_stop_time_reads_the_shared_list() -> None:
     def check(github: Answers) -> object:
         return remove_leftover_registration(github, ORG, NAME, TIMING)

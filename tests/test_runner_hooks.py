@@ -646,6 +646,43 @@ def test_runner_that_never_registers_is_replaced_after_the_timeout(
     assert driver.pod() is not None
 
 
+def test_a_runner_registered_under_the_name_its_env_sets_is_found_and_stopped_by_it(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """Found by a hostile probe: a token-mode runner whose spec sets RUNNER_NAME registers
+    under that name (the pod builder keeps it, as ARC does), but was looked for under the
+    Runner's: NotRegistered, then replaced mid-job at the registration timeout."""
+    spec = {
+        **ORG_SPEC,
+        "ephemeral": False,
+        "env": [{"name": "RUNNER_NAME", "value": "build-box-1"}],
+    }
+    driver = driver_for(client, spec)
+    driver.sync()
+    driver.sync()
+    pod = driver.pod()
+    assert pod is not None
+    env = [e for e in pod["spec"]["containers"][0]["env"] if e["name"] == "RUNNER_NAME"]
+    assert env == [{"name": "RUNNER_NAME", "value": "build-box-1"}]
+    driver.set_pod_status(running_status(format_time(clock.now())))
+    runner_id = github.register(ORG, "build-box-1", busy=True)
+
+    registered = driver.sync()
+    assert registered["status"]["runnerId"] == runner_id
+    clock.advance(3600)  # far past the registration timeout
+    driver.sync()
+    assert driver.pod() is not None
+
+    held = driver.finalize()  # busy: its pod stays
+    assert "Pod" in [c["kind"] for c in held["children"]]
+    github.set_busy(ORG, "build-box-1", False)
+    clock.advance(60)
+    released = driver.finalize()
+
+    assert "Pod" not in [c["kind"] for c in released["children"]]
+    assert github.runners_named(ORG, "build-box-1") == []
+
+
 # ---------------------------------------------------------------- JIT
 
 
@@ -696,13 +733,27 @@ def test_not_ready_without_credentials(github: InMemoryGitHub, clock: ManualCloc
     assert "GITHUB_TOKEN" in response.text
 
 
+def finish_on_the_next_list(
+    driver: HookDriver, clock: ManualClock, settings: Settings
+) -> dict[str, Any]:
+    """The pod is gone: the Runner waits for a list of its scope newer than the runner's
+    stop, due within the list's period, then finishes on it."""
+    waiting = driver.finalize()
+    assert waiting["finalized"] is False
+    assert 0 < waiting["resyncAfterSeconds"] <= settings.list_runners_cache_ttl + 1
+    assert waiting["status"]["conditions"]
+    clock.advance(waiting["resyncAfterSeconds"])
+    return driver.finalize()
+
+
 @pytest.mark.parametrize("exit_reported_as", ["container-exit-0", "pod-succeeded"])
 def test_a_completed_ephemeral_runner_being_deleted_finishes_without_stale_cached_answers(
     settings: Settings, github: InMemoryGitHub, clock: ManualClock, exit_reported_as: str
 ) -> None:
     """The Runner is deleted while its ephemeral runner works; the job then ends. Answers the
     cache remembered while the job ran (busy) must not hold the Runner up once the container
-    exited: the pod is released, then the Runner finishes, at once and with nothing leaked."""
+    exited: the pod is released at once, then the Runner finishes on the scope's next runner
+    list (no call of its own: the runner removed itself), with nothing leaked."""
     cached = CachedGitHub(github, settings, clock)
     with hook_client(create_app(settings, github=cached, clock=clock)) as client:
         driver = running_driver(client, clock, github)
@@ -725,11 +776,12 @@ def test_a_completed_ephemeral_runner_being_deleted_finishes_without_stale_cache
         assert "Pod" not in [c["kind"] for c in released["children"]]
         assert released["finalized"] is False
 
-        finished = driver.finalize()  # the pod is gone; no time has passed
+        finished = finish_on_the_next_list(driver, clock, settings)
 
     assert finished["finalized"] is True, finished["status"]
     assert github.runners[ORG] == []
     assert github.count("remove_runner") == 1  # the one that answered "busy"
+    assert github.count("runners_named") == 0
 
 
 def test_a_runner_still_listed_after_its_container_exited_is_removed(
@@ -747,7 +799,7 @@ def test_a_runner_still_listed_after_its_container_exited_is_removed(
         github.set_busy(ORG, "example-runner", False)  # idle, but still registered
         driver.set_pod_status(running_status(format_time(clock.now()), exit_code=0))
         driver.finalize()
-        finished = driver.finalize()
+        finished = finish_on_the_next_list(driver, clock, settings)
 
     assert finished["finalized"] is True, finished["status"]
     assert github.runners[ORG] == []

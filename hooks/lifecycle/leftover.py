@@ -17,14 +17,19 @@ from while it worked says nothing about it now.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from hooks.clock import format_time
-from hooks.github.port import GitHubError, RateLimitedError, RemoveOutcome, Scope
+from hooks.github.port import GitHubError, GitHubRunner, RateLimitedError, RemoveOutcome, Scope
 from hooks.lifecycle.graceful_stop import StopTiming
 from hooks.lifecycle.steps import Answers
 from hooks.metacontroller import observed_time
 from hooks.resources.runner import GracefulStopStatus
+
+LIST_PATIENCE = timedelta(minutes=2)
+"""How long a leftover check waits for the scope's next runner list rather than ask by name
+(the lists of a busy scope come every 90 s by default, GITHUB_LIST_RUNNERS_CACHE_TTL)."""
+LIST_PATIENCE_MARGIN = 1.0  # seconds past the list's expiry: the next call lists anew
 
 
 @dataclass(frozen=True)
@@ -41,15 +46,40 @@ def remove_leftover_registration(
     timing: StopTiming,
     *,
     stopped_at: datetime | None = None,
+    now: datetime | None = None,
 ) -> LeftoverCheck:
     """Remove the registration the stopped runner `name` left behind (GitHub keeps one per
-    name, and a runner keeps its name)."""
+    name, and a runner keeps its name).
+
+    Given `now`, a caller that can wait does: when the scope's cached list predates the stop
+    and its next one is due within `LIST_PATIENCE`, the check is made on that list. An
+    ephemeral runner that removed itself after its job then costs no call at all, where
+    asking by name cost one per job: the largest share of GitHub calls for ephemeral runners."""
     try:
+        if stopped_at is not None and now is not None:
+            listing = github.list_runners(scope)
+            asked_at, next_list = listing.asked_at, listing.fresh_until
+            if asked_at is not None and asked_at >= stopped_at:
+                found = listing.named(name)
+                return _remove_found(github, scope, found, timing, stopped_at)
+            if next_list is not None and now < next_list <= now + LIST_PATIENCE:
+                wait = (next_list - now).total_seconds() + LIST_PATIENCE_MARGIN
+                return LeftoverCheck(False, wait, "looking in the next list of the scope's runners")
         found = github.find_runner(scope, name, not_before=stopped_at)
     except RateLimitedError as error:
         return LeftoverCheck(False, error.retry_after, str(error))
     except GitHubError as error:
         return LeftoverCheck(False, timing.retry_delay, str(error))
+    return _remove_found(github, scope, found, timing, stopped_at)
+
+
+def _remove_found(
+    github: Answers,
+    scope: Scope,
+    found: GitHubRunner | None,
+    timing: StopTiming,
+    stopped_at: datetime | None,
+) -> LeftoverCheck:
     for leftover in [found] if found is not None else []:
         result = github.remove_runner(scope, leftover.id, not_before=stopped_at)
         match result.outcome:

@@ -8,6 +8,7 @@ with the pod that reads it. The result, a `RunnerPlan`, is what the controller a
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -42,7 +43,7 @@ from hooks.lifecycle.steps import Answers, ListRunners, RemoveRunner, Step
 from hooks.metacontroller import KubeObject
 from hooks.resources.runner import GracefulStopStatus, Runner, RunnerStatus
 from hooks.runner.container_mode import ObservedAccount, service_account_ready
-from hooks.runner.observed_pod import ObservedPod
+from hooks.runner.observed_pod import ObservedPod, literal_env
 from hooks.runner.parse import ParsedRunner, registered_scope
 from hooks.runner.pod import POD_TEMPLATE_HASH_LABEL
 from hooks.runner.registration import RegistrationMaterial
@@ -278,7 +279,9 @@ class _Decision:
         # A replacement pod registers under the same name: nothing may be left with it.
         return out.stop.outcome != "Unregistered" and not self._removed_after_stop(out.stop)
 
-    def _removed_after_stop(self, stop: GracefulStopStatus, *, fresh: bool = False) -> bool:
+    def _removed_after_stop(
+        self, stop: GracefulStopStatus, *, fresh: bool = False, finalizing: bool = False
+    ) -> bool:
         """Whatever registration the stopped runner left is gone (or a retry is scheduled and
         the Stopping condition says why). `fresh`: asked of GitHub now, not of a cached list.
         A stop that had not completed when the pod went (it was waiting for the runner to
@@ -286,7 +289,10 @@ class _Decision:
         registration: GitHub is asked anew then too."""
         completed_at = parse_optional_time(stop.completed_at)
         stopped_at = self.facts.now if fresh or completed_at is None else completed_at
-        check = self._remove_registration(stopped_at)
+        # A Runner being deleted, whose runner stopped at a known time, can wait for the
+        # scope's next list (no new pod waits for it).
+        patient = finalizing and not fresh and completed_at is not None
+        check = self._remove_registration(stopped_at, patient=patient)
         if not check.done:
             self.out.wait(check.retry_after)
             message = f"removing the registration the runner left: {check.message}"
@@ -415,7 +421,7 @@ class _Decision:
             # before it would miss it, so GitHub is asked by name.
             unknown_jit = self.facts.parsed.jit and self._known_runner_id() is None
             out.finalized = out.stop.outcome == "Unregistered" or self._removed_after_stop(
-                out.stop, fresh=unknown_jit
+                out.stop, fresh=unknown_jit, finalizing=True
             )
         return out
 
@@ -426,11 +432,21 @@ class _Decision:
         ephemeral = self.runner.spec.ephemeral is not False
         return StopSubject(
             scope=self.out.scope,
-            runner_name=self.name,
+            runner_name=self.registered_name,
             runner_id=self._known_runner_id(),
             pod=pod,
             ephemeral=pod.ephemeral if pod is not None else ephemeral,
         )
+
+    @functools.cached_property
+    def registered_name(self) -> str:
+        """The name the runner registers under: the Runner's, unless the runner container's
+        env sets `RUNNER_NAME` in token mode (the pod builder keeps the user's, as ARC does;
+        a JIT config carries the Runner's name whatever the env says)."""
+        if self.facts.parsed.jit:
+            return self.name
+        pod = self.facts.pod_object if self.facts.pod_object is not None else self._desired_pod()
+        return literal_env(pod, "RUNNER_NAME") or self.name
 
     def _known_runner_id(self) -> int | None:
         """The registration of the current pod, when known for sure. A runner id recorded in
@@ -457,7 +473,7 @@ class _Decision:
         # Busy and online change only with a new list: look again once there is one.
         out.wait(next_list_wait(listing.fresh_until, self.facts.now, self.facts.settings))
         self.list_fresh_until = listing.fresh_until
-        found = listing.named(self.name)
+        found = listing.named(self.registered_name)
         if listing.older_than(parse_optional_time(self.facts.status.last_registration_check_time)):
             # Replicas list at different moments: status already reports a newer list (one
             # that may know this registration removed, or its job ended). Reporting this one
@@ -474,9 +490,16 @@ class _Decision:
             out.condition("Registered", found.online, f"Runner{online.title()}", online)
         return found
 
-    def _remove_registration(self, stopped_at: datetime | None = None) -> LeftoverCheck:
+    def _remove_registration(
+        self, stopped_at: datetime | None = None, *, patient: bool = False
+    ) -> LeftoverCheck:
         return remove_leftover_registration(
-            self.github, self.out.scope, self.name, self.facts.timing, stopped_at=stopped_at
+            self.github,
+            self.out.scope,
+            self.registered_name,
+            self.facts.timing,
+            stopped_at=stopped_at,
+            now=self.facts.now if patient else None,
         )
 
     def _desired_pod(self) -> KubeObject:
