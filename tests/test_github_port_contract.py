@@ -346,6 +346,24 @@ def test_workflow_reads_fail_as_port_errors(
     assert not isinstance(failed.value, RateLimitedError)
 
 
+def test_an_error_says_the_same_whichever_request_met_it(
+    port: GitHubPort, fake: FakeGitHub
+) -> None:
+    """GitHub's secondary rate limit quotes each response's request ID. Errors go into status
+    conditions: a text that changed with every call rewrote the object at every sync, and
+    each write synced it again (found by a hostile probe, between two hook replicas)."""
+    fake.impose_secondary_rate_limit(90)
+    messages = set()
+    for _ in range(3):
+        with pytest.raises(RateLimitedError) as limited:
+            port.list_runners(ORG)
+        messages.add(str(limited.value))
+
+    (message,) = messages
+    assert "secondary rate limit" in message
+    assert "request ID" not in message
+
+
 # -- removal -----------------------------------------------------------------------------------
 
 

@@ -906,6 +906,24 @@ def test_a_pod_on_a_lost_node_is_force_deleted_a_minute_past_its_deadline(
     assert kube.store.get("Pod", NAMESPACE, "runner-a") is None
 
 
+def test_a_pod_whose_runner_ended_is_force_deleted_when_its_node_never_reports_its_end(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """The runner container ended, a sidecar kept the pod running, and the node was lost
+    before the kubelet finished it: the pod stayed Terminating for good (an eviction storm
+    with a lost node never converged)."""
+    with running_stored_pod(settings, github, clock) as (pod, kube):
+        pod.runner_exits(0)
+        let_go = pod.finalize()
+        clock.advance(pod.grace_seconds + 60)
+        overdue = pod.finalize()
+
+    assert let_go["finalized"] is True
+    assert let_go["resyncAfterSeconds"] == pod.grace_seconds + 60
+    assert overdue["finalized"] is True
+    assert kube.store.get("Pod", NAMESPACE, "runner-a") is None
+
+
 def test_a_namesake_of_a_force_deleted_pod_is_left_alone(
     settings: Settings, github: InMemoryGitHub, clock: ManualClock
 ) -> None:
@@ -946,16 +964,20 @@ def test_a_pod_let_go_while_its_runner_runs_is_looked_at_again_when_it_would_be_
     assert kube.store.get("Pod", NAMESPACE, "runner-a") is None
 
 
-def test_a_pod_whose_runner_stopped_asks_for_no_further_call(
+def test_a_pod_whose_runner_stopped_is_looked_at_again_only_if_it_outstays_its_grace(
     client: TestClient, clock: ManualClock, github: InMemoryGitHub
 ) -> None:
+    """A sidecar (docker) still running holds the pod after its runner ended; a node lost
+    meanwhile would leave it Terminating for good (found in an eviction storm with a lost
+    node). Metacontroller calls the hook only while the pod still exists."""
     pod = registered_driver(client, clock, github, ephemeral=False)
     pod.runner_exits(0)
 
     done = pod.finalize()
 
     assert done["finalized"] is True
-    assert "resyncAfterSeconds" not in done
+    grace = pod.pod["metadata"]["deletionGracePeriodSeconds"]
+    assert done["resyncAfterSeconds"] == pytest.approx(grace + 60)
 
 
 def test_a_pod_whose_node_still_reports_is_never_force_deleted(

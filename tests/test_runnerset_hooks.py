@@ -1236,6 +1236,24 @@ def test_finalize_waits_for_a_busy_ephemeral_runner(world: RunnerSetWorld) -> No
     assert world.github.count("remove_runner") == 1
 
 
+def test_finalize_waits_as_long_as_its_steps_ask_not_five_seconds(world: RunnerSetWorld) -> None:
+    """Found by a hostile probe: finalize always asked to be called again within 5 s, which cut
+    a busy runner's retry delay and GitHub's rate-limit reset to seconds (391 calls while one
+    runner finished a 30-minute job; a GitHub call each time during an outage)."""
+    (name,) = world.grow(1)
+    world.start(name, busy=True)
+    world.sync()
+
+    busy = world.finalize()
+    world.github.list_error = rate_limited(300)
+    world.clock.advance(600)
+    limited = world.finalize()
+
+    assert busy["resyncAfterSeconds"] == pytest.approx(60)
+    # The busy runner's own recheck (a minute), not the reset, is the sooner of the two.
+    assert limited["resyncAfterSeconds"] == pytest.approx(60)
+
+
 def test_finalize_lets_no_runner_go_while_github_is_rate_limited(world: RunnerSetWorld) -> None:
     (name,) = world.grow(1)
     world.start(name)

@@ -202,10 +202,17 @@ def call_outcome(template: str, status: int, headers: Mapping[str, Any], body: s
 MALFORMED_ANSWER = (KeyError, TypeError, ValueError, AttributeError, AssertionError, RuntimeError)
 
 
+# GitHub quotes each response's own id in some messages (the secondary rate limit's). An
+# error's text goes into status conditions: one that changes with every call rewrites the
+# object at every sync, and each write syncs it again.
+_REQUEST_ID_SENTENCE = re.compile(r"\s*[^.]*\brequest ID\b[^.]*(\.|$)", re.IGNORECASE)
+
+
 def port_error(
     op: str, status: int, headers: Mapping[str, Any] | None, message: str, now: datetime
 ) -> GitHubError:
-    text = f"{op}: HTTP {status}" + (f": {message}" if message else "")
+    stable = _REQUEST_ID_SENTENCE.sub("", message).strip()
+    text = f"{op}: HTTP {status}" + (f": {stable}" if stable else "")
     wait = rate_limit_wait(status, headers, message, now)
     if wait is not None:
         return RateLimitedError(text, retry_after=wait, status=status)

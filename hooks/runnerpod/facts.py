@@ -126,14 +126,15 @@ def _node_lost(status: dict[str, Any]) -> bool:
 
 
 def termination_overdue_at(facts: RunnerPod) -> datetime | None:
-    """When a terminating pod whose runner still shows as running becomes overdue: its node
-    has not reported the runner's end well past the grace period. None when the pod is not
-    terminating or its runner is not running.
+    """When a terminating pod becomes overdue: its node has not reported the pod's end well
+    past the grace period. None when the pod is not terminating. A runner already ended does
+    not make it any less so: a sidecar (docker) still running holds the pod, and a node lost
+    meanwhile would leave it Terminating for good.
 
     The API server sets deletionTimestamp to the end of the grace period, so counting the
     grace again from it waits at least grace + 60 s after the delete request whichever way
     the timestamp was written: a kubelet still within the grace period is never overruled."""
-    if facts.deletion_timestamp is None or not facts.runner_running:
+    if facts.deletion_timestamp is None:
         return None
     wait = timedelta(seconds=facts.deletion_grace_seconds + UNREACHABLE_AFTER_SECONDS)
     return facts.deletion_timestamp + wait

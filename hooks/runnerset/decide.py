@@ -203,7 +203,9 @@ class _Decision:
         # still there until Metacontroller has deleted it) and no registration is left.
         gone = not self.members and not self.facts.pods_observed and not self.out.unobserved
         self.out.finalized = gone and self._orphaned_registrations_removed()
-        if not self.out.finalized:
+        if not self.out.finalized and not self.out.resync:
+            # Nothing asked for a later look (a busy runner's retry, GitHub's reset): look
+            # again soon. Asked for unconditionally, it cut every such wait to seconds.
             self.out.wait(RELEASE_RESYNC_SECONDS)
         self.out.next_index = self._next_index()
         return self.out
