@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hooks.autoscaler import AutoscalingError, Reservation, count_reservations
 from hooks.autoscaler.reservations import reservations_from_spec
@@ -105,6 +107,38 @@ def test_expired_reservations_leave_their_place_to_waiting_ones() -> None:
     count = count_reservations(reservations, 1, NOW)
 
     assert (count.expired, count.started, count.reserved) == (("a",), ("b",), 1)
+
+
+def test_a_waiting_reservation_starts_only_once_a_runner_is_free() -> None:
+    """Found by a hostile probe (duration 5m, twelve-minute jobs, maxReplicas 5): reservations
+    that expired while their jobs ran left room under the maximum, the waiting ones started
+    and expired in turn with every runner still busy, and ten jobs never got a runner."""
+    reservations = [made("a", 20, lifetime=10), made("b", 15, lifetime=5, started=False)]
+
+    busy = count_reservations(reservations, 1, NOW, busy_runners=1)
+    free = count_reservations(reservations, 1, NOW, busy_runners=0)
+
+    # Still waiting, and still counted: its runner is there when the job before it ends.
+    assert (busy.expired, busy.started, busy.waiting, busy.reserved) == (("a",), (), ("b",), 1)
+    assert (free.started, free.waiting) == (("b",), ())
+
+
+@given(
+    busy=st.integers(min_value=0, max_value=12),
+    started=st.lists(st.booleans(), max_size=12),
+    maximum=st.integers(min_value=1, max_value=8),
+)
+def test_busy_runners_only_ever_hold_waiting_reservations_back(
+    busy: int, started: list[bool], maximum: int
+) -> None:
+    reservations = [made(f"r{i:02}", 3, started=s) for i, s in enumerate(started)]
+
+    with_busy = count_reservations(reservations, maximum, NOW, busy_runners=busy)
+    without = count_reservations(reservations, maximum, NOW)
+
+    assert set(with_busy.started) <= set(without.started)
+    assert with_busy.reserved == without.reserved  # waiting ones count all the same
+    assert with_busy.expired == without.expired
 
 
 def test_arrival_order_is_effective_time_then_name() -> None:

@@ -62,6 +62,7 @@ class Row:
     state: dict[str, object] = field(default_factory=dict)
     remove_answer: RemoveResult | None = None
     list_error: GitHubError | None = None
+    last_seen_busy: bool = False
     # expectations
     done: bool = False
     outcome: str | None = None
@@ -181,6 +182,16 @@ ROWS = [
         outcome="NotRegistered",
         deletes=1,
     ),
+    # Found by a hostile probe: credentials switched to a token that may not remove runners,
+    # then the RunnerDeployment deleted; both busy jobs were cut off within a minute.
+    Row(
+        "403 on DELETE of a runner last seen busy: its job is waited for",
+        RUNNING,
+        remove_answer=RemoveResult(RemoveOutcome.FORBIDDEN, message="Resource not accessible"),
+        last_seen_busy=True,
+        retry_after=60,
+        deletes=1,
+    ),
     Row(
         "403 on DELETE: done, as ARC",
         RUNNING,
@@ -241,6 +252,7 @@ def test_decision_table(row: Row, clock: ManualClock, github: InMemoryGitHub) ->
         runner_id=runner_id if row.runner_id_known else None,
         pod=pod,
         ephemeral=row.ephemeral,
+        last_seen_busy=row.last_seen_busy,
     )
 
     result = tick(subject, state, github, clock)

@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
-from hooks.github.port import GitHubError, Scope
+from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
 from hooks.settings import Settings
 from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import HookDriver, new_runner, running_status
@@ -644,6 +644,35 @@ def test_runner_that_never_registers_is_replaced_after_the_timeout(
     assert driver.pod() is None
     driver.sync()
     assert driver.pod() is not None
+
+
+def test_a_busy_runner_is_not_let_go_when_github_forbids_its_removal(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """Found by a hostile probe: credentials that may not remove runners (403) let a busy
+    runner's pod go, as ARC does, cutting its job off. Its job is waited for; an idle one
+    still goes as in ARC."""
+    driver = running_driver(client, clock, github, spec={**ORG_SPEC, "ephemeral": False})
+    github.set_busy(ORG, "example-runner", True)
+    clock.advance(91)
+    assert driver.sync()["status"]["busy"] is True
+    forbidden = RemoveResult(RemoveOutcome.FORBIDDEN, message="Resource not accessible")
+    github.remove_answers.extend([forbidden, forbidden])
+
+    held = driver.finalize()
+    clock.advance(60)
+    still = driver.finalize()
+
+    for answer in (held, still):
+        assert "Pod" in [c["kind"] for c in answer["children"]]
+        assert "last seen busy" in answer["status"]["gracefulStop"]["message"]
+    assert github.count("remove_runner") == 2
+
+    clock.advance(60)  # the credentials work again, the job is over
+    github.set_busy(ORG, "example-runner", False)
+    released = driver.finalize()
+    assert "Pod" not in [c["kind"] for c in released["children"]]
+    assert github.runners[ORG] == []
 
 
 def test_a_runner_registered_under_the_name_its_env_sets_is_found_and_stopped_by_it(

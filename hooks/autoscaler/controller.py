@@ -327,6 +327,7 @@ class _Sync:
                 activity,
                 self.now,
                 reservations=reservations,
+                busy_runners=counts.busy,
                 default_scale_down_delay=self.deps.default_scale_down_delay,
             )
         except RateLimitedError as error:

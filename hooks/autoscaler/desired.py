@@ -107,6 +107,7 @@ def desired_replicas(
     now: datetime,
     *,
     reservations: Sequence[Reservation] = (),
+    busy_runners: int = 0,
     default_scale_down_delay: timedelta = DEFAULT_SCALE_DOWN_DELAY,
 ) -> Decision:
     """Size the target. `reservations` come in addition to `spec.capacityReservations`.
@@ -121,6 +122,7 @@ def desired_replicas(
         [*reservations_from_spec(spec.capacity_reservations), *reservations],
         spec.max_replicas,
         now,
+        busy_runners=busy_runners,
     )
     if target.scale_set:
         suggestion = suggest_by_assigned_jobs(hra, target, minimum)

@@ -13,8 +13,11 @@ queued. So the lifetime of a reservation runs from `started_at`, not from its ef
   replicas fit within `maxReplicas` are *in place*, the others *wait*;
 - a reservation with a `started_at` expires at `started_at + lifetime`, wherever it stands;
 - one without a `started_at` has not started: while it waits, it counts and never expires; the
-  first time it is in place its lifetime starts now, and it is reported in `started` so that the
-  caller records `started_at = now` (a transition, written once).
+  first time it is in place, with a runner free for it (the busy runners, whose jobs may have
+  outlived their own reservations, leave room for it), its lifetime starts now, and it is
+  reported in `started` so that the caller records `started_at = now` (a transition, written
+  once). So a lifetime shorter than the jobs does not let waiting reservations expire, one
+  batch after another, while every runner is still busy with the first jobs.
 
 Reservations whose lifetime began when they were made (ARC's `spec.capacityReservations`, or
 objects whose creator saw room for them) carry `started_at = effective_time` from the start.
@@ -62,7 +65,11 @@ class ReservationCount:
 
 
 def count_reservations(
-    reservations: Sequence[Reservation], max_replicas: int | None, now: datetime
+    reservations: Sequence[Reservation],
+    max_replicas: int | None,
+    now: datetime,
+    *,
+    busy_runners: int = 0,
 ) -> ReservationCount:
     reserved = 0
     placed = 0  # replicas of the earlier reservations, counted or not yet started
@@ -72,6 +79,10 @@ def count_reservations(
     expiries: list[datetime] = []
     for reservation in sorted(reservations, key=lambda r: (r.effective_time, r.name)):
         in_place = max_replicas is None or placed + reservation.replicas <= max_replicas
+        if reservation.started_at is None and in_place and max_replicas is not None:
+            # Starting also needs a runner free for it: an earlier reservation that expired
+            # while its job still runs leaves room under the maximum, not a runner.
+            in_place = max(placed, busy_runners) + reservation.replicas <= max_replicas
         if reservation.started_at is None and not in_place:
             waiting.append(reservation.name)
         else:

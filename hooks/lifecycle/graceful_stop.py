@@ -19,7 +19,8 @@ The decision table follows ARC's `runner_graceful_stop.go`:
 6. DELETE: 204 -> done (Unregistered); 404 -> the name asked for anew: registered again
    (another id) -> that one removed instead, else done (NotRegistered); 422 busy -> ephemeral:
    wait for completion, static: retry after the delay; rate limited -> retry after the reset;
-   403 -> done (Forbidden, as ARC); other errors -> retry after the delay.
+   403 -> runner last seen busy: retry after the delay (its job is not cut off), else done
+   (Forbidden, as ARC); other errors -> retry after the delay.
 
 There is no overall unregistration timeout: a busy runner is waited for as long as it works.
 """
@@ -71,6 +72,8 @@ class StopSubject:
     runner_id: int | None  # known from JIT or an earlier lookup
     pod: ObservedPod | None
     ephemeral: bool
+    # GitHub last listed it busy (its owner's record): a 403 on removal says nothing of it now.
+    last_seen_busy: bool = False
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,16 @@ def _remove(
             return _complete(state, "Unregistered", now, "unregistered from GitHub", attempted)
         case RemoveOutcome.NOT_FOUND:
             return _not_found(subject, state, runner_id, attempted, github, now, timing)
+        case RemoveOutcome.FORBIDDEN if subject.last_seen_busy:
+            # The credentials may not remove runners (nor, most likely, list them): the job
+            # the runner was last seen on is waited for rather than cut off. An ephemeral
+            # runner's pod stops after it; a static one waits for credentials that work.
+            message = (
+                f"{result.message or 'forbidden'}; the runner was last seen busy: waiting "
+                "for its job to end, or for credentials that may remove runners"
+            )
+            forbidden = _updated(state, {**attempted, "message": message})
+            return StopTick(forbidden, done=False, retry_after=timing.retry_delay)
         case RemoveOutcome.FORBIDDEN:
             # ARC treats 403 as final rather than blocking the pod forever on a permission issue.
             message = result.message or "forbidden"

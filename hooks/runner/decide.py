@@ -436,7 +436,13 @@ class _Decision:
             runner_id=self._known_runner_id(),
             pod=pod,
             ephemeral=pod.ephemeral if pod is not None else ephemeral,
+            last_seen_busy=self._last_seen_busy(),
         )
+
+    def _last_seen_busy(self) -> bool:
+        """The list this sync read, else what status last mirrored of one."""
+        found = self.out.github_runner
+        return found.busy if found is not None else bool(self.facts.status.busy)
 
     @functools.cached_property
     def registered_name(self) -> str:

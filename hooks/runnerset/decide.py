@@ -350,6 +350,7 @@ class _Decision:
             runner_id=member.runner_id,
             pod=pod,
             ephemeral=pod.ephemeral if pod is not None else self.spec.ephemeral is not False,
+            last_seen_busy=member.github_runner is not None and member.github_runner.busy,
         )
 
     # --------------------------------------------------------------- the set
