@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import logging
 from typing import Any
@@ -741,6 +742,38 @@ def test_jit_runner_registers_once_and_its_deletion_is_exact(
     assert github.count("list_runners") == lists_before
     assert "Pod" not in [c["kind"] for c in released["children"]]
     assert driver.finalize()["finalized"] is True
+
+
+def test_a_jit_runner_whose_secret_and_status_disagree_is_looked_for_by_name(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """Found by a hostile probe under informer lag: a sync that saw neither the pod nor the
+    Secret met its own registration as a name conflict, removed it and generated a second
+    config; another replica wrote the first Secret back. The Runner's deletion trusted the
+    Secret's id, which the cache remembered removed, and left the second registration."""
+    cached = CachedGitHub(github, settings, clock)
+    with hook_client(create_app(settings, github=cached, clock=clock)) as client:
+        driver = driver_for(client, annotations={"arc-hooks.dev/registration": "jit"})
+        driver.sync()
+        secret = driver.secret()
+        assert secret is not None
+        stale = copy.deepcopy(secret)
+        name = secret["metadata"]["name"]
+        for _ in range(2):  # neither in view: conflict, removal, then a second config
+            driver.children.pop(("Secret", name), None)
+            driver.delete_pod_now()
+            driver.sync()
+            clock.advance(5)
+        current = driver.secret()
+        assert current is not None and current["data"]["runnerId"] != stale["data"]["runnerId"]
+        assert len(github.runners[ORG]) == 1
+        driver.children[("Secret", name)] = stale  # written back by another replica
+        driver.set_pod_status(running_status(format_time(clock.now())))
+
+        finished = [driver.finalize()["finalized"] for _ in range(4)]
+
+    assert finished[-1] is True
+    assert github.runners[ORG] == []
 
 
 # ---------------------------------------------------------------- server

@@ -462,6 +462,12 @@ class _Decision:
         if out.stop is not None and out.stop.runner_id is not None:
             return out.stop.runner_id
         if self.facts.parsed.jit and self.facts.material.runner_id is not None:
+            recorded = self.facts.status.runner_id
+            if recorded is not None and recorded != self.facts.material.runner_id:
+                # Status and Secret name different registrations: an earlier copy of the
+                # Secret written back, or one sync's answer half seen. Neither is sure: the
+                # name is asked for (a registration left under it would leak).
+                return None
             return self.facts.material.runner_id
         if out.github_runner is not None:
             return out.github_runner.id
