@@ -185,11 +185,34 @@ ROWS = [
     # Found by a hostile probe: credentials switched to a token that may not remove runners,
     # then the RunnerDeployment deleted; both busy jobs were cut off within a minute.
     Row(
-        "403 on DELETE of a runner last seen busy: its job is waited for",
+        "403 on DELETE of a runner listed busy: its job is waited for",
         RUNNING,
+        busy=True,
+        runner_id_known=True,
         remove_answer=RemoveResult(RemoveOutcome.FORBIDDEN, message="Resource not accessible"),
+        retry_after=60,
+        deletes=1,
+    ),
+    Row(
+        "403 on DELETE and on the list, ephemeral runner last seen busy: waited for",
+        RUNNING,
+        runner_id_known=True,
+        remove_answer=RemoveResult(RemoveOutcome.FORBIDDEN, message="Resource not accessible"),
+        list_error=GitHubError("list runners: HTTP 403", 403),
         last_seen_busy=True,
         retry_after=60,
+        deletes=1,
+    ),
+    Row(
+        "403 on DELETE and on the list, static runner last seen busy: done, as ARC",
+        RUNNING,
+        ephemeral=False,
+        runner_id_known=True,
+        remove_answer=RemoveResult(RemoveOutcome.FORBIDDEN, message="Resource not accessible"),
+        list_error=GitHubError("list runners: HTTP 403", 403),
+        last_seen_busy=True,
+        done=True,
+        outcome="Forbidden",
         deletes=1,
     ),
     Row(
@@ -262,7 +285,10 @@ def test_decision_table(row: Row, clock: ManualClock, github: InMemoryGitHub) ->
     assert result.retry_after == (pytest.approx(row.retry_after) if row.retry_after else None)
     assert github.count("remove_runner") == row.deletes
     assert result.state.waiting_for_completion is row.waiting
-    if row.runner_id_known:
+    forbidden = (
+        row.remove_answer is not None and row.remove_answer.outcome is RemoveOutcome.FORBIDDEN
+    )
+    if row.runner_id_known and not forbidden:  # a 403 asks the (cached) list whether it is busy
         assert github.count("list_runners") == 0
     if row.done and "outcome" not in row.state:
         assert result.state.completed_at == format_time(clock.now())

@@ -666,7 +666,7 @@ def test_a_busy_runner_is_not_let_go_when_github_forbids_its_removal(
 
     for answer in (held, still):
         assert "Pod" in [c["kind"] for c in answer["children"]]
-        assert "last seen busy" in answer["status"]["gracefulStop"]["message"]
+        assert "the runner is busy" in answer["status"]["gracefulStop"]["message"]
     assert github.count("remove_runner") == 2
 
     clock.advance(60)  # the credentials work again, the job is over
@@ -674,6 +674,42 @@ def test_a_busy_runner_is_not_let_go_when_github_forbids_its_removal(
     released = driver.finalize()
     assert "Pod" not in [c["kind"] for c in released["children"]]
     assert github.runners[ORG] == []
+
+
+def test_a_runner_with_an_unbuildable_spec_and_no_pod_is_finalized_without_a_500(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """Found by a review: the name its runner registers under was read from a pod built from
+    a spec that builds none (a container's env that is not a list)."""
+    driver = running_driver(client, clock, github)
+    driver.parent["spec"] = {**ORG_SPEC, "containers": [{"name": "runner", "env": "x"}]}
+    driver.delete_pod_now()
+    github.unregister(ORG, "example-runner")
+
+    answers = [driver.finalize() for _ in range(3)]  # each asserts a 200
+
+    assert answers[-1]["finalized"] is True
+
+
+def test_finalize_never_removes_a_namesake_of_the_runner_object_when_its_env_names_another(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """Found by a review: the finalize's first DELETE, prepared ahead of the decision, looked
+    the Runner's own name up, not the RUNNER_NAME its runner registered under."""
+    spec = {**ORG_SPEC, "ephemeral": False, "env": [{"name": "RUNNER_NAME", "value": "box-a"}]}
+    driver = driver_for(client, spec)
+    driver.sync()
+    driver.sync()
+    driver.set_pod_status(running_status(format_time(clock.now())))
+    github.register(ORG, "box-a")
+    unrelated = github.register(ORG, "example-runner")  # another runner, by chance so named
+    clock.advance(91)
+    driver.sync()
+
+    driver.finalize()
+    driver.finalize()
+
+    assert [r.id for r in github.runners[ORG]] == [unrelated]
 
 
 def test_a_runner_registered_under_the_name_its_env_sets_is_found_and_stopped_by_it(
@@ -803,7 +839,8 @@ def finish_on_the_next_list(
     waiting = driver.finalize()
     assert waiting["finalized"] is False
     assert 0 < waiting["resyncAfterSeconds"] <= settings.list_runners_cache_ttl + 1
-    assert waiting["status"]["conditions"]
+    # No pod, no job: not counted busy while it waits (PercentageRunnersBusy reads it).
+    assert waiting["status"]["busy"] is False
     clock.advance(waiting["resyncAfterSeconds"])
     return driver.finalize()
 

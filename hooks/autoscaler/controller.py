@@ -224,7 +224,10 @@ def _next_job_check(since: datetime, checked: datetime | None) -> datetime:
     if checked is None:
         return since + FINISHED_JOB_RECHECK_MIN
     interval = min(max(checked - since, FINISHED_JOB_RECHECK_MIN), FINISHED_JOB_RECHECK_MAX)
-    return checked + interval
+    try:
+        return checked + interval
+    except OverflowError:  # a record near year 9999, written by hand: asked about now
+        return since
 
 
 def _time(value: object) -> datetime:
@@ -380,10 +383,9 @@ class _Sync:
         ]
 
     def _idle_a_lost_completion_may_hold(self, idle: int) -> int:
-        """The idle runners beyond `minReplicas` (as the active scheduled override sets it):
-        none when the target would be at `maxReplicas` even without that many reservations,
-        since settling them would change nothing (in a burst beyond `maxReplicas`, an idle
-        runner is one a queued job is about to take)."""
+        """The idle runners beyond `minReplicas` (as the active scheduled override sets it);
+        at most one when the target would be at `maxReplicas` even without that many
+        reservations."""
         minimum = min_replicas_with(
             match_overrides(self.hra.spec.scheduled_overrides, self.now), self.hra.spec.min_replicas
         )
@@ -392,7 +394,10 @@ class _Sync:
         if spare > 0 and maximum is not None:
             reserved = count_reservations(self._active_reservations(), maximum, self.now).reserved
             if minimum + reserved - spare >= maximum:
-                return 0
+                # At the maximum even without that many: in a burst the idle runners are
+                # mostly ones queued jobs are about to take. One run per sync still, so that
+                # reservations whose jobs are all over are settled in turn.
+                return min(spare, 1)
         return spare
 
     def _check_jobs(self, spare_idle: int) -> None:

@@ -19,8 +19,9 @@ The decision table follows ARC's `runner_graceful_stop.go`:
 6. DELETE: 204 -> done (Unregistered); 404 -> the name asked for anew: registered again
    (another id) -> that one removed instead, else done (NotRegistered); 422 busy -> ephemeral:
    wait for completion, static: retry after the delay; rate limited -> retry after the reset;
-   403 -> runner last seen busy: retry after the delay (its job is not cut off), else done
-   (Forbidden, as ARC); other errors -> retry after the delay.
+   403 -> busy by the cached list (or, that list refused too, an ephemeral runner last seen
+   busy): retry after the delay, its job is not cut off; else done (Forbidden, as ARC); other
+   errors -> retry after the delay.
 
 There is no overall unregistration timeout: a busy runner is waited for as long as it works.
 """
@@ -72,7 +73,7 @@ class StopSubject:
     runner_id: int | None  # known from JIT or an earlier lookup
     pod: ObservedPod | None
     ephemeral: bool
-    # GitHub last listed it busy (its owner's record): a 403 on removal says nothing of it now.
+    # GitHub last listed it busy (its owner's record), for when a 403 refuses the list too.
     last_seen_busy: bool = False
 
 
@@ -174,13 +175,10 @@ def _remove(
             return _complete(state, "Unregistered", now, "unregistered from GitHub", attempted)
         case RemoveOutcome.NOT_FOUND:
             return _not_found(subject, state, runner_id, attempted, github, now, timing)
-        case RemoveOutcome.FORBIDDEN if subject.last_seen_busy:
-            # The credentials may not remove runners (nor, most likely, list them): the job
-            # the runner was last seen on is waited for rather than cut off. An ephemeral
-            # runner's pod stops after it; a static one waits for credentials that work.
+        case RemoveOutcome.FORBIDDEN if _busy_though_forbidden(subject, github):
             message = (
-                f"{result.message or 'forbidden'}; the runner was last seen busy: waiting "
-                "for its job to end, or for credentials that may remove runners"
+                f"{result.message or 'forbidden'}; the runner is busy: waiting for its job to "
+                "end, or for credentials that may remove runners"
             )
             forbidden = _updated(state, {**attempted, "message": message})
             return StopTick(forbidden, done=False, retry_after=timing.retry_delay)
@@ -204,6 +202,18 @@ def _remove(
             )
         case _:
             return StopTick(_updated(state, attempted), done=False, retry_after=timing.retry_delay)
+
+
+def _busy_though_forbidden(subject: StopSubject, github: Answers) -> bool:
+    """After a 403 on removal (credentials that may not remove runners): wait rather than cut
+    a job off when the scope's list, as cached, says the runner is busy. When that list cannot
+    be read either, an ephemeral runner last seen busy is waited for (its pod ends with its
+    job); a static one goes, as in ARC, rather than be held until the credentials change."""
+    try:
+        found = github.find_runner(subject.scope, subject.runner_name)
+    except GitHubError:
+        return subject.ephemeral and subject.last_seen_busy
+    return found is not None and found.busy
 
 
 def _not_found(

@@ -139,13 +139,23 @@ def next_certain_question(facts: RunnerFacts, github: Answers, *, finalizing: bo
     listing = github.answer_to(ListRunners(scope))
     if listing is None:
         return ListRunners(scope)
-    name = facts.runner.metadata.name
+    name = registered_name(facts, facts.pod_object)
     found = (
         RunnerListing.of(listing).named(name)
         if isinstance(listing, RunnerListing | tuple)
         else None
     )
     return RemoveRunner(scope, found.id) if found is not None else None
+
+
+def registered_name(facts: RunnerFacts, pod: KubeObject | None) -> str:
+    """The name the runner of `pod` registers under: the Runner's, unless the runner
+    container's env sets `RUNNER_NAME` in token mode (the pod builder keeps the user's, as ARC
+    does; a JIT config carries the Runner's name whatever the env says)."""
+    name = facts.runner.metadata.name
+    if facts.parsed.jit or pod is None:
+        return name
+    return literal_env(pod, "RUNNER_NAME") or name
 
 
 def decide_sync(facts: RunnerFacts, github: Answers) -> RunnerPlan:
@@ -446,13 +456,11 @@ class _Decision:
 
     @functools.cached_property
     def registered_name(self) -> str:
-        """The name the runner registers under: the Runner's, unless the runner container's
-        env sets `RUNNER_NAME` in token mode (the pod builder keeps the user's, as ARC does;
-        a JIT config carries the Runner's name whatever the env says)."""
-        if self.facts.parsed.jit:
-            return self.name
-        pod = self.facts.pod_object if self.facts.pod_object is not None else self._desired_pod()
-        return literal_env(pod, "RUNNER_NAME") or self.name
+        facts = self.facts
+        if facts.parsed.jit or (facts.pod_object is None and facts.parsed.problems):
+            return self.name  # an invalid spec builds no pod to read the env of
+        pod = facts.pod_object if facts.pod_object is not None else self._desired_pod()
+        return registered_name(facts, pod)
 
     def _known_runner_id(self) -> int | None:
         """The registration of the current pod, when known for sure. A runner id recorded in

@@ -62,7 +62,9 @@ def runner_status(facts: RunnerFacts, plan: RunnerPlan) -> RunnerStatus:
     conditions = dict(plan.conditions)
     conditions.setdefault("Stopping", ("False", "NotStopping", ""))
     online = found.online if found else previous.online
-    busy = found.busy if found else previous.busy
+    # No pod, no job: a Runner whose pod is gone (one being deleted may wait a while for its
+    # scope's next list) is not reported busy from an earlier list.
+    busy = False if pod is None else (found.busy if found else previous.busy)
     return RunnerStatus(
         ready=pod.ready if pod is not None and plan.pod is not None else False,
         phase=plan.phase or (pod.phase if pod is not None else previous.phase),
