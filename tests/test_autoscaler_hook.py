@@ -1066,7 +1066,9 @@ def test_a_reservation_whose_job_is_over_is_settled_once_runners_sit_idle(
     client: TestClient, clock: ManualClock, github: InMemoryGitHub
 ) -> None:
     webhook_only = autoscaler(
-        minReplicas=0, scaleUpTriggers=[{"githubEvent": {"workflowJob": {}}, "duration": "30m"}]
+        {"idleBeyondMinSince": format_time(ago(clock, 60))},
+        minReplicas=0,
+        scaleUpTriggers=[{"githubEvent": {"workflowJob": {}}, "duration": "30m"}],
     )
     cluster = Cluster(client, clock, webhook_only, related=[reporting(registered=2, busy=1)])
     cluster.add(reservation("job-1", ago(clock, 300)), reservation("job-2", ago(clock, 300)))
@@ -1099,14 +1101,24 @@ def test_no_github_call_while_every_runner_is_busy(
 
 
 def webhook_only_cluster(
-    client: TestClient, clock: ManualClock, *, registered: int, busy: int, **spec: Any
+    client: TestClient,
+    clock: ManualClock,
+    *,
+    registered: int,
+    busy: int,
+    idle_for: float = 120,
+    **spec: Any,
 ) -> Cluster:
+    """Its runners as the target's status counts them; those beyond minReplicas have sat idle
+    for `idle_for` seconds already (the HRA asks GitHub about reserved jobs after a minute)."""
+    status = {"idleBeyondMinSince": format_time(ago(clock, idle_for))} if idle_for else None
     hra = autoscaler(
+        status,
         **{
             "minReplicas": 0,
             "scaleUpTriggers": [{"githubEvent": {"workflowJob": {}}, "duration": "30m"}],
             **spec,
-        }
+        },
     )
     return Cluster(client, clock, hra, related=[reporting(registered=registered, busy=busy)])
 
@@ -1127,7 +1139,7 @@ def test_a_long_job_still_running_does_not_keep_a_finished_one_from_being_asked_
     still running) was asked about at every sync, and the short job behind it, whose
     `completed` delivery was lost, held its runner until the long job ended."""
     cluster = webhook_only_cluster(client, clock, registered=2, busy=1)
-    cluster.add(in_place("job-1", ago(clock, 600)), in_place("job-2", ago(clock, 120)))
+    cluster.add(in_place("job-1", ago(clock, 600)), in_place("job-2", ago(clock, 310)))
     github.workflow_jobs[("example/myrepo", 1)] = [WorkflowJob("in_progress", ("linux",), 1)]
     github.workflow_jobs[("example/myrepo", 2)] = [WorkflowJob("completed", ("linux",), 2)]
 
@@ -1160,8 +1172,8 @@ def test_a_job_not_over_is_asked_about_again_after_as_long_again_whichever_repli
         hook_client(create_app(settings, github=github, clock=clock)) as second_replica,
     ):
         replicas = [first_replica, second_replica]
-        cluster = webhook_only_cluster(first_replica, clock, registered=2, busy=1)
-        cluster.add(in_place("job-1", ago(clock, 240)))
+        cluster = webhook_only_cluster(first_replica, clock, registered=1, busy=0)
+        cluster.add(in_place("job-1", ago(clock, 480)))
         asked_at = []
         for second in range(0, 20 * 60, 15):
             cluster.client = replicas[(second // 15) % 2]
@@ -1171,8 +1183,8 @@ def test_a_job_not_over_is_asked_about_again_after_as_long_again_whichever_repli
                 asked_at.append(second)
             clock.advance(15)
 
-    # Stood 4 minutes when first asked: again 4 minutes later, then 8 (then 10, the most).
-    assert asked_at == [0, 240, 720]
+    # Stood 8 minutes when first asked: again 8 minutes later, then 10 (the most).
+    assert asked_at == [0, 480, 1080]
 
 
 def test_idle_runners_that_min_replicas_keeps_do_not_ask_github(
@@ -1192,8 +1204,10 @@ def test_idle_runners_that_min_replicas_keeps_do_not_ask_github(
     assert github.calls == []
     assert answer["status"]["reservedReplicas"] == 5
 
-    # One runner more idle than minReplicas explains: one run asked about.
+    # One runner more idle than minReplicas explains, for a minute: one run asked about.
     cluster.related = [reporting(registered=25, busy=4)]
+    cluster.sync()
+    clock.advance(60)
     cluster.sync()
 
     assert github.calls == [("list_workflow_jobs", "example/myrepo")]
@@ -1209,7 +1223,7 @@ def test_one_run_per_sync_is_asked_about_while_jobs_wait_beyond_max_replicas(
     holding ten idle runners)."""
     cluster = webhook_only_cluster(client, clock, registered=3, busy=1, maxReplicas=3)
     for job in range(1, 6):
-        cluster.add(in_place(f"job-{job}", ago(clock, 300 - job)))
+        cluster.add(in_place(f"job-{job}", ago(clock, 600 - job)))
 
     answer = cluster.sync()
 
@@ -1222,7 +1236,7 @@ def test_reservations_beyond_max_replicas_whose_jobs_are_over_are_all_settled(
 ) -> None:
     cluster = webhook_only_cluster(client, clock, registered=3, busy=0, maxReplicas=3)
     for job in range(1, 7):
-        cluster.add(reservation(f"job-{job}", ago(clock, 300 - job)))  # three of them waiting
+        cluster.add(reservation(f"job-{job}", ago(clock, 600 - job)))  # three of them waiting
         github.workflow_jobs[("example/myrepo", job)] = [WorkflowJob("completed", ("linux",), job)]
 
     reserved = []
@@ -1232,6 +1246,31 @@ def test_reservations_beyond_max_replicas_whose_jobs_are_over_are_all_settled(
 
     assert reserved[-1] == 0
     assert len(github.calls) == 6
+
+
+def test_github_is_asked_only_once_runners_have_sat_idle_for_a_minute(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """A runner that registered moments before a queued job takes it is idle too: an
+    ephemeral fleet turning over always has a few, and asking about reserved jobs for each of
+    them cost more calls than the lost completions they could find."""
+    cluster = webhook_only_cluster(client, clock, registered=1, busy=0, idle_for=0)
+    cluster.add(in_place("job-1", ago(clock, 300)))
+    github.workflow_jobs[("example/myrepo", 1)] = [WorkflowJob("completed", ("linux",), 1)]
+
+    first = cluster.sync()
+    clock.advance(30)
+    cluster.sync()
+    assert github.calls == []
+    assert first["status"]["idleBeyondMinSince"] == format_time(ago(clock, 30))
+
+    clock.advance(30)
+    settled = cluster.sync()
+    assert github.calls == [("list_workflow_jobs", "example/myrepo")]
+    assert settled["status"]["reservedReplicas"] == 0
+
+    cluster.related = [reporting(registered=0, busy=0)]  # no runner idle any more
+    assert cluster.sync()["status"].get("idleBeyondMinSince") is None
 
 
 def test_reservations_of_one_run_are_answered_by_one_listing(

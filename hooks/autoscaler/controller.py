@@ -81,11 +81,13 @@ from hooks.scale_set_mode import assigned_jobs, assigned_jobs_time, declared_sca
 RUNNER_DEPLOYMENT = "RunnerDeployment"
 RUNNER_SET = "RunnerSet"
 DEFAULT_SYNC_PERIOD = 60.0  # ARC's --sync-period
-FINISHED_JOB_CHECK_AFTER = 60.0  # seconds a reservation stands before GitHub is asked about it
-# After a "not over", a job is asked about again once its reservation has stood as long again,
-# within these bounds: a long job costs a few calls, not one per sync.
-FINISHED_JOB_RECHECK_MIN = timedelta(seconds=FINISHED_JOB_CHECK_AFTER)
+# A reservation's job is first asked about once it has stood five minutes (a lost completion
+# costs an idle runner about as long as the scale-down delay holds one anyway); after a "not
+# over", once it has stood as long again, at most ten minutes later: a job of half an hour
+# costs four calls, not one per sync.
+FINISHED_JOB_RECHECK_MIN = timedelta(minutes=5)
 FINISHED_JOB_RECHECK_MAX = timedelta(minutes=10)
+IDLE_BEFORE_JOB_CHECKS = 60.0  # seconds runners sit idle beyond what explains them first
 # Runs listed in one sync at most: each is a GitHub call the hook's answer waits for, and the
 # HRA is synced again within a minute.
 FINISHED_JOB_CHECKS_PER_SYNC = 5
@@ -254,6 +256,7 @@ class _Sync:
         self.observed = _observed_reservations(request.objects(RESERVATION_KIND), deps)
         self.finished: set[str] = set()  # reservations whose job GitHub says is over
         self.not_over: set[str] = set()  # reservations whose job GitHub says is not over
+        self.idle_since: datetime | None = None  # idle runners beyond minReplicas since then
         self.scale_set_mode = False  # the target's runners are a scale set's members
         self.assigned: int | None = None  # the listener's count, in scale-set mode
         self.assigned_time: str | None = None
@@ -321,7 +324,7 @@ class _Sync:
         )
         try:
             if not scale_set:
-                self._check_jobs(self._idle_a_lost_completion_may_hold(counts.idle))
+                self._check_jobs(self._idle_for_a_while(counts.idle, counts.busy))
             # In scale-set mode the assigned jobs count every job: reservations would too.
             reservations = [] if scale_set else self._active_reservations()
             decision = desired_replicas(
@@ -382,22 +385,36 @@ class _Sync:
             and observed.name not in self.finished
         ]
 
-    def _idle_a_lost_completion_may_hold(self, idle: int) -> int:
-        """The idle runners beyond `minReplicas` (as the active scheduled override sets it);
-        at most one when the target would be at `maxReplicas` even without that many
-        reservations."""
+    def _idle_for_a_while(self, idle: int, busy: int) -> int:
+        """The idle runners a lost completion may hold, once there have been some for a
+        minute: a runner that registered moments before a queued job takes it is idle too,
+        and an ephemeral fleet turning over always has a few such."""
+        spare = self._idle_a_lost_completion_may_hold(idle, busy)
+        if spare <= 0:
+            return 0
+        since = observed_time(self.previous.idle_beyond_min_since) or self.now
+        self.idle_since = since
+        if (self.now - since).total_seconds() < IDLE_BEFORE_JOB_CHECKS:
+            return 0
+        return spare
+
+    def _idle_a_lost_completion_may_hold(self, idle: int, busy: int) -> int:
+        """The idle runners beyond `minReplicas` (as the active scheduled override sets it),
+        and no more than the reservations beyond the busy runners (a reservation whose job
+        runs is matched by a busy runner; idle runners beyond those reservations are kept by
+        the scale-down delay or a metric, whatever the reservations); at most one when the
+        target would be at `maxReplicas` even without that many reservations."""
         minimum = min_replicas_with(
             match_overrides(self.hra.spec.scheduled_overrides, self.now), self.hra.spec.min_replicas
         )
-        spare = idle - minimum
         maximum = self.hra.spec.max_replicas
-        if spare > 0 and maximum is not None:
-            reserved = count_reservations(self._active_reservations(), maximum, self.now).reserved
-            if minimum + reserved - spare >= maximum:
-                # At the maximum even without that many: in a burst the idle runners are
-                # mostly ones queued jobs are about to take. One run per sync still, so that
-                # reservations whose jobs are all over are settled in turn.
-                return min(spare, 1)
+        reserved = count_reservations(self._active_reservations(), maximum, self.now).reserved
+        spare = min(idle - minimum, reserved - busy)
+        if spare > 0 and maximum is not None and minimum + reserved - spare >= maximum:
+            # At the maximum even without that many: in a burst the idle runners are
+            # mostly ones queued jobs are about to take. One run per sync still, so that
+            # reservations whose jobs are all over are settled in turn.
+            return min(spare, 1)
         return spare
 
     def _check_jobs(self, spare_idle: int) -> None:
@@ -408,10 +425,10 @@ class _Sync:
         runner beyond `minReplicas` that sits idle. So GitHub is asked only while more runners
         sit idle than that explains (`spare_idle`), about at most that many runs per sync (and
         `FINISHED_JOB_CHECKS_PER_SYNC`). The
-        reservations asked about are those due (a minute old; after a "not over", once they
+        reservations asked about are those due (five minutes old; after a "not over", once they
         have stood as long again, at most ten minutes later), never asked about first, then
         the longest unasked, oldest first: a long job still running does not stand in front
-        of a short one that is over, and a job of half an hour costs about six calls. The record
+        of a short one that is over, and a job of half an hour costs four calls. The record
         lives in the reservation, so every hook replica spaces its calls by it. One listing
         per run answers every reservation of that run; an expired reservation is not asked
         about."""
@@ -504,6 +521,9 @@ class _Sync:
                 "observed_generation": self.hra.metadata.generation or None,
                 "newest_reservation_time": self._newest_reservation_time(reservations, decision),
                 "reserved_replicas": decision.reservations.reserved,
+                "idle_beyond_min_since": (
+                    format_time(self.idle_since) if self.idle_since is not None else None
+                ),
                 "assigned_jobs": self.assigned,
                 "assigned_jobs_time": self.assigned_time,
                 "conditions": merge_conditions(

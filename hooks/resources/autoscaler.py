@@ -149,6 +149,14 @@ class HorizontalRunnerAutoscalerStatus(ResourceModel):
     reserved_replicas: int | None = Field(
         default=None, description="Replicas of the capacity reservations counted now."
     )
+    idle_beyond_min_since: DateTime | None = Field(
+        default=None,
+        description=(
+            "Since when more of the target's runners have sat idle than minReplicas explains; "
+            "after a minute of it, GitHub is asked whether reserved jobs are over (lost "
+            "completed deliveries)."
+        ),
+    )
     assigned_jobs: int | None = Field(
         default=None,
         description="Scale-set mode: the jobs assigned to the target's runner scale set.",
