@@ -3,7 +3,8 @@
 Two ways to remove it, both pure (GitHub read through `Answers`):
 
 - `remove_leftover_registration`, for the owners (Runner, RunnerSet): the registration with
-  the runner's name, asked for by name (or read from a cached list newer than the stop), so
+  the runner's name, asked for by name (or read from a cached list newer than the stop, or
+  from the scope's next list by a caller that can wait for it), so
   that an ephemeral runner that removed itself after its job costs no DELETE; retried on a
   later sync, nothing recorded.
 - `remove_stopped_runner`, for the runner-pod decorator, whose only record is the pod's stop
