@@ -424,11 +424,11 @@ class _Sync:
         A lost `completed` delivery keeps its reservation counting: the target then holds a
         runner beyond `minReplicas` that sits idle. So GitHub is asked only while more runners
         sit idle than that explains (`spare_idle`), about at most that many runs per sync (and
-        `FINISHED_JOB_CHECKS_PER_SYNC`). The
-        reservations asked about are those due (five minutes old; after a "not over", once they
-        have stood as long again, at most ten minutes later), never asked about first, then
-        the longest unasked, oldest first: a long job still running does not stand in front
-        of a short one that is over, and a job of half an hour costs four calls. The record
+        `FINISHED_JOB_CHECKS_PER_SYNC`). The reservations asked about are those due (five
+        minutes old; after a "not over", once they have stood as long again, at most ten
+        minutes later), never asked about first, then the longest unasked, oldest first: a
+        long job still running does not stand in front of a short one that is over, and a job
+        of half an hour costs four calls. The record
         lives in the reservation, so every hook replica spaces its calls by it. One listing
         per run answers every reservation of that run; an expired reservation is not asked
         about."""
