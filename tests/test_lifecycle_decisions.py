@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hooks.clock import ManualClock, format_time
+from hooks.clock import ManualClock, format_time, parse_time
 from hooks.github.list_pacing import MAX_LIST_PERIOD
 from hooks.github.port import (
     GitHubError,
@@ -632,9 +632,9 @@ def test_no_running_pod_is_released_before_github_let_its_runner_go(
             ),
         }
     )
-    facts = runner_facts(
-        running_status(format_time(NOW - timedelta(seconds=ready_for))), status=status
-    )
+    ready_since = format_time(NOW - timedelta(seconds=ready_for))
+    facts = runner_facts(running_status(ready_since), status=status)
+    ready_for = (NOW - parse_time(ready_since)).total_seconds()  # as the pod records it: whole s
     answers: dict[Step, Answer] = {
         ListRunners(ORG): listing,  # type: ignore[dict-item]
         FindRunner(ORG, NAME, NOW): fresh,  # type: ignore[dict-item]
