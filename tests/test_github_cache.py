@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -14,6 +15,7 @@ from hooks.clock import ManualClock
 from hooks.github import cached as cached_module
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import (
+    MAX_RATE_LIMIT_WAIT,
     GitHubError,
     GitHubPort,
     GitHubRunner,
@@ -228,6 +230,23 @@ def test_rate_limited_list_is_answered_locally_until_the_wait_is_over(
     clock.advance(20)
     assert [r.id for r in cache.list_runners(ORG)] == [1, 2]
     assert port.calls["list"] == 2
+
+
+@pytest.mark.parametrize("wait", [math.inf, math.nan, 1e300])
+def test_a_wait_no_github_would_ask_for_is_one_hour_at_most(
+    port: ScriptedPort, clock: ManualClock, wait: float
+) -> None:
+    """A port's rate limit with an unschedulable wait (a proxy's `retry-after: inf`) had
+    overflowed the backoff inside the call: the call in flight was never let go, and every
+    later list of that scope waited on it for ever."""
+    cache = make_cache(port, clock)
+    port.list_error = RateLimitedError("slow down", retry_after=wait, status=429)
+    with pytest.raises(RateLimitedError) as raised:
+        cache.list_runners(ORG)
+    assert raised.value.retry_after == MAX_RATE_LIMIT_WAIT
+    port.list_error = None
+    clock.advance(MAX_RATE_LIMIT_WAIT)
+    assert [r.id for r in cache.list_runners(ORG)] == [1, 2]
 
 
 def test_token_is_reused_until_less_than_30_minutes_remain(

@@ -10,6 +10,7 @@ with it, and its speed) is tested in tests/test_github_adapter.py and tests/test
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import timedelta
@@ -17,6 +18,8 @@ from typing import Any, Protocol, cast
 
 import pytest
 from github import Auth
+from hypothesis import given
+from hypothesis import strategies as st
 from starlette.types import Receive, Send
 from starlette.types import Scope as AsgiScope
 
@@ -26,6 +29,7 @@ from arc_sim.github_port import InProcessGitHub
 from arc_sim.loopback import serve_loopback
 from hooks.clock import ManualClock
 from hooks.github.port import (
+    MAX_RATE_LIMIT_WAIT,
     ConflictError,
     GitHubError,
     GitHubPort,
@@ -37,7 +41,13 @@ from hooks.github.port import (
     WorkflowRun,
 )
 from hooks.github.pygithub_adapter import PyGithubAdapter
-from hooks.github.rest import endpoint_template, rate_limit_wait, removal_outcome
+from hooks.github.rest import (
+    MAX_ERROR_MESSAGE,
+    endpoint_template,
+    rate_limit_wait,
+    removal_outcome,
+    stable_message,
+)
 from hooks.metrics import GITHUB_API_CALLS, REGISTRY
 
 PAT = "ghp_" + "C0ntracT5" * 4
@@ -603,12 +613,92 @@ def test_rate_limit_rules(clock: ManualClock) -> None:
         rate_limit_wait(403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": past}, "", now)
         == 1
     )
+    # Numbers no GitHub sends (a proxy's, a stand-in's) give a wait that can be scheduled: an
+    # infinite or enormous one had overflowed the cache's backoff, inside the call every other
+    # caller of that endpoint waited on.
+    assert rate_limit_wait(429, {"retry-after": "inf"}, "", now) == 60
+    assert rate_limit_wait(429, {"retry-after": "nan"}, "", now) == 60
+    assert rate_limit_wait(429, {"retry-after": "1e300"}, "", now) == MAX_RATE_LIMIT_WAIT
+    huge_reset = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1e300"}
+    assert rate_limit_wait(403, huge_reset, "", now) == MAX_RATE_LIMIT_WAIT
+    nan_reset = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "nan"}
+    assert rate_limit_wait(403, nan_reset, "", now) == 60
+    far_date = {"retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"}
+    assert rate_limit_wait(429, far_date, "", now) == MAX_RATE_LIMIT_WAIT
     assert removal_outcome(422, {}, "Validation Failed") is RemoveOutcome.ERROR
     assert removal_outcome(401, {}, "Bad credentials") is RemoveOutcome.ERROR
     assert removal_outcome(204, {}, "") is RemoveOutcome.REMOVED
     # Any other success is not GitHub's answer to a removal (ARC's client refuses it too).
     assert removal_outcome(200, {}, "") is RemoveOutcome.ERROR
     assert removal_outcome(202, {}, "") is RemoveOutcome.ERROR
+
+
+_HEADER_TEXT = st.one_of(
+    st.text(max_size=30),
+    st.floats().map(repr),
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
+)
+
+
+@given(
+    status=st.sampled_from([403, 429]),
+    retry_after=st.none() | _HEADER_TEXT,
+    remaining=st.none() | _HEADER_TEXT,
+    reset=st.none() | _HEADER_TEXT,
+)
+def test_a_rate_limit_wait_is_always_one_that_can_be_scheduled(
+    status: int, retry_after: str | None, remaining: str | None, reset: str | None
+) -> None:
+    now = ManualClock().now()
+    headers = {
+        name: value
+        for name, value in (
+            ("retry-after", retry_after),
+            ("x-ratelimit-remaining", remaining),
+            ("x-ratelimit-reset", reset),
+        )
+        if value is not None
+    }
+    wait = rate_limit_wait(status, headers, "You have exceeded a secondary rate limit.", now)
+    assert wait is not None
+    assert 1.0 <= wait <= MAX_RATE_LIMIT_WAIT
+    now + timedelta(seconds=wait)  # what the cache's backoff does with it
+
+
+def test_an_errors_text_drops_the_request_id_sentences_and_stays_short() -> None:
+    secondary = (
+        "You have exceeded a secondary rate limit. Please wait a few minutes before you try "
+        "again; in some cases this may take up to an hour. If you reach out to GitHub Support "
+        "for help, please include the request ID 0F8C:3B2A:1D4E.  Thanks."
+    )
+    assert stable_message(secondary) == (
+        "You have exceeded a secondary rate limit. Please wait a few minutes before you try "
+        "again; in some cases this may take up to an hour.  Thanks."
+    )
+    assert stable_message("Request ID abc") == ""
+    assert stable_message("Not Found") == "Not Found"
+    long = stable_message("x" * 10_000)
+    assert len(long) == MAX_ERROR_MESSAGE
+    assert long.endswith("…")
+
+
+def test_an_errors_text_is_read_in_one_pass_however_long() -> None:
+    """A text of a million characters with no period (no GitHub answer, but any server's) once
+    took a pattern retried from every position: hours for this one."""
+    text = "request ID " + "a " * 500_000
+    assert stable_message(text) == ""
+    assert stable_message("a " * 500_000 + "request ID") == ""
+
+
+@given(st.lists(st.sampled_from(["a", " ", ".", "request ID", "REQUEST id", "x."]), max_size=12))
+def test_the_request_id_sentences_go_and_every_other_sentence_stays(parts: list[str]) -> None:
+    text = "".join(parts)
+    kept = stable_message(text)
+    quotes_an_id = re.compile(r"\brequest id\b", re.IGNORECASE)
+    assert not quotes_an_id.search(kept)
+    for sentence in text.split(".")[:-1]:
+        if not quotes_an_id.search(sentence) and sentence.strip():
+            assert sentence.lstrip() + "." in kept
 
 
 def test_endpoint_templates() -> None:

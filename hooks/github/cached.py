@@ -527,13 +527,15 @@ class CachedGitHub(GitHubPort):
             result = call()
         except BaseException as exc:
             flight.error = exc
-            with self._lock:
-                if backoff and isinstance(exc, RateLimitedError):
-                    now = self._clock.now()
-                    until = now + timedelta(seconds=exc.retry_after)
-                    self._backoff.put(key, str(exc), until, now)
-                del self._flights[key]
-            flight.done.set()
+            try:
+                with self._lock:
+                    del self._flights[key]
+                    if backoff and isinstance(exc, RateLimitedError):
+                        now = self._clock.now()
+                        until = now + timedelta(seconds=exc.retry_after)
+                        self._backoff.put(key, str(exc), until, now)
+            finally:  # followers waiting on this flight are let go, whatever happens here
+                flight.done.set()
             raise
         flight.result = result
         with self._lock:

@@ -7,6 +7,7 @@ GitHub (and GitHub Enterprise Server); tests use the fake GitHub in `arc_sim`.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -271,12 +272,20 @@ class GitHubError(Exception):
         self.status = status
 
 
+MAX_RATE_LIMIT_WAIT = 3600.0
+"""The longest wait a rate limit imposes: GitHub's primary limit resets within its hour."""
+
+
 class RateLimitedError(GitHubError):
-    """GitHub asked us to wait: do not call again before `retry_after` seconds."""
+    """GitHub asked us to wait: do not call again before `retry_after` seconds (at most
+    `MAX_RATE_LIMIT_WAIT`: a wait from elsewhere than GitHub, even an infinite one, is one the
+    caller can schedule)."""
 
     def __init__(self, message: str, retry_after: float, status: int | None = None) -> None:
         super().__init__(message, status)
-        self.retry_after = retry_after
+        if not math.isfinite(retry_after) or retry_after > MAX_RATE_LIMIT_WAIT:
+            retry_after = MAX_RATE_LIMIT_WAIT
+        self.retry_after = max(retry_after, 0.0)
 
 
 class ConflictError(GitHubError):

@@ -8,6 +8,7 @@ simulated GitHub is read exactly as the real one.
 from __future__ import annotations
 
 import json
+import math
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -19,6 +20,7 @@ from github.Requester import Requester
 
 from hooks.clock import parse_time
 from hooks.github.port import (
+    MAX_RATE_LIMIT_WAIT,
     ConflictError,
     GitHubError,
     GitHubRunner,
@@ -158,17 +160,20 @@ def rate_limit_wait(
         waits.append(seconds)
     if not waits:
         waits.append(SECONDARY_RATE_LIMIT_WAIT)
-    # A reset already in the past (clock skew) still must not invite a hot retry loop.
-    return max(max(waits), 1.0)
+    # A reset already in the past (clock skew) still must not invite a hot retry loop; one
+    # further off than GitHub's hourly window is not GitHub's.
+    return min(max(max(waits), 1.0), MAX_RATE_LIMIT_WAIT)
 
 
 def to_float(value: str | None) -> float | None:
+    """A header's number; None when it is none, or not finite ("inf", "nan", "1e999")."""
     if value is None:
         return None
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
         return None
+    return number if math.isfinite(number) else None
 
 
 def removal_outcome(status: int, headers: Mapping[str, Any] | None, message: str) -> RemoveOutcome:
@@ -202,16 +207,33 @@ def call_outcome(template: str, status: int, headers: Mapping[str, Any], body: s
 MALFORMED_ANSWER = (KeyError, TypeError, ValueError, AttributeError, AssertionError, RuntimeError)
 
 
-# GitHub quotes each response's own id in some messages (the secondary rate limit's). An
-# error's text goes into status conditions: one that changes with every call rewrites the
-# object at every sync, and each write syncs it again.
-_REQUEST_ID_SENTENCE = re.compile(r"\s*[^.]*\brequest ID\b[^.]*(\.|$)", re.IGNORECASE)
+_REQUEST_ID = re.compile(r"\brequest ID\b", re.IGNORECASE)
+_AFTER_PERIOD = re.compile(r"(?<=\.)")
+
+MAX_ERROR_MESSAGE = 512
+"""GitHub's own text kept in an error (it goes into status conditions): its messages are a
+sentence or two; an answer that is not GitHub's could be any size."""
+
+
+def stable_message(message: str) -> str:
+    """GitHub's error text without the sentences quoting the response's own request ID (the
+    secondary rate limit's do), and at most `MAX_ERROR_MESSAGE` characters. The text goes into
+    status conditions: one that changed with every call rewrote the object at every sync, and
+    each write synced it again. Sentence by sentence, so that the work grows with the text's
+    length (one pattern spanning a sentence is retried from every position of a long one)."""
+    if _REQUEST_ID.search(message):
+        sentences = _AFTER_PERIOD.split(message)
+        message = "".join(s for s in sentences if not _REQUEST_ID.search(s))
+    message = message.strip()
+    if len(message) > MAX_ERROR_MESSAGE:
+        return message[: MAX_ERROR_MESSAGE - 1].rstrip() + "…"
+    return message
 
 
 def port_error(
     op: str, status: int, headers: Mapping[str, Any] | None, message: str, now: datetime
 ) -> GitHubError:
-    stable = _REQUEST_ID_SENTENCE.sub("", message).strip()
+    stable = stable_message(message)
     text = f"{op}: HTTP {status}" + (f": {stable}" if stable else "")
     wait = rate_limit_wait(status, headers, message, now)
     if wait is not None:
