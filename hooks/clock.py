@@ -41,8 +41,18 @@ def format_time(when: datetime) -> str:
 
 
 def parse_time(text: str) -> datetime:
+    """An RFC 3339 time, as given (its offset kept). ValueError for one that UTC cannot
+    write (`format_time`): a valid text such as 9999-12-31T23:00:00-14:00 is past year 9999
+    there."""
     parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    if not parsed.tzinfo:
+        return parsed.replace(tzinfo=UTC)
+    if parsed.tzinfo is not UTC:
+        try:
+            parsed.astimezone(UTC)
+        except OverflowError as error:
+            raise ValueError(f"{text!r} is outside the years a UTC time can have") from error
+    return parsed
 
 
 def parse_optional_time(text: str | None) -> datetime | None:

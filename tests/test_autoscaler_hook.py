@@ -1308,6 +1308,60 @@ def test_an_unreadable_job_check_time_is_asked_about_as_never_asked(
     assert answer["status"]["reservedReplicas"] == 0
 
 
+def test_records_from_the_future_do_not_put_off_asking_about_a_lost_completion(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """Found by the hostile-input fuzzer: an `idleBeyondMinSince` or a `jobCheckTime` later
+    than now (a hand's edit, a replica's clock) was kept and written back at every sync, and
+    the reservation of a lost completion held its idle runner until it expired."""
+    cluster = webhook_only_cluster(client, clock, registered=1, busy=0, idle_for=0)
+    cluster.hra["status"] = {"idleBeyondMinSince": "2100-01-01T00:00:00Z"}
+    obj = in_place("job-1", ago(clock, 600))
+    obj["spec"]["jobCheckTime"] = "2100-01-01T00:00:00Z"
+    cluster.add(obj)
+    github.workflow_jobs[("example/myrepo", 1)] = [WorkflowJob("completed", ("linux",), 1)]
+
+    first = cluster.sync()
+    assert first["status"]["idleBeyondMinSince"] == format_time(clock.now())
+    assert first["status"]["reservedReplicas"] == 1
+    clock.advance(60)
+    settled = cluster.sync()
+
+    assert github.calls == [("list_workflow_jobs", "example/myrepo")]
+    assert settled["status"]["reservedReplicas"] == 0
+
+
+@pytest.mark.parametrize("field", ["effectiveTime", "expirationTime", "startTime"])
+def test_a_reservation_time_utc_cannot_write_is_kept_and_not_counted(
+    client: TestClient, clock: ManualClock, field: str
+) -> None:
+    """Found by the hostile-input fuzzer: valid RFC 3339 past year 9999 in UTC (the CRD's
+    `date-time` format takes it) made every sync of the HRA a 500."""
+    cluster = Cluster(client, clock, autoscaler())
+    obj = in_place("job-1", clock.now())
+    obj["spec"][field] = "9999-12-31T23:00:00-14:00"
+    cluster.add(obj, reservation("job-2", clock.now()))
+
+    answer = cluster.sync()  # asserts a 200
+
+    assert answer["status"]["reservedReplicas"] == 1
+    assert sorted(c["metadata"]["name"] for c in answer["children"]) == ["job-1", "job-2"]
+
+
+def test_a_last_scale_out_time_utc_cannot_write_is_a_condition_not_a_500(
+    client: TestClient, clock: ManualClock
+) -> None:
+    hra = autoscaler(
+        status={"desiredReplicas": 0, "lastSuccessfulScaleOutTime": "0001-01-01T00:00:00+14:00"}
+    )
+
+    answer = Cluster(client, clock, hra).sync()  # asserts a 200
+
+    (condition,) = answer["status"]["conditions"]
+    assert (condition["status"], condition["reason"]) == ("False", "RunnerAutoscalingFailure")
+    assert "lastSuccessfulScaleOutTime" in condition["message"]
+
+
 def test_an_unreadable_recorded_reservation_time_is_dropped_not_a_500(
     client: TestClient, clock: ManualClock
 ) -> None:

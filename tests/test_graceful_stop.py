@@ -138,6 +138,20 @@ ROWS = [
         retry_after=60,
         deletes=1,
     ),
+    # The record edited by hand, or written by a clock ahead: a 500 at every sync, or a
+    # stop that waited until then (found by the hostile-input fuzzer).
+    *[
+        Row(
+            f"DELETE tried at {when!r}: tried now",
+            RUNNING,
+            ephemeral=False,
+            busy=True,
+            state={"last_attempt_at": when},
+            retry_after=60,
+            deletes=1,
+        )
+        for when in ("yesterday", "0001-01-01T00:00:00+14:00", "2100-01-01T00:00:00Z")
+    ],
     Row(
         "not found, pod pending: never started",
         PENDING,

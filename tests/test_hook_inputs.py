@@ -619,6 +619,9 @@ SPECIAL_STRINGS = [
     "0001-01-01T00:00:00Z",
     "9999-12-31T23:59:59Z",
     "9999-12-31T23:59:59-14:00",
+    "9999-12-31T23:00:00-14:00",  # valid RFC 3339, past year 9999 in UTC
+    "0001-01-01T00:00:00+14:00",  # before year 1 in UTC
+    "2100-01-01T00:00:00Z",  # a record from the future
     "yesterday",
     b64("token"),
     b64("9999-12-31T23:59:59Z"),
@@ -696,6 +699,14 @@ INTERESTING_KEYS = [
     "scaleTargetRef",
     "desiredReplicas",
     "newestReservationTime",
+    "lastSuccessfulScaleOutTime",
+    "idleBeyondMinSince",
+    "jobCheckTime",
+    "effectiveTime",
+    "lastFailureTime",
+    "lastAttemptAt",
+    "failures",
+    "expirationTime",
     "gracefulStop",
     "completionTime",
     "startTime",

@@ -31,7 +31,7 @@ from hooks.lifecycle.incarnation import (
     MIN_LIST_WAIT_SECONDS,
     next_list_wait,
 )
-from hooks.lifecycle.leftover import remove_leftover_registration
+from hooks.lifecycle.leftover import remove_leftover_registration, remove_stopped_runner
 from hooks.lifecycle.steps import (
     MAX_STEPS,
     Answer,
@@ -255,6 +255,39 @@ def test_a_patient_leftover_check_waits_for_the_scopes_next_list(
         assert answer.retry_after == pytest.approx(fresh_for + 1)  # type: ignore[attr-defined]
     else:
         assert answer == FindRunner(ORG, NAME, stopped_at)
+
+
+@pytest.mark.parametrize(
+    ("last_attempt", "expected_wait"),
+    [
+        (-20, 40.0),  # tried 20 s ago: the rest of the retry delay
+        (-60, None),  # a retry delay ago: tried now
+        (3600 * 24 * 365 * 70, None),  # ahead of now (a hand's, a clock's): tried now
+    ],
+    ids=["tried-20s-ago", "tried-a-delay-ago", "dated-ahead"],
+)
+def test_a_stopped_runners_next_delete_waits_out_the_retry_delay_only(
+    last_attempt: float, expected_wait: float | None
+) -> None:
+    """Found by the hostile-input fuzzer's kind of record: a last attempt dated ahead of now
+    put the pod's next DELETE off until that date, and the pod stayed terminating."""
+    state = GracefulStopStatus(
+        reason="PodDeleted",
+        started_at=format_time(NOW - timedelta(minutes=5)),
+        completed_at=format_time(NOW - timedelta(minutes=4)),
+        outcome="PodStopped",
+        runner_id=7,
+        last_attempt_at=format_time(NOW + timedelta(seconds=last_attempt)),
+    )
+
+    def step(github: Answers) -> object:
+        return remove_stopped_runner(github, ORG, NAME, state, NOW, TIMING)
+
+    answer = decide(step)
+    if expected_wait is None:
+        assert answer == RemoveRunner(ORG, 7, NOW - timedelta(minutes=4))
+    else:
+        assert answer.retry_after == pytest.approx(expected_wait)  # type: ignore[attr-defined]
 
 
 def test_a_leftover_check_with_no_stop_time_reads_the_shared_list() -> None:

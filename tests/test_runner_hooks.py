@@ -561,6 +561,22 @@ def test_failed_pod_is_replaced_after_backoff_and_gives_up_after_the_limit(
     assert failed["status"] == "True"
 
 
+@pytest.mark.parametrize(
+    "recorded", ["yesterday", "0001-01-01T00:00:00+14:00", "2100-01-01T00:00:00Z"]
+)
+def test_a_failure_time_unreadable_or_ahead_of_now_holds_no_pod_back(
+    client: TestClient, recorded: str
+) -> None:
+    """Found by a hostile-input probe: status.lastFailureTime edited by hand made every sync a
+    500; dated ahead of now, it held the pod back until then."""
+    driver = driver_for(client)
+    driver.parent["status"] = {"failures": 2, "lastFailureTime": recorded}
+
+    driver.sync()  # asserts a 200
+
+    assert driver.pod() is not None
+
+
 def test_completed_ephemeral_runner_gets_a_new_pod_when_standalone(
     client: TestClient, clock: ManualClock, github: InMemoryGitHub
 ) -> None:

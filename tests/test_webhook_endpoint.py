@@ -174,6 +174,19 @@ def test_ping_over_http_gets_pong_and_a_bad_signature_gets_401(client: TestClien
     assert_no_secret(pong.text + forged.text)
 
 
+def test_the_answer_masks_a_token_quoted_from_the_delivery(client: TestClient) -> None:
+    """GitHub shows the answer in the hook's delivery log (found by a hostile-input probe: an
+    event name shaped like a token came back as it was)."""
+    token = "ghp_" + "A1b2C3d4E5" * 4
+    body = b"{}"
+
+    response = client.post(WEBHOOK, content=body, headers=signed(body, token, "odd-1"))
+
+    assert response.status_code == 202
+    assert "unsupported event" in response.text
+    assert token not in response.text
+
+
 def test_a_signed_queued_delivery_is_written_through_kr8s(
     clock: ManualClock, tmp_path: Path
 ) -> None:

@@ -392,7 +392,9 @@ class _Sync:
         spare = self._idle_a_lost_completion_may_hold(idle, busy)
         if spare <= 0:
             return 0
-        since = observed_time(self.previous.idle_beyond_min_since) or self.now
+        since = observed_time(self.previous.idle_beyond_min_since)
+        if since is None or since > self.now:  # a record from the future starts anew
+            since = self.now
         self.idle_since = since
         if (self.now - since).total_seconds() < IDLE_BEFORE_JOB_CHECKS:
             return 0
@@ -449,6 +451,8 @@ class _Sync:
                 continue
             since = reservation.started_at or reservation.effective_time
             checked = observed.job_checked_at
+            if checked is not None and checked > self.now:
+                checked = None  # a record from the future (a hand's, a clock's): never asked
             if self.now < _next_job_check(since, checked):
                 continue
             order = (checked is not None, checked or since, since, observed.name)

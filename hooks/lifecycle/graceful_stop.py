@@ -34,9 +34,10 @@ from datetime import datetime
 
 from pydantic import ValidationError
 
-from hooks.clock import format_time, parse_time
+from hooks.clock import format_time
 from hooks.github.port import GitHubError, RateLimitedError, RemoveOutcome, Scope
 from hooks.lifecycle.steps import Answers
+from hooks.metacontroller import observed_time
 from hooks.redaction import mask_credentials
 from hooks.resources.runner import GracefulStopStatus
 from hooks.runner.observed_pod import ObservedPod
@@ -151,8 +152,9 @@ def tick_graceful_stop(
         runner_id = found.id
         learned["runner_id"] = runner_id
 
-    if state.last_attempt_at is not None:
-        wait = timing.retry_delay - _seconds_since(state.last_attempt_at, now)
+    last_attempt = observed_time(state.last_attempt_at)
+    if last_attempt is not None and last_attempt <= now:  # one unreadable or ahead: none
+        wait = timing.retry_delay - (now - last_attempt).total_seconds()
         if wait > 0:
             return StopTick(_updated(state, learned), done=False, retry_after=wait)
 
@@ -288,7 +290,3 @@ def _updated(state: GracefulStopStatus, changes: dict[str, object]) -> GracefulS
 
 def _retry(state: GracefulStopStatus, delay: float, message: str) -> StopTick:
     return StopTick(state.model_copy(update={"message": message}), done=False, retry_after=delay)
-
-
-def _seconds_since(timestamp: str, now: datetime) -> float:
-    return (now - parse_time(timestamp)).total_seconds()

@@ -153,7 +153,7 @@ def _pause_before_next_delete(
 ) -> float:
     last = observed_time(state.last_attempt_at)
     completed = observed_time(state.completed_at)
-    if last is None or completed is None:
+    if last is None or completed is None or last > now:  # a record ahead of now: no pause
         return 0.0
     if last < completed:
         return 0.0  # that attempt was the graceful stop's, before the runner stopped

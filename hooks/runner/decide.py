@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from hooks.children import ConditionValue, as_kept
-from hooks.clock import format_time, parse_optional_time, parse_time
+from hooks.clock import format_time, parse_optional_time
 from hooks.events import LifecycleEvent
 from hooks.github.port import (
     ConflictError,
@@ -40,7 +40,7 @@ from hooks.lifecycle.incarnation import (
 )
 from hooks.lifecycle.leftover import LeftoverCheck, remove_leftover_registration
 from hooks.lifecycle.steps import Answers, ListRunners, RemoveRunner, Step
-from hooks.metacontroller import KubeObject
+from hooks.metacontroller import KubeObject, observed_time
 from hooks.resources.runner import GracefulStopStatus, Runner, RunnerStatus
 from hooks.runner.container_mode import ObservedAccount, service_account_ready
 from hooks.runner.observed_pod import ObservedPod, literal_env
@@ -311,8 +311,9 @@ class _Decision:
 
     def _start_pod(self) -> None:
         out, facts = self.out, self.facts
-        if out.failures and out.last_failure_time:
-            elapsed = (facts.now - parse_time(out.last_failure_time)).total_seconds()
+        failed_at = observed_time(out.last_failure_time) if out.failures else None
+        if failed_at is not None and failed_at <= facts.now:  # unreadable or ahead: none
+            elapsed = (facts.now - failed_at).total_seconds()
             remaining = failure_backoff(out.failures, facts.settings) - elapsed
             if remaining > 0:
                 out.phase = "Pending"

@@ -17,6 +17,7 @@ from starlette.routing import Route
 from hooks.clock import Clock
 from hooks.github.port import GitHubPort, RunnerGroupInfo
 from hooks.kube.port import KubePort
+from hooks.redaction import mask_credentials
 from hooks.request_body import BodyTooLarge, body_within
 from hooks.settings import Settings
 from hooks.telemetry import WebhookLabels, record_delivery
@@ -124,7 +125,9 @@ def _endpoint(receiver: WebhookReceiver, labels_of: WebhookLabels) -> Callable[[
                 "duration_ms": round(elapsed * 1000, 2),
             },
         )
-        return PlainTextResponse(reply.message, status_code=reply.status)
+        # GitHub shows the answer in the hook's delivery log: a token quoted from the
+        # payload (a label, an event name) is masked there as in our own log.
+        return PlainTextResponse(mask_credentials(reply.message), status_code=reply.status)
 
     return endpoint
 
