@@ -13,7 +13,7 @@ import pytest
 
 from hooks.clock import ManualClock
 from hooks.github import cached as cached_module
-from hooks.github.cached import CachedGitHub
+from hooks.github.cached import FAILED_LOOKUP_MEMORY, CachedGitHub
 from hooks.github.port import (
     MAX_RATE_LIMIT_WAIT,
     GitHubError,
@@ -791,7 +791,7 @@ def test_the_runner_groups_ttl_is_a_setting(activity: ScriptedPort, clock: Manua
     assert (activity.calls["visible_groups"], activity.calls["runs"]) == (2, 1)
 
 
-@pytest.mark.parametrize("read", list(READS))
+@pytest.mark.parametrize("read", ["runs", "jobs"])
 def test_read_errors_are_not_cached(activity: ScriptedPort, clock: ManualClock, read: str) -> None:
     cache = make_cache(activity, clock)
     activity.read_error = GitHubError("bad gateway", 502)
@@ -801,6 +801,29 @@ def test_read_errors_are_not_cached(activity: ScriptedPort, clock: ManualClock, 
     assert len(READS[read](cache)) == 1
     assert len(READS[read](cache)) == 1
     assert activity.calls[read] == 2
+
+
+def test_a_failed_runner_group_lookup_is_not_asked_again_for_half_a_minute(
+    activity: ScriptedPort, clock: ManualClock
+) -> None:
+    """Every webhook delivery looks its repository's groups up: during an outage of GitHub
+    the ephemeral storm asked once per job (about 400 calls), to treat every group as
+    visible each time anyway."""
+    cache = make_cache(activity, clock)
+    activity.read_error = GitHubError("bad gateway", 502)
+    for _ in range(5):
+        with pytest.raises(GitHubError) as failed:
+            cache.visible_runner_groups("acme", "app")
+        assert "bad gateway" in str(failed.value)
+    assert activity.calls["visible_groups"] == 1
+    activity.read_error = None
+    assert cache.visible_runner_groups("acme", "other") == ()  # another repository asks
+    clock.advance(FAILED_LOOKUP_MEMORY.total_seconds() - 1)
+    with pytest.raises(GitHubError):
+        cache.visible_runner_groups("acme", "app")
+    clock.advance(1)
+    assert cache.visible_runner_groups("acme", "app") == (DEFAULT_GROUP,)
+    assert activity.calls["visible_groups"] == 3
 
 
 def test_rate_limited_runs_are_answered_locally_until_the_wait_is_over(

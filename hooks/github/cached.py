@@ -19,6 +19,7 @@ from hooks.clock import Clock
 from hooks.github.list_pacing import RateBudget, list_period
 from hooks.github.offline import refuse_if_offline
 from hooks.github.port import (
+    GitHubError,
     GitHubPort,
     GitHubRunner,
     JitConfig,
@@ -55,6 +56,10 @@ DEFAULT_MAX_ENTRIES = 4096
 # While another replica lists a scope, a copy past its period is served this long before the
 # board is read again.
 BOARD_RECHECK = timedelta(seconds=2)
+
+FAILED_LOOKUP_MEMORY = timedelta(seconds=30)
+"""How long a failed runner-group visibility lookup is answered with its error, not asked
+again: a burst of webhook deliveries during an outage of GitHub asked once per job."""
 
 
 def _no_budget() -> RateBudget | None:
@@ -184,6 +189,8 @@ class CachedGitHub(GitHubPort):
         )
         # Reads that GitHub rate-limited: answered locally until the wait is over.
         self._backoff: _TTLMap[Hashable, str] = _TTLMap(max_entries)
+        # Runner-group visibility lookups that failed: not asked again for a while.
+        self._failed_group_lookups: _TTLMap[tuple[str, str], str] = _TTLMap(max_entries)
 
     @property
     def inner(self) -> GitHubPort:
@@ -337,13 +344,28 @@ class CachedGitHub(GitHubPort):
     def visible_runner_groups(
         self, organization: str, repository_name: str
     ) -> Sequence[RunnerGroupInfo]:
-        return self._cached_listing(
-            "visible-groups",
-            self._visible_groups,
-            (organization, repository_name),
-            self._visible_groups_ttl,
-            lambda: self._inner.visible_runner_groups(organization, repository_name),
-        )
+        key = (organization, repository_name)
+        now = self._clock.now()
+        with self._lock:
+            failed = self._failed_group_lookups.get(key, now)
+        if failed is not None:
+            raise GitHubError(f"{failed} (not asked again for {FAILED_LOOKUP_MEMORY.seconds} s)")
+        try:
+            return self._cached_listing(
+                "visible-groups",
+                self._visible_groups,
+                key,
+                self._visible_groups_ttl,
+                lambda: self._inner.visible_runner_groups(organization, repository_name),
+            )
+        except RateLimitedError:
+            raise  # waited out as every rate-limited read
+        except GitHubError as error:
+            # A webhook delivery asks at every job; GitHub failing, the receiver treats every
+            # group as visible anyway. One call per repository while it fails, not one each.
+            with self._lock:
+                self._failed_group_lookups.put(key, str(error), now + FAILED_LOOKUP_MEMORY, now)
+            raise
 
     # -- writes ------------------------------------------------------------------------------
 
