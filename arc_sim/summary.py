@@ -165,6 +165,10 @@ class Summary(_Model):
     github: GitHubFigures = GitHubFigures()
     hooks: HookFigures = HookFigures()
     api: ApiFigures = ApiFigures()
+    problems: list[str] = []
+    """What the scenario's own objects reported wrong when its time was up (a condition saying
+    the spec is invalid, scaling failed, the runner failed), before the teardown: why an
+    invariant may not hold."""
     invariants: Invariants = Invariants()
 
     def to_json(self) -> dict[str, Any]:
@@ -218,6 +222,7 @@ class Summary(_Model):
             )
         )
         rows += [("failed apply", failure) for failure in self.api.failures]
+        rows += [("condition", problem) for problem in self.problems]
         for name, held in self.invariants:
             rows.append((to_camel(name), "ok" if held else "FAILED"))
         width = max(len(name) for name, _ in rows)

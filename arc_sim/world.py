@@ -315,13 +315,39 @@ class World:
 
     def finish(self, progress: Callable[[World], None] | None = None) -> Summary:
         """Tear down (when the scenario says so) and summarize."""
+        problems = self.reported_problems()
         if self.scenario.teardown:
             converged = self.teardown(progress)
         else:
             errors_before = sum(self.emulator.errors.values())
             self._run_until(self.clock.now() + timedelta(minutes=5), progress)
             converged = sum(self.emulator.errors.values()) == errors_before
-        return self.summary(converged)
+        summary = self.summary(converged)
+        summary.problems = problems
+        return summary
+
+    def reported_problems(self) -> list[str]:
+        """The conditions by which the scenario's own ARC objects say something is wrong
+        (`PROBLEM_CONDITIONS`), one line each:
+        `Kind namespace/name: Type=Status Reason: message`."""
+        problems = []
+        for key in self._applied:
+            obj = self.store.get(*key)
+            if obj is None or not _is_arc(obj):
+                continue
+            status = obj.get("status")
+            conditions = status.get("conditions") if isinstance(status, dict) else None
+            for condition in conditions if isinstance(conditions, list) else []:
+                if not isinstance(condition, dict):
+                    continue
+                kind, state = condition.get("type"), condition.get("status")
+                if (kind, state) not in PROBLEM_CONDITIONS:
+                    continue
+                metadata = obj["metadata"]
+                where = f"{obj.get('kind')} {metadata.get('namespace')}/{metadata.get('name')}"
+                text = f"{condition.get('reason', '')}: {condition.get('message', '')}"
+                problems.append(f"{where}: {kind}={state} {text}".rstrip(": "))
+        return problems
 
     def _run_until(self, end: datetime, progress: Callable[[World], None] | None) -> None:
         step = timedelta(minutes=1)
@@ -578,6 +604,10 @@ def _describe(obj: KubeObject) -> str:
     metadata = obj.get("metadata") or {}
     namespace = metadata.get("namespace") or "default"
     return f"{obj.get('kind')} {namespace}/{metadata.get('name')}"
+
+
+PROBLEM_CONDITIONS = frozenset({("Valid", "False"), ("ScalingActive", "False"), ("Failed", "True")})
+"""Conditions by which an object says something is wrong with it."""
 
 
 def _is_arc(obj: KubeObject) -> bool:

@@ -59,18 +59,35 @@ class Settings(BaseSettings):
         default="token", alias="RUNNER_REGISTRATION_MODE"
     )
 
-    # Lifecycle timing, in seconds.
-    unregistration_retry_delay: float = Field(default=60.0, alias="UNREGISTRATION_RETRY_DELAY")
-    rate_limit_retry_delay: float = Field(default=30.0, alias="RATE_LIMIT_RETRY_DELAY")
-    token_error_retry_delay: float = Field(default=180.0, alias="TOKEN_ERROR_RETRY_DELAY")
-    registration_timeout: float = Field(default=600.0, alias="REGISTRATION_TIMEOUT")
-    registration_check_interval: float = Field(default=60.0, alias="REGISTRATION_CHECK_INTERVAL")
-    pod_failure_backoff: float = Field(default=10.0, alias="RUNNER_POD_FAILURE_BACKOFF")
-    pod_failure_backoff_max: float = Field(default=300.0, alias="RUNNER_POD_FAILURE_BACKOFF_MAX")
+    # Lifecycle timing, in seconds (SYNC_PERIOD and DEFAULT_SCALE_DOWN_DELAY also as Go
+    # durations, as ARC's flags take them).
+    unregistration_retry_delay: float = Field(
+        default=60.0, alias="UNREGISTRATION_RETRY_DELAY", ge=0, allow_inf_nan=False
+    )
+    rate_limit_retry_delay: float = Field(
+        default=30.0, alias="RATE_LIMIT_RETRY_DELAY", ge=0, allow_inf_nan=False
+    )
+    token_error_retry_delay: float = Field(
+        default=180.0, alias="TOKEN_ERROR_RETRY_DELAY", ge=0, allow_inf_nan=False
+    )
+    registration_timeout: float = Field(
+        default=600.0, alias="REGISTRATION_TIMEOUT", ge=0, allow_inf_nan=False
+    )
+    registration_check_interval: float = Field(
+        default=60.0, alias="REGISTRATION_CHECK_INTERVAL", ge=0, allow_inf_nan=False
+    )
+    pod_failure_backoff: float = Field(
+        default=10.0, alias="RUNNER_POD_FAILURE_BACKOFF", ge=0, allow_inf_nan=False
+    )
+    pod_failure_backoff_max: float = Field(
+        default=300.0, alias="RUNNER_POD_FAILURE_BACKOFF_MAX", ge=0, allow_inf_nan=False
+    )
     pod_max_failures: int = Field(default=5, alias="RUNNER_POD_MAX_FAILURES")
     sync_period: float = Field(
         default=60.0,
         alias="SYNC_PERIOD",
+        gt=0,
+        allow_inf_nan=False,
         description=(
             "ARC's --sync-period: how often an HRA re-reads its pull metrics, and how soon a "
             "Runner looks again when its scope's runner list could not be read."
@@ -79,6 +96,8 @@ class Settings(BaseSettings):
     default_scale_down_delay: float = Field(
         default=600.0,
         alias="DEFAULT_SCALE_DOWN_DELAY",
+        ge=0,
+        allow_inf_nan=False,
         description="ARC's --default-scale-down-delay, for HRAs without their own.",
     )
 
@@ -215,6 +234,16 @@ class Settings(BaseSettings):
         if level not in LOG_LEVELS:
             raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
         return level
+
+    @field_validator("sync_period", "default_scale_down_delay", mode="before")
+    @classmethod
+    def _seconds_or_go_duration(cls, value: object) -> object:
+        """Seconds, or a Go duration as ARC's flags take it (`1m`, `10m30s`)."""
+        if isinstance(value, str) and value.strip() and value.strip()[-1].isalpha():
+            from hooks.webhook.duration import parse_go_duration
+
+            return parse_go_duration(value.strip()).total_seconds()
+        return value
 
     @field_validator(
         "runner_image_pull_secrets", "common_runner_labels", "job_metrics_labels", mode="before"

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from hooks.settings import Settings
 
@@ -83,3 +84,37 @@ def test_the_readme_documents_every_setting() -> None:
     undocumented = {"REGISTRATION_CHECK_INTERVAL"}
     aliases = {field.alias for field in Settings.model_fields.values() if field.alias}
     assert aliases - undocumented <= documented, aliases - undocumented - documented
+
+
+@pytest.mark.parametrize(
+    ("given", "seconds"), [("90", 90.0), ("1m", 60.0), ("10m30s", 630.0), (" 1h ", 3600.0)]
+)
+def test_arcs_periods_are_taken_in_seconds_or_as_its_flags_take_them(
+    given: str, seconds: float
+) -> None:
+    """`SYNC_PERIOD` and `DEFAULT_SCALE_DOWN_DELAY` stand for ARC's `--sync-period` and
+    `--default-scale-down-delay`, Go durations there (found by a newcomer carrying `1m`
+    over, who got `Input should be a valid number`)."""
+    settings = Settings.model_validate({"SYNC_PERIOD": given, "DEFAULT_SCALE_DOWN_DELAY": given})
+
+    assert (settings.sync_period, settings.default_scale_down_delay) == (seconds, seconds)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("SYNC_PERIOD", "0"),
+        ("SYNC_PERIOD", "-1m"),
+        ("SYNC_PERIOD", "nan"),
+        ("SYNC_PERIOD", "1x"),
+        ("DEFAULT_SCALE_DOWN_DELAY", "-5"),
+        ("REGISTRATION_TIMEOUT", "inf"),
+        ("UNREGISTRATION_RETRY_DELAY", "-1"),
+        ("RUNNER_POD_FAILURE_BACKOFF", "NaN"),
+    ],
+)
+def test_a_period_that_cannot_be_waited_is_refused(name: str, value: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        Settings.model_validate({name: value})
+
+    assert name in str(refused.value)

@@ -181,6 +181,43 @@ def test_a_servable_job_that_never_ran_fails_the_invariant() -> None:
     assert "servableJobsCompleted" in summary.invariants.failed()
 
 
+def test_the_summary_says_what_the_scenarios_objects_reported_wrong() -> None:
+    """Found by a newcomer: an HRA with minReplicas above maxReplicas failed a run with
+    `servableJobsCompleted` alone; the InvalidSpec condition that said why was gone with the
+    teardown."""
+    autoscaler = {
+        "apiVersion": ARC,
+        "kind": "HorizontalRunnerAutoscaler",
+        "metadata": {"name": "h1"},
+        "spec": {
+            "scaleTargetRef": {"kind": "RunnerDeployment", "name": "d1"},
+            "minReplicas": 6,
+            "maxReplicas": 5,
+        },
+    }
+    summary = run(
+        objects=[deployment(organization="acme", labels=["linux"]), autoscaler],
+        jobs=[jobs("acme/app", ["linux"])],
+    )
+
+    (problem,) = summary.problems
+    assert problem.startswith("HorizontalRunnerAutoscaler default/h1: ScalingActive=False ")
+    assert "maxReplicas" in problem
+    assert [
+        line.split(None, 1)[1]
+        for line in summary.table().splitlines()
+        if line.startswith("condition ")
+    ] == [problem]
+    assert summary.to_json()["problems"] == [problem]
+
+
+def test_a_clean_run_reports_no_problem() -> None:
+    summary = run(objects=[runner()], jobs=[jobs("acme/app", ["linux"])])
+
+    assert summary.problems == []
+    assert "condition" not in summary.table()
+
+
 def test_runner_sets_applied_on_the_timeline_count_and_enterprises_cover_their_organizations() -> (
     None
 ):

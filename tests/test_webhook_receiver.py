@@ -27,7 +27,7 @@ from hooks.autoscaler.controller import sync_horizontal_runner_autoscaler
 from hooks.clock import ManualClock, format_time
 from hooks.deps import HookDeps
 from hooks.github.port import GitHubError
-from hooks.kube.port import CAPACITY_RESERVATIONS, KubeObject
+from hooks.kube.port import CAPACITY_RESERVATIONS, KubeError, KubeObject, Resource
 from hooks.metacontroller import CompositeHookRequest
 from hooks.webhook import NO_TARGET_MESSAGE, GroupScope, RunnerGroup
 from hooks.webhook.receiver import Reply, WebhookReceiver
@@ -239,6 +239,28 @@ def test_ping_gets_pong(world: World) -> None:
 
     assert (reply.status, reply.message) == (200, "pong")
     assert world.reservations() == []
+
+
+class UnreachableKube(StoreKube):
+    async def list(self, resource: Resource, namespace: str | None = None) -> list[KubeObject]:
+        raise KubeError("connection refused")
+
+
+def test_a_delivery_that_never_scales_is_answered_without_the_api_server() -> None:
+    """Found by a newcomer following the README: `in_progress` got a 503 (and counted as a
+    failed delivery) while the API server was away, though no HRA could change its answer."""
+    clock = ManualClock(T0)
+    receiver = WebhookReceiver(UnreachableKube(ObjectStore(clock)), clock, secret=SECRET)
+
+    def send(action: str) -> Reply:
+        body = encode(job_payload(action))
+        return asyncio.run(receiver.handle(signed(body), body))
+
+    in_progress = send("in_progress")
+    assert in_progress.status == 200
+    assert in_progress.message == "ignored workflow_job action 'in_progress': it does not scale"
+    assert in_progress.outcome == "ignored"
+    assert send("queued").status == 503  # one that may scale still needs the HRAs
 
 
 def test_without_a_secret_deliveries_are_refused_and_the_answer_says_how_to_fix_it() -> None:

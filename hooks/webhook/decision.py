@@ -69,6 +69,12 @@ def reservation_name(job_id: int) -> str:
     return f"{RESERVATION_PREFIX}{job_id}"
 
 
+def may_scale(event: WebhookEvent) -> bool:
+    """Whether `decide` can answer anything but "nothing" for this event, whatever the HRAs:
+    the others are answered without reading them."""
+    return isinstance(event, WorkflowJobEvent) and event.action in ("queued", "completed")
+
+
 def decide(
     event: WebhookEvent,
     targets: Sequence[ScaleTarget],
@@ -94,7 +100,7 @@ def decide(
     """
     if isinstance(event, PingEvent):
         return Decision(Action.NONE, PONG)
-    if event.action not in ("queued", "completed"):
+    if not may_scale(event):
         return Decision(
             Action.NONE, f"ignored workflow_job action {event.action!r}: it does not scale"
         )

@@ -45,7 +45,7 @@ from hooks.resources.reservation import API_VERSION as RESERVATION_API_VERSION
 from hooks.resources.reservation import AUTOSCALER_LABEL
 from hooks.resources.reservation import KIND as RESERVATION_KIND
 from hooks.resources.runner import API_VERSION as ARC_API_VERSION
-from hooks.webhook.decision import Action, Decision, decide
+from hooks.webhook.decision import Action, Decision, decide, may_scale
 from hooks.webhook.events import (
     PingEvent,
     UnsupportedEventError,
@@ -157,6 +157,8 @@ class WebhookReceiver:
         if isinstance(event, PingEvent):
             return Reply(200, "pong", outcome=IGNORED)
         now = self.clock.now()
+        if not may_scale(event):  # in_progress, waiting: answered with the API server away too
+            return Reply(200, decide(event, (), now=now).message, outcome=IGNORED)
         try:
             targets = await self.targets.get()
         except KubeError as error:
