@@ -409,6 +409,8 @@ class _Sync:
         minimum = min_replicas_with(
             match_overrides(self.hra.spec.scheduled_overrides, self.now), self.hra.spec.min_replicas
         )
+        if idle <= minimum:
+            return 0  # no runner beyond minReplicas sits idle: no count needed (a burst's case)
         maximum = self.hra.spec.max_replicas
         reserved = count_reservations(self._active_reservations(), maximum, self.now).reserved
         spare = min(idle - minimum, reserved - busy)
