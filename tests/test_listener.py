@@ -263,6 +263,42 @@ def test_an_unavailable_service_is_retried_with_a_growing_backoff_and_loses_noth
     assert sink.assigned[-1] == 3
 
 
+@pytest.mark.parametrize(("method", "path"), [("POST", "*acquirejobs"), ("DELETE", "*/messages/*")])
+def test_jobs_offered_while_an_acquire_or_a_delete_fails_are_taken_in_a_new_session(
+    setup: Setup, method: str, path: str
+) -> None:
+    """Found by a hostile probe: the service offers a job once per session, so jobs offered
+    while the acquire (or the message's delete) failed were never offered again, and kept
+    counting against the capacity the listener sends: 5 of 80 jobs never ran, 65 of 80 after
+    ten failures. GitHub's listener exits there and restarts with a new session."""
+    sink = RecordingSink()
+    listener = setup.listener(sink)
+    listener.step()
+    setup.broker.fail_next(503, method=method, path=path)
+    setup.queue(3)
+
+    wait = listener.step()
+
+    assert wait.after == MIN_BACKOFF_SECONDS
+    assert not listener.has_session  # given up, and deleted: no standby for its expiry
+    run(listener)
+    assert listener.counts.sessions_opened == 2
+    assert [setup.broker.job(r).status for r in range(1, 4)] == ["assigned"] * 3
+    assert sink.assigned[-1] == 3
+
+
+def test_sessions_given_up_in_a_row_back_off_more_each_time(setup: Setup) -> None:
+    listener = setup.listener(RecordingSink())
+    listener.step()
+    waits = []
+    for _ in range(3):
+        setup.broker.fail_next(503, method="POST", path="*acquirejobs")
+        setup.queue(1)
+        waits.append(listener.step().after)  # poll, acquire fails: given up
+        listener.step()  # a new session
+    assert waits == [MIN_BACKOFF_SECONDS, 2 * MIN_BACKOFF_SECONDS, 4 * MIN_BACKOFF_SECONDS]
+
+
 def test_a_session_the_service_no_longer_knows_is_opened_again(setup: Setup) -> None:
     sink = RecordingSink()
     listener = setup.listener(sink)

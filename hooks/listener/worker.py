@@ -11,7 +11,9 @@ A step is one of:
 2. poll with the last message id and `maxCapacity` (the HRA's maxReplicas). Empty: publish the
    last statistics again (GitHub's listener does the same).
 3. a message: acknowledge it (delete), acquire the jobs it offers, mark the Runners that
-   started a job, publish its statistics.
+   started a job, publish its statistics. Should the delete or the acquire fail, the session
+   is given up and a new one opened (after the back-off): the service offers a job once per
+   session, so one offered and not acquired would wait for ever.
 
 What is published is `totalAssignedJobs`, an absolute count, with the time it was counted
 (strictly increasing, in microseconds). It is written when it changed, after a message with
@@ -117,6 +119,7 @@ class ScaleSetListener:
         self._published: tuple[int, datetime] | None = None
         self._lower_since: datetime | None = None  # since when the count is below the published
         self._failures = 0
+        self._restarts = 0  # sessions given up in a row after a failed delete or acquire
 
     @property
     def has_session(self) -> bool:
@@ -175,10 +178,17 @@ class ScaleSetListener:
             return Next(0.0, polled_empty=True)
         self.counts.messages += 1
         self._last_message_id = message.message_id
-        session.delete_message(message.message_id)
         available = [job.runner_request_id for job in message.jobs_available]
-        if available:
-            self.counts.acquired += len(session.acquire_jobs(available))
+        try:
+            session.delete_message(message.message_id)
+            if available:
+                self.counts.acquired += len(session.acquire_jobs(available))
+            self._restarts = 0
+        except GitHubError as error:
+            # The service offers a job once per session: one offered and not acquired would
+            # wait for ever, and count against the capacity sent with every poll. GitHub's
+            # listener exits here, and its restart opens a new session: so does this one.
+            self._restart_session(error)
         for started in message.jobs_started:
             if self.observer is not None:
                 self.observer.job_started(self.target, started)
@@ -191,7 +201,22 @@ class ScaleSetListener:
                 self.observer.job_completed(self.target, completed.result, seconds)
         if message.statistics is not None:
             self._publish(message.statistics, news=bool(message.jobs))
+        if self._session is None:  # restarting: backing off as after any failure
+            return _backoff(self._restarts)
         return Next(0.0)
+
+    def _restart_session(self, error: GitHubError) -> None:
+        """Give the session up (deleted when the service answers) and open a new one at the
+        next step, which the service offers every job not yet acquired again."""
+        self.counts.errors += 1
+        self._restarts += 1
+        log.warning(
+            "scale set %s: %s; opening a new session, offered jobs not acquired are offered "
+            "again there",
+            self._name,
+            error,
+        )
+        self.close()
 
     def _failed(self, error: GitHubError) -> Next:
         self.counts.errors += 1
@@ -203,7 +228,7 @@ class ScaleSetListener:
             self._session = None
             return Next(0.0)
         self._failures += 1
-        wait = min(MIN_BACKOFF_SECONDS * 2 ** (self._failures - 1), MAX_BACKOFF_SECONDS)
+        wait = _backoff(self._failures).after
         retry_after = getattr(error, "retry_after", None)
         if isinstance(retry_after, int | float):
             wait = max(wait, float(retry_after))
@@ -257,3 +282,8 @@ class ScaleSetListener:
 def precise_time(when: datetime) -> str:
     """RFC 3339 with microseconds (a valid date-time for the CRDs)."""
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _backoff(failures: int) -> Next:
+    """After the `failures`-th failure in a row: doubling up to `MAX_BACKOFF_SECONDS`."""
+    return Next(min(MIN_BACKOFF_SECONDS * 2 ** max(failures - 1, 0), MAX_BACKOFF_SECONDS))
