@@ -13,7 +13,7 @@ import pytest
 
 from hooks.clock import ManualClock
 from hooks.github import cached as cached_module
-from hooks.github.cached import FAILED_LOOKUP_MEMORY, CachedGitHub
+from hooks.github.cached import FAILED_READ_MEMORY, CachedGitHub
 from hooks.github.port import (
     MAX_RATE_LIMIT_WAIT,
     GitHubError,
@@ -204,14 +204,25 @@ def test_list_is_cached_per_scope(port: ScriptedPort, clock: ManualClock) -> Non
     assert port.calls["list"] == 2
 
 
-def test_list_error_is_not_cached(port: ScriptedPort, clock: ManualClock) -> None:
+def test_a_failed_list_is_not_asked_again_for_half_a_minute(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    """Found by a hostile probe: during an outage of GitHub every Runner and member asked for
+    the list itself, each with its own freshness (4,010 failed lists from 929 syncs of a
+    RunnerSet of 8 in 8 minutes)."""
     cache = make_cache(port, clock)
     port.list_error = GitHubError("boom", 502)
-    with pytest.raises(GitHubError):
-        cache.list_runners(ORG)
+    for not_before in (None, clock.now(), clock.now() - timedelta(minutes=5)):
+        with pytest.raises(GitHubError) as failed:
+            cache.list_runners(ORG, not_before=not_before)
+        assert "boom" in str(failed.value)
+        assert failed.value.status == 502
+    assert port.calls["list"] == 1
     port.list_error = None
+    cache.list_runners(REPO)  # another scope asks
+    clock.advance(FAILED_READ_MEMORY.total_seconds())
     assert [r.id for r in cache.list_runners(ORG)] == [1, 2]
-    assert port.calls["list"] == 2
+    assert port.calls["list"] == 3
 
 
 def test_rate_limited_list_is_answered_locally_until_the_wait_is_over(
@@ -818,7 +829,7 @@ def test_a_failed_runner_group_lookup_is_not_asked_again_for_half_a_minute(
     assert activity.calls["visible_groups"] == 1
     activity.read_error = None
     assert cache.visible_runner_groups("acme", "other") == ()  # another repository asks
-    clock.advance(FAILED_LOOKUP_MEMORY.total_seconds() - 1)
+    clock.advance(FAILED_READ_MEMORY.total_seconds() - 1)
     with pytest.raises(GitHubError):
         cache.visible_runner_groups("acme", "app")
     clock.advance(1)

@@ -57,9 +57,10 @@ DEFAULT_MAX_ENTRIES = 4096
 # board is read again.
 BOARD_RECHECK = timedelta(seconds=2)
 
-FAILED_LOOKUP_MEMORY = timedelta(seconds=30)
-"""How long a failed runner-group visibility lookup is answered with its error, not asked
-again: a burst of webhook deliveries during an outage of GitHub asked once per job."""
+FAILED_READ_MEMORY = timedelta(seconds=30)
+"""How long a failed runner list or runner-group lookup is answered with its error rather than
+asked again: during an outage of GitHub every Runner, member and webhook delivery asked for
+itself (a RunnerSet of 8 made 4,000 list calls in 8 minutes)."""
 
 
 def _no_budget() -> RateBudget | None:
@@ -189,8 +190,8 @@ class CachedGitHub(GitHubPort):
         )
         # Reads that GitHub rate-limited: answered locally until the wait is over.
         self._backoff: _TTLMap[Hashable, str] = _TTLMap(max_entries)
-        # Runner-group visibility lookups that failed: not asked again for a while.
-        self._failed_group_lookups: _TTLMap[tuple[str, str], str] = _TTLMap(max_entries)
+        # Reads that failed (not rate-limited) and are not asked again for a while.
+        self._failed_reads: _TTLMap[Hashable, tuple[str, int | None]] = _TTLMap(max_entries)
 
     @property
     def inner(self) -> GitHubPort:
@@ -221,7 +222,9 @@ class CachedGitHub(GitHubPort):
             GITHUB_RUNNER_LIST_PERIOD.labels(str(scope)).set((expires - asked_at).total_seconds())
             self._list_sizes[scope] = len(value)
 
-        return self._single_flight(("list", scope), cached, fetch, store, not_before=not_before)
+        return self._single_flight(
+            ("list", scope), cached, fetch, store, not_before=not_before, remember_failure=True
+        )
 
     def _list_through_board(
         self, board: RunnerListBoard, scope: Scope, not_before: datetime | None
@@ -344,28 +347,16 @@ class CachedGitHub(GitHubPort):
     def visible_runner_groups(
         self, organization: str, repository_name: str
     ) -> Sequence[RunnerGroupInfo]:
-        key = (organization, repository_name)
-        now = self._clock.now()
-        with self._lock:
-            failed = self._failed_group_lookups.get(key, now)
-        if failed is not None:
-            raise GitHubError(f"{failed} (not asked again for {FAILED_LOOKUP_MEMORY.seconds} s)")
-        try:
-            return self._cached_listing(
-                "visible-groups",
-                self._visible_groups,
-                key,
-                self._visible_groups_ttl,
-                lambda: self._inner.visible_runner_groups(organization, repository_name),
-            )
-        except RateLimitedError:
-            raise  # waited out as every rate-limited read
-        except GitHubError as error:
-            # A webhook delivery asks at every job; GitHub failing, the receiver treats every
-            # group as visible anyway. One call per repository while it fails, not one each.
-            with self._lock:
-                self._failed_group_lookups.put(key, str(error), now + FAILED_LOOKUP_MEMORY, now)
-            raise
+        # A webhook delivery asks at every job; GitHub failing, the receiver treats every group
+        # as visible anyway: one call per repository while it fails, not one per delivery.
+        return self._cached_listing(
+            "visible-groups",
+            self._visible_groups,
+            (organization, repository_name),
+            self._visible_groups_ttl,
+            lambda: self._inner.visible_runner_groups(organization, repository_name),
+            remember_failure=True,
+        )
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -413,6 +404,8 @@ class CachedGitHub(GitHubPort):
         key: K,
         ttl: timedelta,
         call: Callable[[], Sequence[Item]],
+        *,
+        remember_failure: bool = False,
     ) -> tuple[Item, ...]:
         """A list read kept `ttl` per key, one call at a time per key. Failures are not kept
         (a rate limit is waited out, as for every read)."""
@@ -425,6 +418,7 @@ class CachedGitHub(GitHubPort):
             lambda: entries.get(key, self._clock.now()),
             lambda: tuple(call()),
             store,
+            remember_failure=remember_failure,
         )
 
     def _remembered_removal(
@@ -512,6 +506,7 @@ class CachedGitHub(GitHubPort):
         *,
         backoff: bool = True,
         not_before: datetime | None = None,
+        remember_failure: bool = False,
     ) -> T:
         """Run `call` once for all concurrent callers of `key`; `store` its answer.
 
@@ -526,6 +521,8 @@ class CachedGitHub(GitHubPort):
                 return hit
             if backoff:
                 self._raise_if_backing_off(key)
+            if remember_failure:
+                self._raise_if_failed_lately(key)
             refuse_if_offline("a GitHub call not answered from the cache")
             flight = self._flights.get(key)
             joinable = flight is None or not_before is None or flight.started_at >= not_before
@@ -552,10 +549,13 @@ class CachedGitHub(GitHubPort):
             try:
                 with self._lock:
                     del self._flights[key]
+                    now = self._clock.now()
                     if backoff and isinstance(exc, RateLimitedError):
-                        now = self._clock.now()
                         until = now + timedelta(seconds=exc.retry_after)
                         self._backoff.put(key, str(exc), until, now)
+                    elif remember_failure and isinstance(exc, GitHubError):
+                        failure = (str(exc), exc.status)
+                        self._failed_reads.put(key, failure, now + FAILED_READ_MEMORY, now)
             finally:  # followers waiting on this flight are let go, whatever happens here
                 flight.done.set()
             raise
@@ -566,6 +566,15 @@ class CachedGitHub(GitHubPort):
             del self._flights[key]
         flight.done.set()
         return result
+
+    def _raise_if_failed_lately(self, key: Hashable) -> None:
+        now = self._clock.now()
+        failure = self._failed_reads.get(key, now)
+        expiry = self._failed_reads.expiry(key)
+        if failure is not None and expiry is not None:
+            left = (expiry - now).total_seconds()
+            message, status = failure
+            raise GitHubError(f"{message} (not asked again for {left:.0f} s)", status)
 
     def _raise_if_backing_off(self, key: Hashable) -> None:
         now = self._clock.now()
