@@ -478,6 +478,11 @@ class ScaleSetBroker:
             self._settle()
             return self._scale_set(scale_set_id)
 
+    def scale_sets(self) -> list[BrokerScaleSet]:
+        """Every scale set the service holds now."""
+        with self.github.atomic():
+            return list(self._scale_sets.values())
+
     def runner(self, runner_id: int) -> BrokerRunner | None:
         with self.github.atomic():
             return self._runners.get(runner_id)

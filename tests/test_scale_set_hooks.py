@@ -243,6 +243,40 @@ def test_a_failed_deletion_is_retried_and_the_finalizer_stays(
     assert not answer.get("finalized") and answer["resyncAfterSeconds"] > 0
 
 
+def test_a_deployment_leaving_scale_set_mode_deletes_its_scale_set_once_its_runners_are_gone(
+    hooks: TestClient, scale_sets: FakeScaleSets
+) -> None:
+    in_mode = call(hooks, "/sync/runnerdeployment", deployment())
+    members = {**in_mode["children"][0], "status": {"replicas": 2}}
+    left = deployment({}, **in_mode["status"])
+
+    retiring = call(
+        hooks, "/sync/runnerdeployment", left, children={f"RunnerReplicaSet.{API}": [members]}
+    )
+    assert scale_sets.deleted == []  # its runners still run their jobs in it
+    assert retiring["status"]["scaleSet"]["id"] == 42  # a deletion meanwhile deletes it too
+    ready = next(c for c in retiring["status"]["conditions"] if c["type"] == "ScaleSetReady")
+    assert (ready["status"], ready["reason"]) == ("False", "Retiring")
+    (plain,) = [
+        c for c in retiring["children"] if c["metadata"]["name"] != members["metadata"]["name"]
+    ]
+    assert SCALE_SET_ID_ANNOTATION not in plain["spec"]["template"]["metadata"].get(
+        "annotations", {}
+    )
+
+    scale_sets.error = GitHubError("503 from the service")
+    failed = call(
+        hooks, "/sync/runnerdeployment", left, children={f"RunnerReplicaSet.{API}": [plain]}
+    )
+    assert failed["status"]["scaleSet"]["id"] == 42 and failed["resyncAfterSeconds"] > 0
+    scale_sets.error = None
+    done = call(
+        hooks, "/sync/runnerdeployment", left, children={f"RunnerReplicaSet.{API}": [plain]}
+    )
+    assert scale_sets.deleted == [42]
+    assert "scaleSet" not in done["status"]
+
+
 # ------------------------------------------------------------------ HorizontalRunnerAutoscaler
 
 

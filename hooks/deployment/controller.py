@@ -187,10 +187,10 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
         return invalid_answer(request, problems, now, ["RunnerReplicaSet"])
 
     previous_status = deployment.status or RunnerDeploymentStatus()
+    recorded = previous_status.scale_set
     scale_set: ScaleSetStatus | None = None
     conditions: dict[str, ConditionValue] = {"Valid": ("True", "Valid", "")}
     if declaration is not None:
-        recorded = previous_status.scale_set
         labels = deployment.spec.template.spec.labels
         kept = keep_scale_set(deps, _scope(deployment), declaration, labels, recorded)
         if isinstance(kept, ScaleSetProblem):
@@ -237,6 +237,9 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
         )
     else:
         conditions["RollingOut"] = ("False", "UpToDate", "")
+    resync: float | None = None
+    if declaration is None and recorded is not None:
+        scale_set, resync = _leave_scale_set(deps, deployment, recorded, old, conditions)
 
     status = RunnerDeploymentStatus(
         available_replicas=sum(s.available for s in sets),
@@ -249,7 +252,41 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
         conditions=merge_conditions(previous_status.conditions, conditions, now),
         scale_set=scale_set,
     )
-    return CompositeHookResponse(status=status.to_wire(), children=children)
+    return CompositeHookResponse(
+        status=status.to_wire(), children=children, resync_after_seconds=resync
+    )
+
+
+def _leave_scale_set(
+    deps: HookDeps,
+    deployment: RunnerDeployment,
+    recorded: ScaleSetStatus,
+    old: list[_Set],
+    conditions: dict[str, ConditionValue],
+) -> tuple[ScaleSetStatus | None, float | None]:
+    """The annotation is gone: the scale set it kept is deleted once the sets of its runners
+    (an older template) are, so that no job runs on in it. Until then it stays recorded, so
+    that deleting the deployment meanwhile deletes it too. Left on GitHub, with no listener
+    acquiring, it held every job of its labels that it was offered."""
+    if old:
+        conditions[SCALE_SET_READY] = (
+            "False",
+            "Retiring",
+            f"runner scale set {recorded.name} (id {recorded.id}) is deleted once its runners "
+            "are gone",
+        )
+        return recorded, None
+    problem = delete_scale_set(deps, _scope(deployment), recorded)
+    if problem is not None:
+        conditions[SCALE_SET_READY] = problem.condition
+        return recorded, problem.retry_after
+    conditions[SCALE_SET_READY] = (
+        "False",
+        "Deleted",
+        f"runner scale set {recorded.name} (id {recorded.id}) deleted: the deployment left "
+        "scale-set mode",
+    )
+    return None, None
 
 
 def _scope(deployment: RunnerDeployment) -> Scope:

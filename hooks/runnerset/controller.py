@@ -34,6 +34,7 @@ pure decision (`hooks.runnerset.decide`) against GitHub, and answers (`hooks.run
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -66,6 +67,7 @@ from hooks.runner.pod import PodDefaults
 from hooks.runnerset.decide import (
     RELEASE_RESYNC_SECONDS,
     RunnerSetFacts,
+    RunnerSetPlan,
     decide_finalize,
     decide_sync,
     next_certain_question,
@@ -144,9 +146,35 @@ def sync_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeH
     )
     if scale_set is not None:
         plan.conditions[SCALE_SET_READY] = kept_condition(scale_set)
+    elif facts.status.scale_set is not None:
+        facts = _leave_scale_set(deps, facts, plan)
     return runner_set_response(
         facts, plan, request.objects("PersistentVolumeClaim"), request.objects("Secret")
     )
+
+
+def _leave_scale_set(deps: HookDeps, facts: RunnerSetFacts, plan: RunnerSetPlan) -> RunnerSetFacts:
+    """The annotation is gone: the scale set it kept is deleted once no member is left of the
+    template whose runners joined it (deleting it sooner would take their jobs), and then
+    forgotten. Left on GitHub, with no listener acquiring, it held every job of its labels
+    that it was offered."""
+    recorded = facts.status.scale_set
+    assert recorded is not None and facts.runner_set.spec is not None
+    if any(member.observed.template_hash != plan.hash for member in plan.members):
+        message = f"runner scale set {recorded.name} (id {recorded.id}) is deleted once its "
+        plan.conditions[SCALE_SET_READY] = ("False", "Retiring", message + "runners are gone")
+        return facts
+    problem = delete_scale_set(deps, scope_of(facts.runner_set.spec), recorded)
+    if problem is not None:
+        plan.conditions[SCALE_SET_READY] = problem.condition
+        plan.wait(problem.retry_after)
+        return facts
+    plan.conditions[SCALE_SET_READY] = (
+        "False",
+        "Deleted",
+        f"runner scale set {recorded.name} (id {recorded.id}) deleted: the set left scale-set mode",
+    )
+    return replace(facts, status=facts.status.model_copy(update={"scale_set": None}))
 
 
 def finalize_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeHookResponse:
