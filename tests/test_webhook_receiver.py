@@ -263,6 +263,21 @@ def test_a_delivery_that_never_scales_is_answered_without_the_api_server() -> No
     assert send("queued").status == 503  # one that may scale still needs the HRAs
 
 
+def test_a_target_in_scale_set_mode_is_not_reserved_for_and_costs_no_group_lookup() -> None:
+    """Found by a hostile probe: a webhook left configured after switching to scale-set mode
+    looked the repository's runner groups up at every job (its reservations are removed
+    unused: the listener counts the jobs)."""
+    in_mode = deployment(organization=OWNER, labels=["linux"])
+    in_mode["metadata"]["annotations"] = {"arc-hooks.dev/scale-set": "octo-runners"}
+    world = make_world(autoscaler(), in_mode, visible=[])
+
+    reply = world.deliver(job_payload("queued"))
+
+    assert reply.status == 200 and reply.message.startswith(NO_TARGET_MESSAGE)
+    assert world.reservations() == []
+    assert world.visibility_calls == []  # no runner-group lookup
+
+
 def test_without_a_secret_deliveries_are_refused_and_the_answer_says_how_to_fix_it() -> None:
     world = make_world(autoscaler(), deployment(), secret=None)
     body = encode(job_payload("queued"))

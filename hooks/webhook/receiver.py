@@ -45,6 +45,7 @@ from hooks.resources.reservation import API_VERSION as RESERVATION_API_VERSION
 from hooks.resources.reservation import AUTOSCALER_LABEL
 from hooks.resources.reservation import KIND as RESERVATION_KIND
 from hooks.resources.runner import API_VERSION as ARC_API_VERSION
+from hooks.scale_set_mode import declared_scale_set
 from hooks.webhook.decision import Action, Decision, decide, may_scale
 from hooks.webhook.events import (
     PingEvent,
@@ -399,7 +400,9 @@ def join_targets(
         ref = (hra.get("spec") or {}).get("scaleTargetRef") or {}
         key = (ref.get("kind") or RUNNER_DEPLOYMENT, metadata.get("namespace"), ref.get("name"))
         target = by_key.get(key)
-        if target is None:
+        if target is None or _in_scale_set_mode(target):
+            # A scale set's listener counts its jobs: a reservation would be removed unused,
+            # and finding the target could cost a runner-group lookup per delivery.
             continue
         try:
             joined.append(ScaleTarget.from_objects(hra, target))
@@ -412,3 +415,11 @@ def join_targets(
                 },
             )
     return joined
+
+
+def _in_scale_set_mode(target: KubeObject) -> bool:
+    annotations = (target.get("metadata") or {}).get("annotations")
+    try:
+        return isinstance(annotations, dict) and declared_scale_set(annotations) is not None
+    except ValueError:
+        return False  # the target reports it, and is sized as without a scale set meanwhile
