@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import AllowInfNan, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from hooks.metrics import DEFAULT_JOB_LABELS, JobMetricLabel
@@ -13,6 +13,10 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 DEFAULT_RUNNER_IMAGE = "summerwind/actions-runner:latest"
 DEFAULT_DOCKER_IMAGE = "docker:dind"
+
+
+Seconds = Annotated[float, Field(ge=0), AllowInfNan(False)]
+"""A duration in seconds: never negative, never infinite or NaN."""
 
 
 class Settings(BaseSettings):
@@ -61,27 +65,13 @@ class Settings(BaseSettings):
 
     # Lifecycle timing, in seconds (SYNC_PERIOD and DEFAULT_SCALE_DOWN_DELAY also as Go
     # durations, as ARC's flags take them).
-    unregistration_retry_delay: float = Field(
-        default=60.0, alias="UNREGISTRATION_RETRY_DELAY", ge=0, allow_inf_nan=False
-    )
-    rate_limit_retry_delay: float = Field(
-        default=30.0, alias="RATE_LIMIT_RETRY_DELAY", ge=0, allow_inf_nan=False
-    )
-    token_error_retry_delay: float = Field(
-        default=180.0, alias="TOKEN_ERROR_RETRY_DELAY", ge=0, allow_inf_nan=False
-    )
-    registration_timeout: float = Field(
-        default=600.0, alias="REGISTRATION_TIMEOUT", ge=0, allow_inf_nan=False
-    )
-    registration_check_interval: float = Field(
-        default=60.0, alias="REGISTRATION_CHECK_INTERVAL", ge=0, allow_inf_nan=False
-    )
-    pod_failure_backoff: float = Field(
-        default=10.0, alias="RUNNER_POD_FAILURE_BACKOFF", ge=0, allow_inf_nan=False
-    )
-    pod_failure_backoff_max: float = Field(
-        default=300.0, alias="RUNNER_POD_FAILURE_BACKOFF_MAX", ge=0, allow_inf_nan=False
-    )
+    unregistration_retry_delay: Seconds = Field(default=60.0, alias="UNREGISTRATION_RETRY_DELAY")
+    rate_limit_retry_delay: Seconds = Field(default=30.0, alias="RATE_LIMIT_RETRY_DELAY")
+    token_error_retry_delay: Seconds = Field(default=180.0, alias="TOKEN_ERROR_RETRY_DELAY")
+    registration_timeout: Seconds = Field(default=600.0, alias="REGISTRATION_TIMEOUT")
+    registration_check_interval: Seconds = Field(default=60.0, alias="REGISTRATION_CHECK_INTERVAL")
+    pod_failure_backoff: Seconds = Field(default=10.0, alias="RUNNER_POD_FAILURE_BACKOFF")
+    pod_failure_backoff_max: Seconds = Field(default=300.0, alias="RUNNER_POD_FAILURE_BACKOFF_MAX")
     pod_max_failures: int = Field(default=5, alias="RUNNER_POD_MAX_FAILURES")
     sync_period: float = Field(
         default=60.0,
@@ -93,11 +83,9 @@ class Settings(BaseSettings):
             "Runner looks again when its scope's runner list could not be read."
         ),
     )
-    default_scale_down_delay: float = Field(
+    default_scale_down_delay: Seconds = Field(
         default=600.0,
         alias="DEFAULT_SCALE_DOWN_DELAY",
-        ge=0,
-        allow_inf_nan=False,
         description="ARC's --default-scale-down-delay, for HRAs without their own.",
     )
 
