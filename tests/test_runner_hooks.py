@@ -16,6 +16,7 @@ from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
+from hooks.runner.decide import NAME_CONFLICT_PATIENCE
 from hooks.settings import Settings
 from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import HookDriver, new_runner, running_status
@@ -811,12 +812,17 @@ def test_a_jit_runner_whose_secret_and_status_disagree_is_looked_for_by_name(
         assert secret is not None
         stale = copy.deepcopy(secret)
         name = secret["metadata"]["name"]
-        for _ in range(2):  # neither in view: conflict, removal, then a second config
+        # Neither in view for longer than the name conflict's patience: the conflict, the
+        # removal, then a second config.
+        current = None
+        for _ in range(int(NAME_CONFLICT_PATIENCE // 5) + 3):
             driver.children.pop(("Secret", name), None)
             driver.delete_pod_now()
             driver.sync()
             clock.advance(5)
-        current = driver.secret()
+            current = driver.secret()
+            if current is not None and current["data"]["runnerId"] != stale["data"]["runnerId"]:
+                break
         assert current is not None and current["data"]["runnerId"] != stale["data"]["runnerId"]
         assert len(github.runners[ORG]) == 1
         driver.children[("Secret", name)] = stale  # written back by another replica
@@ -826,6 +832,55 @@ def test_a_jit_runner_whose_secret_and_status_disagree_is_looked_for_by_name(
 
     assert finished[-1] is True
     assert github.runners[ORG] == []
+
+
+def test_a_jit_config_met_as_a_name_conflict_is_left_to_arrive_before_it_is_removed(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """Found by a hostile probe (scale-set mode) and then in plain JIT mode: a sync that did not
+    see yet the Secret and pod its previous sync made met that config's registration as a name
+    conflict, and removed it; the pod then started with a config GitHub no longer knew, and
+    failed. A RunnerDeployment of 20 ephemeral JIT runners completed 103 of 150 jobs in
+    half an hour, its Runners giving up one after the other (RUNNER_POD_MAX_FAILURES)."""
+    with hook_client(create_app(settings, github=github, clock=clock)) as client:
+        driver = driver_for(client, annotations={"arc-hooks.dev/registration": "jit"})
+        driver.sync()
+        made = (driver.secret(), driver.pod())
+        assert made[0] is not None and made[1] is not None
+        first_id = made[0]["data"]["runnerId"]
+        for key in [("Secret", made[0]["metadata"]["name"]), ("Pod", made[1]["metadata"]["name"])]:
+            driver.children.pop(key)  # Metacontroller's caches have not seen them yet
+
+        lagging = driver.sync()
+        assert github.count("remove_runner") == 0
+        ready = next(c for c in lagging["status"]["conditions"] if c["type"] == "RegistrationReady")
+        assert ready["reason"] == "NameConflict"
+        clock.advance(2)
+        driver.children[("Secret", made[0]["metadata"]["name"])] = made[0]  # they arrive
+        driver.children[("Pod", made[1]["metadata"]["name"])] = made[1]
+        driver.sync()
+
+    assert github.count("remove_runner") == 0
+    assert [r.id for r in github.runners[ORG]] == [int(base64.b64decode(first_id))]
+
+
+def test_a_name_conflict_that_stays_is_removed_and_a_config_generated_again(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """A config whose answer was lost (or a leftover of the name) never arrives: once the
+    conflict has stood `NAME_CONFLICT_PATIENCE`, the idle registration is removed."""
+    github.register(ORG, "example-runner")  # a leftover of the name
+    with hook_client(create_app(settings, github=github, clock=clock)) as client:
+        driver = driver_for(client, annotations={"arc-hooks.dev/registration": "jit"})
+        driver.sync()
+        assert github.count("remove_runner") == 0 and driver.secret() is None
+        clock.advance(NAME_CONFLICT_PATIENCE)
+        driver.sync()
+        assert github.count("remove_runner") == 1
+        clock.advance(5)
+        driver.sync()
+
+    assert driver.secret() is not None and driver.pod() is not None
 
 
 # ---------------------------------------------------------------- server
