@@ -570,11 +570,11 @@ class CachedGitHub(GitHubPort):
     def _raise_if_failed_lately(self, key: Hashable) -> None:
         now = self._clock.now()
         failure = self._failed_reads.get(key, now)
-        expiry = self._failed_reads.expiry(key)
-        if failure is not None and expiry is not None:
-            left = (expiry - now).total_seconds()
+        if failure is not None:
+            # The same text as the failure's: it goes into status conditions, where a text
+            # that changed at every sync (a countdown) rewrote the object, which synced it again.
             message, status = failure
-            raise GitHubError(f"{message} (not asked again for {left:.0f} s)", status)
+            raise GitHubError(message, status)
 
     def _raise_if_backing_off(self, key: Hashable) -> None:
         now = self._clock.now()
