@@ -101,3 +101,26 @@ def test_leaving_scale_set_mode_deletes_the_scale_set_and_plain_runners_take_the
     assert summary.jobs.completed == 5
     assert summary.jobs.max_queue_seconds < 300
     assert summary.invariants.hold(), summary.table()
+
+
+def test_a_deployment_keeps_its_scale_set_while_runners_that_joined_it_finish_their_jobs() -> None:
+    """Found in review: the older RunnerReplicaSet reported no replicas once its busy Runners
+    were being deleted (waiting for their jobs), so it was deleted, and the scale set with it,
+    while those runners still ran their jobs in it."""
+    busy = scenario(deployment()).model_copy(deep=True)
+    busy.jobs[0] = busy.jobs[0].model_copy(
+        update={"count": 2, "start": 60.0, "every": 1.0, "duration": 20 * 60.0}
+    )
+    world = World(busy)
+    world.begin()
+    world.run_to(10 * 60)  # the annotation went at 3m; both jobs run until about 21m
+    assert [s.name for s in world.broker.scale_sets()] == ["octo-runners"]
+    status = world.store.get("RunnerDeployment", "default", "octo")["status"]  # type: ignore[index]
+    ready = next(c for c in status["conditions"] if c["type"] == "ScaleSetReady")
+    assert ready["reason"] == "Retiring"
+
+    world.run_to(30 * 60)
+    assert world.broker.scale_sets() == []
+    summary = world.finish()
+    assert summary.jobs.completed == 2 and summary.jobs.interrupted == 0
+    assert summary.invariants.hold(), summary.table()

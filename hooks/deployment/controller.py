@@ -112,6 +112,7 @@ class _Set:
     available: int
     registered: int
     busy: int
+    stopping: int  # its Runners being deleted whose pods still run (a busy one: its job)
 
     @classmethod
     def read(cls, obj: KubeObject) -> _Set:
@@ -141,6 +142,7 @@ class _Set:
             available=count("availableReplicas", unreadable=0),
             registered=count("registeredReplicas", unreadable=0),
             busy=count("busyReplicas", unreadable=0),
+            stopping=count("stoppingReplicas", unreadable=1),
         )
 
 
@@ -226,9 +228,10 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
     for previous in old:
         if not newest_ready:
             children.append(as_kept(previous.obj))  # keeps its runners until the new set is up
-        elif previous.spec_replicas > 0 or previous.replicas > 0:
+        elif previous.spec_replicas > 0 or previous.replicas > 0 or previous.stopping > 0:
             children.append(_scaled_to_zero(previous.obj))
-        # else: at zero and reporting zero: left out, so it is deleted
+        # else: at zero, reporting zero and no Runner still stopping: left out, so it is
+        # deleted (a scale set it kept outlives its runners' jobs: `_leave_scale_set`)
     if old:
         conditions["RollingOut"] = (
             "True",

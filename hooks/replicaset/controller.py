@@ -219,7 +219,12 @@ class _ReplicaSetSync:
         ]
         new = self._new_runners(self.desired - len(keep) - len(leaving) - len(self.unobserved))
         children = [c.kept for c in keep] + new
-        status = self._status(keep, new, completed)
+        # Running Runners being deleted, and those this answer leaves out (deleted next).
+        kept = {c.name for c in keep}
+        stopping = sum(
+            1 for c in self.children if c.running and (c.terminating or c.name not in kept)
+        )
+        status = self._status(keep, new, completed, stopping)
         resync = min(self.resync) if self.resync else None
         return CompositeHookResponse(status=status, children=children, resync_after_seconds=resync)
 
@@ -340,7 +345,11 @@ class _ReplicaSetSync:
         }
 
     def _status(
-        self, keep: list[RunnerChild], new: list[KubeObject], completed: list[RunnerChild]
+        self,
+        keep: list[RunnerChild],
+        new: list[KubeObject],
+        completed: list[RunnerChild],
+        stopping: int,
     ) -> dict[str, Any]:
         created = len(new)
         unobserved = self.unobserved + [asked_for(r["metadata"]["name"], self.now) for r in new]
@@ -353,6 +362,7 @@ class _ReplicaSetSync:
             available_replicas=sum(1 for c in keep if c.ready),
             registered_replicas=sum(1 for c in keep if c.registered),
             busy_replicas=sum(1 for c in keep if c.busy),
+            stopping_replicas=stopping,
             next_runner_index=self._next_index() + created,
             unobserved_runners=unobserved or None,
             conditions=merge_conditions(self.status.conditions, self.conditions, self.now),

@@ -57,6 +57,9 @@ class RunnerReplicaSetStatus(ResourceModel):
     # What this project adds: how many runners GitHub sees registered and busy.
     registered_replicas: int | None = None
     busy_replicas: int | None = None
+    # Runners being deleted whose pods still run (a busy one stops after its job): the
+    # deployment keeps a retired set, and the scale set its runners joined, until they end.
+    stopping_replicas: int | None = None
     next_runner_index: int | None = None
     # Runners asked for but not yet among the children (hooks.unobserved).
     unobserved_runners: list[CreatedRunner] | None = None
