@@ -28,6 +28,7 @@ from starlette.testclient import TestClient
 
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
+from hooks.naming import SYNC_TIME_ANNOTATION
 from tests.call_log import record_calls
 from tests.in_memory_github import InMemoryGitHub, rate_limited
 
@@ -1746,3 +1747,21 @@ def test_a_member_whose_objects_name_no_state_is_read_every_time() -> None:
     member.read_members(request, memo)
 
     assert len(memo) == 0
+
+
+@pytest.mark.parametrize("recorded", ["9999-12-31T23:59:59Z", "2030-01-01T00:00:00Z"])
+def test_a_members_creation_time_ahead_of_now_holds_no_scale_up(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock, recorded: str
+) -> None:
+    """Found in review, of the kind the hostile-input fuzzer found: a member's sync-time near
+    year 9999 made every sync a 500 (10 minutes added to it overflowed); one merely ahead of
+    now (a hand's, another replica's clock) held webhook-driven scale-up until then."""
+    world = RunnerSetWorld(client, github, clock, runner_set(replicas=0, ephemeral=True))
+    (name,) = world.grow(1)
+    world.statefulsets()[name]["metadata"]["annotations"][SYNC_TIME_ANNOTATION] = recorded
+    world.change_spec(effectiveTime="2025-12-31T00:00:00Z")
+    world.scale(3)
+
+    world.sync()  # asserts a 200
+
+    assert len(world.statefulsets()) == 3

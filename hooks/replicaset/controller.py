@@ -306,7 +306,7 @@ class _ReplicaSetSync:
                 object_or_empty(child.obj.get("metadata")).get("annotations")
             )
             created = observed_time(annotations.get(SYNC_TIME_ANNOTATION))
-            if created is not None:
+            if created is not None and created <= self.now:  # one ahead of now would hold
                 times.append(created)
         return max(times) if times else None
 

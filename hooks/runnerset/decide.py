@@ -22,7 +22,7 @@ from hooks.lifecycle.incarnation import (
 )
 from hooks.lifecycle.leftover import LeftoverCheck, remove_leftover_registration
 from hooks.lifecycle.steps import Answers, ListRunners, Step, questions_of
-from hooks.metacontroller import KubeObject, object_or_empty
+from hooks.metacontroller import KubeObject, object_or_empty, observed_time
 from hooks.naming import BASE36_NAME, SYNC_TIME_ANNOTATION, base36, newest_first, uid_tag
 from hooks.resources.common import CreatedRunner, ScaleSetStatus
 from hooks.resources.runner import GracefulStopStatus
@@ -534,7 +534,10 @@ class _Decision:
         return count_wait_left(self._last_creation(), self.now)
 
     def _last_creation(self) -> datetime | None:
+        """The newest member's creation; a time ahead of now (a hand's, another clock's) is
+        none, which would hold creation until it and past it."""
         times = [t for t in (_created_at(m) for m in self.members) if t is not None]
+        times = [t for t in times if t <= self.now]
         return max(times) if times else None
 
     def _recreation_hold(self) -> float | None:
@@ -544,16 +547,7 @@ class _Decision:
         effective = parse_optional_time(self.facts.effective_time)
         if effective is None or self.spec.ephemeral is False:
             return None
-        created = [
-            parse_optional_time(
-                ((m.observed.sts.get("metadata") or {}).get("annotations") or {}).get(
-                    SYNC_TIME_ANNOTATION
-                )
-            )
-            for m in self.members
-        ]
-        times = [t for t in created if t is not None]
-        last = max(times) if times else None
+        last = self._last_creation()
         if last is None or last <= effective:
             return None
         remaining = (last + RECREATION_DELAY - self.now).total_seconds()
@@ -594,4 +588,4 @@ class _Decision:
 def _created_at(member: Member) -> datetime | None:
     """When this hook created the member's StatefulSet (its sync-time annotation)."""
     annotations = (member.observed.sts.get("metadata") or {}).get("annotations") or {}
-    return parse_optional_time(annotations.get(SYNC_TIME_ANNOTATION))
+    return observed_time(annotations.get(SYNC_TIME_ANNOTATION))  # near year 9999: none
