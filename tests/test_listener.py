@@ -299,6 +299,41 @@ def test_sessions_given_up_in_a_row_back_off_more_each_time(setup: Setup) -> Non
     assert waits == [MIN_BACKOFF_SECONDS, 2 * MIN_BACKOFF_SECONDS, 4 * MIN_BACKOFF_SECONDS]
 
 
+def test_a_session_given_up_whose_delete_fails_is_deleted_before_the_next_is_opened(
+    setup: Setup,
+) -> None:
+    """Found in review: with the session's DELETE failing too, the service kept the session
+    given up, and refused each new one as if another listener held it (a standby of 30 s a
+    try) until it expired: nothing was acquired for minutes."""
+    sink = RecordingSink()
+    listener = setup.listener(sink)
+    listener.step()
+    setup.broker.fail_next(503, method="POST", path="*acquirejobs")
+    setup.broker.fail_next(503, method="DELETE", path="*sessions*")
+    setup.queue(3)
+
+    listener.step()  # the acquire fails; so does deleting the session
+    setup.clock.advance(MIN_BACKOFF_SECONDS)
+    run(listener)
+
+    assert listener.counts.conflicts == 0
+    assert listener.counts.sessions_opened == 2
+    assert [setup.broker.job(r).status for r in range(1, 4)] == ["assigned"] * 3
+    assert sink.assigned[-1] == 3
+
+
+def test_a_throttled_acquire_gives_the_session_up_for_as_long_as_the_service_asks(
+    setup: Setup,
+) -> None:
+    listener = setup.listener(RecordingSink())
+    listener.step()
+    setup.broker.fail_next(429, method="POST", path="*acquirejobs", retry_after=90)
+    setup.queue(1)
+
+    assert listener.step().after == 90
+    assert not listener.has_session
+
+
 def test_a_session_the_service_no_longer_knows_is_opened_again(setup: Setup) -> None:
     sink = RecordingSink()
     listener = setup.listener(sink)

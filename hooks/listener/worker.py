@@ -120,6 +120,7 @@ class ScaleSetListener:
         self._lower_since: datetime | None = None  # since when the count is below the published
         self._failures = 0
         self._restarts = 0  # sessions given up in a row after a failed delete or acquire
+        self._abandoned: MessageSession | None = None  # given up, but not deleted yet
 
     @property
     def has_session(self) -> bool:
@@ -155,6 +156,13 @@ class ScaleSetListener:
     # ------------------------------------------------------------------ steps
 
     def _open(self) -> Next:
+        if self._abandoned is not None:  # a failure here backs off, as any failed call
+            try:
+                self._abandoned.close()
+            except ScaleSetHTTPError as error:
+                if error.status != 404:  # 404: the service let it go already
+                    raise
+            self._abandoned = None
         try:
             session = self.client.create_message_session(self.target.scale_set_id, self.owner)
         except SessionConflictError:
@@ -179,16 +187,20 @@ class ScaleSetListener:
         self.counts.messages += 1
         self._last_message_id = message.message_id
         available = [job.runner_request_id for job in message.jobs_available]
+        restart_error: GitHubError | None = None
         try:
             session.delete_message(message.message_id)
             if available:
                 self.counts.acquired += len(session.acquire_jobs(available))
             self._restarts = 0
         except GitHubError as error:
+            if _session_lost(error):
+                raise  # opened again at once (`_failed`)
             # The service offers a job once per session: one offered and not acquired would
             # wait for ever, and count against the capacity sent with every poll. GitHub's
             # listener exits here, and its restart opens a new session: so does this one.
             self._restart_session(error)
+            restart_error = error
         for started in message.jobs_started:
             if self.observer is not None:
                 self.observer.job_started(self.target, started)
@@ -201,8 +213,12 @@ class ScaleSetListener:
                 self.observer.job_completed(self.target, completed.result, seconds)
         if message.statistics is not None:
             self._publish(message.statistics, news=bool(message.jobs))
-        if self._session is None:  # restarting: backing off as after any failure
-            return _backoff(self._restarts)
+        if restart_error is not None:  # restarting: backing off as after any failure
+            wait = _backoff(self._restarts).after
+            retry_after = getattr(restart_error, "retry_after", None)
+            if isinstance(retry_after, int | float):
+                wait = max(wait, float(retry_after))
+            return Next(wait)
         return Next(0.0)
 
     def _restart_session(self, error: GitHubError) -> None:
@@ -216,14 +232,20 @@ class ScaleSetListener:
             self._name,
             error,
         )
-        self.close()
+        session, self._session = self._session, None
+        if session is None:
+            return
+        try:
+            session.close()
+        except GitHubError as close_error:
+            # Still open on the service, it would refuse a new one (a conflict, as if another
+            # listener held it) until it expires: deleted before the next is opened.
+            log.warning("scale set %s: session not deleted: %s", self._name, close_error)
+            self._abandoned = session
 
     def _failed(self, error: GitHubError) -> Next:
         self.counts.errors += 1
-        lost = isinstance(error, MessageQueueTokenExpiredError) or (
-            isinstance(error, ScaleSetHTTPError) and error.status in _LOST_SESSION_STATUSES
-        )
-        if lost and self._session is not None:
+        if _session_lost(error) and self._session is not None:
             log.warning("scale set %s: session lost (%s); opening a new one", self._name, error)
             self._session = None
             return Next(0.0)
@@ -287,3 +309,10 @@ def precise_time(when: datetime) -> str:
 def _backoff(failures: int) -> Next:
     """After the `failures`-th failure in a row: doubling up to `MAX_BACKOFF_SECONDS`."""
     return Next(min(MIN_BACKOFF_SECONDS * 2 ** max(failures - 1, 0), MAX_BACKOFF_SECONDS))
+
+
+def _session_lost(error: GitHubError) -> bool:
+    """The service no longer knows the session (or its token): a new one is opened at once."""
+    return isinstance(error, MessageQueueTokenExpiredError) or (
+        isinstance(error, ScaleSetHTTPError) and error.status in _LOST_SESSION_STATUSES
+    )
