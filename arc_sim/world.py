@@ -345,8 +345,9 @@ class World:
                     continue
                 metadata = obj["metadata"]
                 where = f"{obj.get('kind')} {metadata.get('namespace')}/{metadata.get('name')}"
-                text = f"{condition.get('reason', '')}: {condition.get('message', '')}"
-                problems.append(f"{where}: {kind}={state} {text}".rstrip(": "))
+                parts = (condition.get("reason"), condition.get("message"))
+                said = ": ".join(str(part) for part in parts if part)
+                problems.append(f"{where}: {kind}={state}" + (f" {said}" if said else ""))
         return problems
 
     def _run_until(self, end: datetime, progress: Callable[[World], None] | None) -> None:

@@ -75,6 +75,24 @@ def delete_scale_set(
     return None
 
 
+def retire_scale_set(
+    deps: HookDeps, scope: Scope, recorded: ScaleSetStatus, runners_left: bool, what: str
+) -> tuple[ConditionValue, float | None, bool]:
+    """A target that left scale-set mode: its scale set deleted once no runner that joined it
+    is left. The `ScaleSetReady` condition, when to look again, and whether it is gone (to be
+    forgotten). Without the means to delete it, it stays recorded and reported."""
+    named = f"runner scale set {recorded.name} (id {recorded.id})"
+    if runners_left:
+        return ("False", "Retiring", f"{named} is deleted once its runners are gone"), None, False
+    if deps.scale_sets is None:
+        message = f"{named} cannot be deleted: this server has no GitHub credentials"
+        return ("False", "ScaleSetsUnavailable", message), deps.sync_period, False
+    problem = delete_scale_set(deps, scope, recorded)
+    if problem is not None:
+        return problem.condition, problem.retry_after, False
+    return ("False", "Deleted", f"{named} deleted: the {what} left scale-set mode"), None, True
+
+
 def _problem(error: GitHubError) -> ScaleSetProblem:
     if isinstance(error, RateLimitedError):
         return ScaleSetProblem("GitHubRateLimited", str(error), max(error.retry_after, 1.0))

@@ -59,6 +59,7 @@ from hooks.scale_set_keeper import (
     delete_scale_set,
     keep_scale_set,
     kept_condition,
+    retire_scale_set,
 )
 from hooks.scale_set_mode import (
     SCALE_SET_ANNOTATION,
@@ -268,28 +269,15 @@ def _leave_scale_set(
     conditions: dict[str, ConditionValue],
 ) -> tuple[ScaleSetStatus | None, float | None]:
     """The annotation is gone: the scale set it kept is deleted once the sets of its runners
-    (an older template) are, so that no job runs on in it. Until then it stays recorded, so
-    that deleting the deployment meanwhile deletes it too. Left on GitHub, with no listener
-    acquiring, it held every job of its labels that it was offered."""
-    if old:
-        conditions[SCALE_SET_READY] = (
-            "False",
-            "Retiring",
-            f"runner scale set {recorded.name} (id {recorded.id}) is deleted once its runners "
-            "are gone",
-        )
-        return recorded, None
-    problem = delete_scale_set(deps, _scope(deployment), recorded)
-    if problem is not None:
-        conditions[SCALE_SET_READY] = problem.condition
-        return recorded, problem.retry_after
-    conditions[SCALE_SET_READY] = (
-        "False",
-        "Deleted",
-        f"runner scale set {recorded.name} (id {recorded.id}) deleted: the deployment left "
-        "scale-set mode",
+    (an older template) are, so that no job runs on in it (a retired set stays while its
+    Runners still run: `stoppingReplicas`). Until then it stays recorded, so that deleting the
+    deployment meanwhile deletes it too. Left on GitHub, with no listener acquiring, it held
+    every job of its labels that it was offered."""
+    condition, resync, gone = retire_scale_set(
+        deps, _scope(deployment), recorded, bool(old), "deployment"
     )
-    return None, None
+    conditions[SCALE_SET_READY] = condition
+    return (None if gone else recorded), resync
 
 
 def _scope(deployment: RunnerDeployment) -> Scope:

@@ -88,6 +88,7 @@ from hooks.scale_set_keeper import (
     delete_scale_set,
     keep_scale_set,
     kept_condition,
+    retire_scale_set,
 )
 from hooks.scale_set_mode import declared_scale_set
 from hooks.scale_target import autoscaler_targeting, later_effective_time, scaled_replicas
@@ -160,20 +161,15 @@ def _leave_scale_set(deps: HookDeps, facts: RunnerSetFacts, plan: RunnerSetPlan)
     that it was offered."""
     recorded = facts.status.scale_set
     assert recorded is not None and facts.runner_set.spec is not None
-    if any(member.observed.template_hash != plan.hash for member in plan.members):
-        message = f"runner scale set {recorded.name} (id {recorded.id}) is deleted once its "
-        plan.conditions[SCALE_SET_READY] = ("False", "Retiring", message + "runners are gone")
-        return facts
-    problem = delete_scale_set(deps, scope_of(facts.runner_set.spec), recorded)
-    if problem is not None:
-        plan.conditions[SCALE_SET_READY] = problem.condition
-        plan.wait(problem.retry_after)
-        return facts
-    plan.conditions[SCALE_SET_READY] = (
-        "False",
-        "Deleted",
-        f"runner scale set {recorded.name} (id {recorded.id}) deleted: the set left scale-set mode",
+    left = any(member.observed.template_hash != plan.hash for member in plan.members)
+    condition, resync, gone = retire_scale_set(
+        deps, scope_of(facts.runner_set.spec), recorded, left, "set"
     )
+    plan.conditions[SCALE_SET_READY] = condition
+    if resync is not None:
+        plan.wait(resync)
+    if not gone:
+        return facts
     return replace(facts, status=facts.status.model_copy(update={"scale_set": None}))
 
 
