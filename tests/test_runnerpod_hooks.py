@@ -906,24 +906,6 @@ def test_a_pod_on_a_lost_node_is_force_deleted_a_minute_past_its_deadline(
     assert kube.store.get("Pod", NAMESPACE, "runner-a") is None
 
 
-def test_a_pod_whose_runner_ended_is_force_deleted_when_its_node_never_reports_its_end(
-    settings: Settings, github: InMemoryGitHub, clock: ManualClock
-) -> None:
-    """The runner container ended, a sidecar kept the pod running, and the node was lost
-    before the kubelet finished it: the pod stayed Terminating for good (an eviction storm
-    with a lost node never converged)."""
-    with running_stored_pod(settings, github, clock) as (pod, kube):
-        pod.runner_exits(0)
-        let_go = pod.finalize()
-        clock.advance(pod.grace_seconds + 60)
-        overdue = pod.finalize()
-
-    assert let_go["finalized"] is True
-    assert let_go["resyncAfterSeconds"] == pod.grace_seconds + 60
-    assert overdue["finalized"] is True
-    assert kube.store.get("Pod", NAMESPACE, "runner-a") is None
-
-
 def test_a_namesake_of_a_force_deleted_pod_is_left_alone(
     settings: Settings, github: InMemoryGitHub, clock: ManualClock
 ) -> None:
@@ -946,15 +928,20 @@ def test_a_namesake_of_a_force_deleted_pod_is_left_alone(
     assert kube.store.get("Pod", NAMESPACE, "runner-a") is not None
 
 
-def test_a_pod_let_go_while_its_runner_runs_is_looked_at_again_when_it_would_be_overdue(
-    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+@pytest.mark.parametrize("runner_ended", [False, True], ids=["runner-running", "runner-ended"])
+def test_a_pod_let_go_is_force_deleted_when_its_node_never_reports_its_end(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock, runner_ended: bool
 ) -> None:
     """Its finalizer goes once the registration is gone, but its node may be lost before the
     kubelet reports the runner's end: the answer asks for a call when the pod would be
     overdue (grace period + a minute past deletionTimestamp), which Metacontroller makes for
-    a pod being deleted with or without the finalizer. Then it is force-deleted."""
+    a pod being deleted with or without the finalizer. Then it is force-deleted. Also when
+    the runner container ended and a sidecar kept the pod running: the pod had stayed
+    Terminating for good (an eviction storm with a lost node never converged)."""
     with running_stored_pod(settings, github, clock) as (pod, kube):
-        let_go = pod.finalize()  # the node is lost after this: the status stays "running"
+        if runner_ended:
+            pod.runner_exits(0)
+        let_go = pod.finalize()  # the node is lost after this: the status stays as it was
         clock.advance(pod.grace_seconds + 60)
         overdue = pod.finalize()
 
