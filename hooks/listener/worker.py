@@ -214,11 +214,7 @@ class ScaleSetListener:
         if message.statistics is not None:
             self._publish(message.statistics, news=bool(message.jobs))
         if restart_error is not None:  # restarting: backing off as after any failure
-            wait = _backoff(self._restarts).after
-            retry_after = getattr(restart_error, "retry_after", None)
-            if isinstance(retry_after, int | float):
-                wait = max(wait, float(retry_after))
-            return Next(wait)
+            return Next(_backoff(self._restarts, restart_error))
         return Next(0.0)
 
     def _restart_session(self, error: GitHubError) -> None:
@@ -250,10 +246,7 @@ class ScaleSetListener:
             self._session = None
             return Next(0.0)
         self._failures += 1
-        wait = _backoff(self._failures).after
-        retry_after = getattr(error, "retry_after", None)
-        if isinstance(retry_after, int | float):
-            wait = max(wait, float(retry_after))
+        wait = _backoff(self._failures, error)
         log.warning("scale set %s: %s; trying again in %.0f s", self._name, error, wait)
         return Next(wait)
 
@@ -306,9 +299,14 @@ def precise_time(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _backoff(failures: int) -> Next:
-    """After the `failures`-th failure in a row: doubling up to `MAX_BACKOFF_SECONDS`."""
-    return Next(min(MIN_BACKOFF_SECONDS * 2 ** max(failures - 1, 0), MAX_BACKOFF_SECONDS))
+def _backoff(failures: int, error: GitHubError) -> float:
+    """Seconds to wait after the `failures`-th failure in a row: doubling up to
+    `MAX_BACKOFF_SECONDS`, and at least as long as the service asked (`retry_after`)."""
+    wait: float = min(MIN_BACKOFF_SECONDS * 2 ** max(failures - 1, 0), MAX_BACKOFF_SECONDS)
+    retry_after = getattr(error, "retry_after", None)
+    if isinstance(retry_after, int | float):
+        wait = max(wait, float(retry_after))
+    return wait
 
 
 def _session_lost(error: GitHubError) -> bool:
