@@ -791,6 +791,7 @@ def runner_set_facts(
         pods_observed=False,
         claim_names=frozenset(),
         desired=desired,
+        pool_size=desired,
         effective_time=None,
         jit=jit,
         defaults=PodDefaults.from_settings(SETTINGS),

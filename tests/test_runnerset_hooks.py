@@ -1095,6 +1095,75 @@ def test_a_replacement_takes_a_free_slot_never_one_a_live_runner_holds(
     assert not [k for k in world.deleted if k[0] == "PersistentVolumeClaim"]
 
 
+def test_free_slots_from_twice_the_size_up_are_let_go_and_held_ones_kept(
+    world: RunnerSetWorld,
+) -> None:
+    world.change_spec(volumeClaimTemplates=[claim_template("cache")])
+    world.grow(2)  # slots 0 and 1
+    claim = world.claims()["cache-build-0"]
+    for slot in (3, 4, 7):  # left by runners replaced while an outage kept their predecessors
+        name = f"cache-build-{slot}"
+        extra = copy.deepcopy(claim)
+        extra["metadata"] |= {"name": name, "uid": f"claim-{slot}"}
+        extra["metadata"]["labels"][SLOT_LABEL] = str(slot)
+        world.children[("PersistentVolumeClaim", name)] = extra
+    # A pod of a runner already let go still mounts slot 7's claim.
+    leaving = copy.deepcopy(next(iter(world.pods.values())))
+    leaving["metadata"] |= {"name": "build-old-0", "uid": "pod-old"}
+    leaving["metadata"]["labels"][SLOT_LABEL] = "7"
+    world.pods["build-old-0"] = leaving
+
+    answer = world.sync()
+
+    # Twice the size (2): slots below 4 stay for the next runners, slot 7 while it is held.
+    assert set(of_kind(answer, "PersistentVolumeClaim")) == {
+        "cache-build-0",
+        "cache-build-1",
+        "cache-build-3",
+        "cache-build-7",
+    }
+    del world.pods["build-old-0"]
+    world.sync()
+    assert set(world.claims()) == {"cache-build-0", "cache-build-1", "cache-build-3"}
+
+
+@pytest.mark.parametrize(
+    ("replicas", "autoscaler_max", "kept"),
+    [
+        (0, None, 8),  # parked: its caches wait for it
+        (1, 0, 8),  # an HRA that may scale it to no runner at all: parked too
+        (1, 3, 6),  # an HRA's maximum, not its current answer, sizes the pool
+    ],
+    ids=["scaled-to-zero", "autoscaler-max-zero", "autoscaler-max"],
+)
+def test_the_pool_follows_the_most_runners_the_set_may_run(
+    world: RunnerSetWorld, replicas: int, autoscaler_max: int | None, kept: int
+) -> None:
+    world.change_spec(volumeClaimTemplates=[claim_template("cache")])
+    for slot in range(8):
+        name = f"cache-build-{slot}"
+        world.children[("PersistentVolumeClaim", name)] = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": name,
+                "namespace": NAMESPACE,
+                "uid": f"claim-{slot}",
+                "labels": {SLOT_LABEL: str(slot)},
+            },
+            "spec": claim_template("cache")["spec"],
+        }
+    world.scale(replicas)
+    if autoscaler_max is not None:
+        hra = autoscaler("scaler", {"kind": "RunnerSet", "name": SET_NAME}, 0)
+        hra["spec"]["maxReplicas"] = autoscaler_max
+        world.autoscalers = [hra]
+
+    answer = world.sync()
+
+    assert len(of_kind(answer, "PersistentVolumeClaim")) == kept
+
+
 # ---------------------------------------------------------------- 10. status
 
 

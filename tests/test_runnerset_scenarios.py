@@ -134,3 +134,22 @@ def test_node_drain_with_the_default_grace_period_reports_cut_off_jobs() -> None
     assert summary.jobs.completed == 10
     assert summary.runners.leaked_registrations == 0  # still nothing left on GitHub
     assert summary.runners.registered_at_end == 0
+
+
+def test_the_volume_pool_shrinks_back_after_a_github_outage() -> None:
+    w = world("runnerset-github-outage")
+    w.begin()
+    peak = 0
+    for minute in range(1, 31):
+        w.run_to(minute * MINUTE)
+        peak = max(peak, len(w.store.list_objects("PersistentVolumeClaim")))
+    # Completed runners waited for GitHub, so their replacements took other slots ...
+    assert peak > 8
+    # ... and the slots beyond twice the set's size went once they were free.
+    claims = w.store.list_objects("PersistentVolumeClaim")
+    assert len(claims) == 8
+    mounted = set().union(*(claims_of(pod) for pod in runner_pods(w)))
+    assert mounted <= {claim["metadata"]["name"] for claim in claims}
+
+    summary = w.finish()
+    assert_clean(summary, none_waiting=True, all_completed=True)

@@ -82,6 +82,7 @@ from hooks.runnerset.parse import (
 )
 from hooks.runnerset.report import runner_set_response
 from hooks.runnerset.statefulset import RUNNERSET_NAME_LABEL, VOLUME_SLOT_LABEL, recorded_scopes
+from hooks.runnerset.volume_pool import pool_size, pooled_claims
 from hooks.scale_set_keeper import (
     SCALE_SET_READY,
     ScaleSetProblem,
@@ -149,9 +150,14 @@ def sync_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeH
         plan.conditions[SCALE_SET_READY] = kept_condition(scale_set)
     elif facts.status.scale_set is not None:
         facts = _leave_scale_set(deps, facts, plan)
-    return runner_set_response(
-        facts, plan, request.objects("PersistentVolumeClaim"), request.objects("Secret")
+    held = {member.observed.slot for member in plan.members} | facts.pod_slots
+    held |= {runner.slot for runner in plan.unobserved}
+    claims = pooled_claims(
+        request.objects("PersistentVolumeClaim"),
+        {slot for slot in held if slot is not None},
+        facts.pool_size,
     )
+    return runner_set_response(facts, plan, claims, request.objects("Secret"))
 
 
 def _leave_scale_set(deps: HookDeps, facts: RunnerSetFacts, plan: RunnerSetPlan) -> RunnerSetFacts:
@@ -249,6 +255,7 @@ def _facts(
             str(claim["metadata"].get("name")) for claim in request.objects("PersistentVolumeClaim")
         ),
         desired=scaled_replicas(hra, runner_set.spec.replicas),
+        pool_size=pool_size(hra, runner_set.spec.replicas),
         effective_time=later_effective_time(hra, runner_set.spec.effective_time),
         jit=uses_jit(runner_set, deps),
         defaults=PodDefaults.from_settings(deps.settings),

@@ -65,6 +65,7 @@ class RunnerSetFacts:
     pods_observed: bool
     claim_names: frozenset[str]  # the observed PersistentVolumeClaims
     desired: int  # the HRA's answer, else spec.replicas
+    pool_size: int | None  # free volume slots kept up to this many slots (volume_pool)
     effective_time: str | None
     jit: bool
     defaults: PodDefaults
