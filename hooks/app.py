@@ -63,10 +63,15 @@ def create_app(
     kube = kube if kube is not None else ClusterKube()
     if github is None:
         board = _runner_list_board(settings, kube, clock)
-        github = _github_from_settings(settings, clock, board)
         build_credentials_port = build_credentials_port or _credentials_ports(settings, clock)
-        if scale_sets is None and settings.has_github_credentials:
-            scale_sets = scale_sets_from_settings(settings, clock)
+        try:
+            github = _github_from_settings(settings, clock, board)
+            if scale_sets is None and settings.has_github_credentials:
+                scale_sets = scale_sets_from_settings(settings, clock)
+        except ValueError as error:
+            # The App's key does not read (the message never quotes it): the server still
+            # answers, /readyz says why, and every GitHub call fails with the same reason.
+            github = UnconfiguredGitHub(str(error))
     deps = HookDeps(
         github,
         clock,

@@ -65,6 +65,6 @@ def _app_key_usable(settings: Settings) -> bool:
         return True
     try:
         pem = load_private_key(settings.github_app_private_key.get_secret_value())
-    except OSError:
+    except ValueError:
         return False
     return app_key_signs(pem)

@@ -3,6 +3,7 @@ the safe default, TLS, and the simulated world's Metacontroller sending the cred
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 import json
@@ -30,14 +31,16 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from arc_sim.scenario import load_scenario
+from arc_sim.store import ObjectStore
 from arc_sim.world import World
 from hooks.app import create_app
 from hooks.clock import ManualClock
+from hooks.github.pygithub_adapter import load_private_key
 from hooks.hook_auth import HookCredentials, Verdict, check_authorization
 from hooks.server import CertificateReloader, tls_options
 from hooks.settings import Settings
-from tests.hook_app import GITHUB_TOKEN, HOOK_AUTH, HOOK_TOKEN, hook_settings
-from tests.hook_driver import new_runner
+from tests.hook_app import GITHUB_TOKEN, HOOK_AUTH, HOOK_TOKEN, WithoutParentReads, hook_settings
+from tests.hook_driver import HookDriver, new_runner
 from tests.in_memory_github import InMemoryGitHub
 
 TOKEN = HOOK_TOKEN.encode()
@@ -284,21 +287,38 @@ def test_a_missing_or_empty_token_file_refuses_hooks_until_it_is_written(tmp_pat
         assert client.get("/readyz").status_code == 200
 
 
-@pytest.mark.parametrize(("kind", "ready"), [("rsa", True), ("ec", False), ("missing-file", False)])
+@pytest.mark.parametrize(
+    ("kind", "ready"),
+    [
+        ("rsa", True),
+        ("ec", False),
+        ("missing-file", False),
+        # The PEM base64-encoded once more (`--from-literal=...=$(base64 -w0 app.pem)`, a Helm
+        # value written into `data:`), or quoted: read as the PEM.
+        ("base64", True),
+        ("quoted", True),
+        ("base64-of-garbage", False),
+    ],
+)
 def test_readyz_says_when_the_github_app_key_cannot_sign(
     tmp_path: Path, kind: str, ready: bool
 ) -> None:
     """The server's own App key is checked once, as PyGithub will sign with it (RS256): one
     that cannot would fail every call, so the replica reports not ready and why."""
     private: Any = (
-        rsa.generate_private_key(public_exponent=65537, key_size=2048) if kind == "rsa" else _key()
+        _key() if kind == "ec" else rsa.generate_private_key(public_exponent=65537, key_size=2048)
     )
     pem = private.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     ).decode()
-    key = str(tmp_path / "absent.pem") if kind == "missing-file" else pem
+    key = {
+        "missing-file": str(tmp_path / "absent.pem"),
+        "base64": base64.b64encode(pem.encode()).decode(),
+        "quoted": f'"{pem}"',
+        "base64-of-garbage": base64.b64encode(pem.encode()[::-1]).decode(),
+    }.get(kind, pem)
     clock = ManualClock()
     settings = Settings.model_validate(
         {
@@ -315,6 +335,39 @@ def test_readyz_says_when_the_github_app_key_cannot_sign(
     if not ready:
         assert "GITHUB_APP_PRIVATE_KEY is not an unencrypted RSA private key" in answer.text
     assert pem.splitlines()[1] not in answer.text
+    assert key[:64] not in answer.text
+
+
+def test_an_unreadable_app_key_is_never_quoted_at_start_or_in_calls(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A value that is neither a PEM nor a file was opened as a file name; the OSError, which
+    quotes the whole value, escaped `create_app` and Python printed it to the pod's log (one
+    `base64 -d` from the key, on every restart). The server now starts, reports not ready,
+    and fails each GitHub call with a reason that does not quote the value."""
+    key = base64.b64encode(b"-----BEGIN NOT A KEY-----" * 400).decode()[::-1]
+    settings = Settings.model_validate(
+        {
+            "GITHUB_APP_ID": "1",
+            "GITHUB_APP_INSTALLATION_ID": 2,
+            "GITHUB_APP_PRIVATE_KEY": key,
+            "HOOK_BEARER_TOKEN": HOOK_TOKEN,
+        }
+    )
+    clock = ManualClock()
+    kube = WithoutParentReads(ObjectStore(clock))
+    with TestClient(create_app(settings, clock=clock, kube=kube), headers=HOOK_AUTH) as client:
+        ready = client.get("/readyz")
+        driver = HookDriver(client, new_runner({"organization": "acme"}))
+        answer = driver.sync()
+
+    assert ready.status_code == 503
+    assert "neither a PEM" in json.dumps(answer["status"])
+    seen = ready.text + json.dumps(answer) + "".join(capfd.readouterr())
+    assert key[:64] not in seen
+    with pytest.raises(ValueError, match="not shown") as raised:
+        load_private_key(key)
+    assert key[:64] not in str(raised.value)
 
 
 def test_credentials_read_a_file_once_until_it_changes(tmp_path: Path) -> None:

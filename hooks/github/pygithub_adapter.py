@@ -15,6 +15,7 @@ to come back.
 
 from __future__ import annotations
 
+import base64
 import logging
 import math
 import threading
@@ -277,13 +278,43 @@ class ClockInstallationAuth(Auth.AppInstallationAuth):
             raise GitHubError(f"{op}: unexpected answer ({type(exc).__name__})") from None
 
 
+UNREADABLE_APP_KEY = (
+    "GITHUB_APP_PRIVATE_KEY is neither a PEM (-----BEGIN ...) nor the path of a readable file "
+    "(its value is not shown)"
+)
+
+
 def load_private_key(value: str) -> str:
-    """GITHUB_APP_PRIVATE_KEY is a PEM, or a path to one (as ARC accepts)."""
+    """GITHUB_APP_PRIVATE_KEY is a PEM, or a path to one (as ARC accepts). A PEM base64-encoded
+    once more (`--from-literal=...=$(base64 -w0 app.pem)`, a Helm value written into `data:`)
+    or wrapped in quotes is read too. Anything else is refused without quoting it: an error
+    that names the value as a file would print the key."""
     text = value.strip()
-    if text.startswith("-----BEGIN"):
-        # An env var may carry the newlines escaped.
-        return text.replace("\\n", "\n") if "\n" not in text else text
-    return Path(text).read_text()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1].strip()
+    pem = _pem_text(text) or _pem_text(_base64_text(text))
+    if pem is not None:
+        return pem
+    if "\n" in text or len(text) > 4096:
+        raise ValueError(UNREADABLE_APP_KEY)
+    try:
+        return Path(text).read_text()
+    except (OSError, UnicodeDecodeError, ValueError):
+        raise ValueError(UNREADABLE_APP_KEY) from None
+
+
+def _pem_text(text: str) -> str | None:
+    if not text.startswith("-----BEGIN"):
+        return None
+    # An env var may carry the newlines escaped.
+    return text.replace("\\n", "\n") if "\n" not in text else text
+
+
+def _base64_text(text: str) -> str:
+    try:
+        return base64.b64decode("".join(text.split()), validate=True).decode().strip()
+    except (ValueError, UnicodeDecodeError):
+        return ""
 
 
 def auth_from_settings(settings: Settings, clock: Clock) -> Auth.Auth:
