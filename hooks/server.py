@@ -5,7 +5,8 @@ Metacontroller verifies the server with a controller's `caBundle` and presents i
 certificate with `clientTLS`; cert-manager can issue both. The files are checked at start, so a
 wrong path or a key that does not match fails with a clear message instead of on the first call.
 The kubelet's probes (and Prometheus) present no client certificate: with mTLS on, they use the
-health port, which serves only `/healthz`, `/readyz` and `/metrics`. Renewed certificate files
+health port, which serves only `/healthz`, `/readyz` and `/metrics` (and then the main port no
+longer serves the last two). Renewed certificate files
 (cert-manager rewrites the mounted Secret) are loaded into the running server within a minute.
 """
 
@@ -22,11 +23,15 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger("arc_hooks")
 
 HEALTH_PATHS = ("/healthz", "/readyz", "/metrics")
+PRIVATE_PATHS = frozenset({"/readyz", "/metrics"})
+"""Served on the health port alone when there is one (`without_paths`)."""
 CERTIFICATE_CHECK_SECONDS = 60.0
 GRACEFUL_SHUTDOWN_SECONDS = 20
 """In-flight hook calls may finish (Metacontroller's hook timeout is 10 s)."""
@@ -68,10 +73,12 @@ def serve(
     app: Starlette, host: str, port: int, tls: dict[str, Any], health_port: int | None
 ) -> None:
     """Serve until SIGTERM or SIGINT; uvicorn stops accepting and lets calls in flight end."""
-    config = _config(app, host, port, tls)
+    main: ASGIApp = app
     companions: list[uvicorn.Server] = []
     if health_port is not None:
         companions.append(_Companion(_config(health_app(app), host, health_port, {})))
+        main = without_paths(app, PRIVATE_PATHS)
+    config = _config(main, host, port, tls)
     reloader = None
     if tls:
         config.load()
@@ -82,13 +89,29 @@ def serve(
     asyncio.run(_serve_all(uvicorn.Server(config), companions, reloader))
 
 
+def without_paths(app: ASGIApp, paths: frozenset[str]) -> ASGIApp:
+    """`app` answering 404 on `paths`. With a health port, the main port no longer serves
+    metrics and readiness: on the webhook receiver it is the one reachable from the internet,
+    and the metrics name private repositories, workflows and jobs."""
+
+    async def serve_elsewhere(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] in paths:
+            await PlainTextResponse("served on the health port only", status_code=404)(
+                scope, receive, send
+            )
+            return
+        await app(scope, receive, send)
+
+    return serve_elsewhere
+
+
 def health_app(app: Starlette) -> Starlette:
     """The same health, readiness and metrics endpoints, and nothing else."""
     routes = [r for r in app.routes if isinstance(r, Route) and r.path in HEALTH_PATHS]
     return Starlette(routes=routes)
 
 
-def _config(app: Starlette, host: str, port: int, tls: dict[str, Any]) -> uvicorn.Config:
+def _config(app: ASGIApp, host: str, port: int, tls: dict[str, Any]) -> uvicorn.Config:
     return uvicorn.Config(
         app,
         host=host,

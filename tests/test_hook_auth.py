@@ -562,7 +562,10 @@ def test_serve_speaks_https_and_requires_metacontrollers_client_certificate(
 ) -> None:
     body = json.dumps({"controller": {}, "parent": RUNNER}).encode()
     with httpx.Client(verify=_client_context(pki, "client")) as client:
-        assert client.get(f"{tls_server.url}/readyz").status_code == 200
+        assert client.get(f"{tls_server.url}/healthz").status_code == 200
+        # With a health port, readiness and metrics are served there alone.
+        assert client.get(f"{tls_server.url}/readyz").status_code == 404
+        assert client.get(f"{tls_server.url}/metrics").status_code == 404
         hook = f"{tls_server.url}/customize/runnerdeployment"
         assert client.post(hook, content=body, headers=HOOK_AUTH).status_code == 200
         # mTLS does not replace the token: both are checked.

@@ -680,6 +680,22 @@ def test_anyone_reaches_the_webhook_receiver_port_and_only_it() -> None:
     assert rule["ports"] == [{"port": "http", "protocol": "TCP"}]
 
 
+def test_the_receivers_public_port_serves_no_metrics() -> None:
+    """Its metrics name repositories, workflows and jobs: they are on a health port of its own,
+    which the Service (what an Ingress or load balancer exposes) does not route."""
+    pod = _one("Deployment", "arc-hooks-webhook")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = container["args"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert args[0] == "serve"
+    assert int(args[args.index("--port") + 1]) == ports["http"]
+    assert int(args[args.index("--health-port") + 1]) == ports["health"]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"]["port"] == "health"
+    (service_port,) = _one("Service", "arc-hooks-webhook")["spec"]["ports"]
+    assert service_port["targetPort"] == "http"
+
+
 # ---------------------------------------------------------------------------------------------
 # The TLS component (cert-manager certificates, HTTPS, mTLS)
 

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from hooks.app import create_app
 from hooks.clock import ManualClock
 from hooks.request_body import BodyTooLarge, body_within
-from hooks.webhook.endpoint import MAX_WEBHOOK_BYTES
+from hooks.webhook.endpoint import MAX_WEBHOOK_BYTES, WEBHOOK_BODIES_BUDGET
 from tests.hook_app import HOOK_TOKEN, hook_settings
 from tests.in_memory_github import InMemoryGitHub
 
@@ -35,8 +35,20 @@ class ChunkedUpload:
         return {"type": "http.request", "body": b" " * CHUNK, "more_body": True}
 
 
-def post(app: Any, path: str, upload: ChunkedUpload) -> tuple[int, bytes]:
+SIGNED_JOB = [(b"x-github-event", b"workflow_job"), (b"x-hub-signature-256", b"sha256=00")]
+"""A delivery's headers: its body is needed to check the signature."""
+
+
+def post(
+    app: Any, path: str, upload: Any, headers: list[tuple[bytes, bytes]] | None = None
+) -> tuple[int, bytes]:
     """POST the upload with no Content-Length; the answer's status and body."""
+    return asyncio.run(post_async(app, path, upload, headers))
+
+
+async def post_async(
+    app: Any, path: str, upload: Any, headers: list[tuple[bytes, bytes]] | None = None
+) -> tuple[int, bytes]:
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -51,6 +63,7 @@ def post(app: Any, path: str, upload: ChunkedUpload) -> tuple[int, bytes]:
             (b"content-type", b"application/json"),
             (b"transfer-encoding", b"chunked"),
             (b"authorization", f"Bearer {HOOK_TOKEN}".encode()),
+            *(headers or []),
         ],
         "client": ("127.0.0.1", 1),
         "server": ("127.0.0.1", 80),
@@ -64,7 +77,7 @@ def post(app: Any, path: str, upload: ChunkedUpload) -> tuple[int, bytes]:
         elif message["type"] == "http.response.body":
             answer["body"] += message.get("body", b"")
 
-    asyncio.run(app(scope, upload.receive, send))
+    await app(scope, upload.receive, send)
     return answer["status"], answer["body"]
 
 
@@ -92,10 +105,79 @@ def test_a_hook_reads_a_chunked_body_only_up_to_its_limit(app: Any, path: str) -
 def test_the_webhook_reads_a_chunked_body_only_up_to_its_limit(app: Any) -> None:
     upload = ChunkedUpload()
 
-    status, body = post(app, "/webhook/github", upload)
+    status, body = post(app, "/webhook/github", upload, SIGNED_JOB)
 
     assert status == 413 and body == b"payload too large"
     assert upload.chunks_read == MAX_WEBHOOK_BYTES // CHUNK + 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ([(b"x-github-event", b"workflow_job")], 401),  # no signature to check it against
+        ([(b"x-github-event", b"push"), (b"x-hub-signature-256", b"sha256=00")], 202),
+        ([(b"x-hub-signature-256", b"sha256=00")], 202),  # no event named
+    ],
+    ids=["unsigned", "event-not-handled", "no-event"],
+)
+def test_the_webhook_answers_from_the_headers_without_reading_what_it_cannot_use(
+    app: Any, headers: list[tuple[bytes, bytes]], status: int
+) -> None:
+    upload = ChunkedUpload()
+
+    answered, _ = post(app, "/webhook/github", upload, headers)
+
+    assert answered == status
+    assert upload.chunks_read == 0
+
+
+class HeldUpload:
+    """An upload that sends all but its last chunk, then waits for `release`."""
+
+    def __init__(self, release: asyncio.Event) -> None:
+        self.release = release
+        self.sent = 0
+
+    waiting = False
+
+    async def receive(self) -> dict[str, Any]:
+        if self.sent + CHUNK < MAX_WEBHOOK_BYTES:
+            self.sent += CHUNK
+            return {"type": "http.request", "body": b" " * CHUNK, "more_body": True}
+        self.waiting = True
+        await self.release.wait()
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+
+def test_uploads_held_at_once_share_a_budget_and_the_rest_are_refused_unread(app: Any) -> None:
+    """Ten unsigned uploads of 25 MiB each had taken the receiver past its container's
+    256 MiB; a signature header costs an attacker nothing, so the bodies read at once share
+    one budget, and one beyond it gets 503 as soon as its chunks would pass it."""
+    held_each = (MAX_WEBHOOK_BYTES - 1) // CHUNK * CHUNK
+    fitting = WEBHOOK_BODIES_BUDGET // held_each
+
+    async def run() -> tuple[list[tuple[int, bytes]], tuple[int, bytes], ChunkedUpload]:
+        release = asyncio.Event()
+        uploads = [HeldUpload(release) for _ in range(fitting)]
+        held = [
+            asyncio.create_task(post_async(app, "/webhook/github", upload, SIGNED_JOB))
+            for upload in uploads
+        ]
+        while not all(upload.waiting for upload in uploads):
+            await asyncio.sleep(0)  # lets each held upload send what it sends before waiting
+        extra = ChunkedUpload()
+        refused = await post_async(app, "/webhook/github", extra, SIGNED_JOB)
+        release.set()
+        return list(await asyncio.gather(*held)), refused, extra
+
+    answers, refused, extra = asyncio.run(run())
+
+    assert refused == (503, b"too many deliveries being read at once")
+    left = WEBHOOK_BODIES_BUDGET - fitting * held_each
+    assert extra.chunks_read == left // CHUNK + 1  # what was left of the budget, and one more
+    assert {status for status, _ in answers} == {401}  # read whole, then the signature checked
+    # The budget is whole again once they are answered.
+    assert post(app, "/webhook/github", ChunkedUpload(), SIGNED_JOB)[0] == 413
 
 
 @given(

@@ -18,18 +18,23 @@ from hooks.clock import Clock
 from hooks.github.port import GitHubPort, RunnerGroupInfo
 from hooks.kube.port import KubePort
 from hooks.redaction import mask_credentials
-from hooks.request_body import BodyTooLarge, body_within
+from hooks.request_body import BodyTooLarge, BudgetSpent, ByteBudget, body_within
 from hooks.settings import Settings
 from hooks.telemetry import WebhookLabels, record_delivery
 from hooks.webhook.decision import Decision
-from hooks.webhook.receiver import FAILED, Reply, WebhookReceiver
+from hooks.webhook.receiver import FAILED, REJECTED, Reply, WebhookReceiver
 from hooks.webhook.targets import GroupScope, RunnerGroup, RunnerGroupVisibility
 from hooks.workers import CallRunner
 
 log = logging.getLogger("arc_hooks.hooks")
 
-MAX_WEBHOOK_BYTES = 25 * 1024 * 1024
-"""GitHub caps webhook payloads at 25 MB."""
+MAX_WEBHOOK_BYTES = 1024 * 1024
+"""The events handled (`workflow_job`, `ping`) carry tens of kilobytes; GitHub's own cap, for
+any event, is 25 MB."""
+
+WEBHOOK_BODIES_BUDGET = 32 * 1024 * 1024
+"""What the deliveries being read at once may hold together (`ByteBudget`), well within the
+receiver's 256 MiB container: beyond it a delivery gets 503, and GitHub shows it as failed."""
 
 WEBHOOK_DEADLINE_SECONDS = 8.0
 """GitHub gives up on a delivery after 10 s; answer before it does."""
@@ -92,17 +97,16 @@ def _runner_group(group: RunnerGroupInfo) -> RunnerGroup:
 
 
 def _endpoint(receiver: WebhookReceiver, labels_of: WebhookLabels) -> Callable[[Request], Any]:
+    budget = ByteBudget(WEBHOOK_BODIES_BUDGET)
+
     async def endpoint(request: Request) -> Response:
         if request.method == "GET":
             return PlainTextResponse("webhook server is running")
         started = time.perf_counter()
         try:
             async with asyncio.timeout(WEBHOOK_DEADLINE_SECONDS):
-                body = await _bounded_body(request, MAX_WEBHOOK_BYTES)
-                reply = (
-                    await receiver.handle(request.headers, body)
-                    if body is not None
-                    else Reply(413, "payload too large", outcome="rejected")
+                reply = receiver.answer_unread(request.headers) or await _read_and_handle(
+                    receiver, request, budget
                 )
         except TimeoutError:
             reply = Reply(503, "timed out before GitHub's 10-second limit", outcome=FAILED)
@@ -132,8 +136,13 @@ def _endpoint(receiver: WebhookReceiver, labels_of: WebhookLabels) -> Callable[[
     return endpoint
 
 
-async def _bounded_body(request: Request, limit: int) -> bytes | None:
+async def _read_and_handle(
+    receiver: WebhookReceiver, request: Request, budget: ByteBudget
+) -> Reply:
     try:
-        return await body_within(request, limit)
+        body = await body_within(request, MAX_WEBHOOK_BYTES, budget)
     except BodyTooLarge:
-        return None
+        return Reply(413, "payload too large", outcome=REJECTED)
+    except BudgetSpent:
+        return Reply(503, "too many deliveries being read at once", outcome=FAILED)
+    return await receiver.handle(request.headers, body)

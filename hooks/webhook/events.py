@@ -89,11 +89,16 @@ def parse_event(event_name: str, body: bytes) -> WebhookEvent:
         return PingEvent(zen=ping.zen, hook_id=ping.hook_id)
     if event_name == WORKFLOW_JOB:
         return _workflow_job_event(_validate(_WorkflowJobPayload, event_name, body))
+    raise UnsupportedEventError(unsupported_event(event_name) or "unsupported event")
+
+
+def unsupported_event(event_name: str) -> str | None:
+    """Why a delivery of this `X-GitHub-Event` is not handled; None for one that is."""
+    if event_name in SUPPORTED_EVENTS:
+        return None
     if not event_name:
-        raise UnsupportedEventError("no event name: the X-GitHub-Event header is missing")
-    raise UnsupportedEventError(
-        f"unsupported event {event_name!r}: only {' and '.join(SUPPORTED_EVENTS)} are handled"
-    )
+        return "no event name: the X-GitHub-Event header is missing"
+    return f"unsupported event {event_name!r}: only {' and '.join(SUPPORTED_EVENTS)} are handled"
 
 
 def payload_from_body(content_type: str | None, body: bytes) -> bytes:

@@ -55,6 +55,7 @@ from hooks.webhook.events import (
     WorkflowJobEvent,
     parse_event,
     payload_from_body,
+    unsupported_event,
 )
 from hooks.webhook.signature import verify_signature
 from hooks.webhook.targets import RUNNER_DEPLOYMENT, RunnerGroupVisibility, ScaleTarget
@@ -116,7 +117,10 @@ class WebhookReceiver:
         self.targets = TargetCache(kube, clock, namespace=namespace, ttl=targets_ttl)
         self._recent: OrderedDict[str, None] = OrderedDict()
 
-    async def handle(self, headers: Mapping[str, str], body: bytes) -> Reply:
+    def answer_unread(self, headers: Mapping[str, str]) -> Reply | None:
+        """The answer a delivery gets from its headers alone, or None when its body is needed.
+        The receiver is public: an upload without a signature, or of an event not handled,
+        is answered before it is read, so that it never sits in memory."""
         header = {name.lower(): value for name, value in headers.items()}
         event_name = header.get("x-github-event", "")
         if self.secret is None and not self.allow_unsigned:
@@ -127,6 +131,20 @@ class WebhookReceiver:
                 event_name,
                 outcome=FAILED,
             )
+        signed = header.get("x-hub-signature-256") or header.get("x-hub-signature")
+        if self.secret is not None and not signed:
+            return Reply(401, "signature mismatch or missing", event_name, outcome=REJECTED)
+        unsupported = unsupported_event(event_name)
+        if unsupported is not None:  # GitHub's other events, when a hook sends them all
+            return Reply(202, f"ignored: {unsupported}", event_name, outcome=IGNORED)
+        return None
+
+    async def handle(self, headers: Mapping[str, str], body: bytes) -> Reply:
+        unread = self.answer_unread(headers)
+        if unread is not None:
+            return unread
+        header = {name.lower(): value for name, value in headers.items()}
+        event_name = header.get("x-github-event", "")
         if self.secret is not None and not verify_signature(
             self.secret,
             body,
