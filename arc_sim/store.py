@@ -184,7 +184,7 @@ class ObjectStore:
     def create(self, obj: KubeObject, *, field_validation: FieldValidation = "Warn") -> KubeObject:
         """POST. `field_validation` as the client asks: "Strict" refuses unknown fields (as
         kubectl does), "Warn" prunes them (as other clients get by default)."""
-        stored = clone(obj)
+        stored = _as_served(clone(obj))
         metadata = stored.setdefault("metadata", {})
         if isinstance(metadata, dict) and not metadata.get("name") and metadata.get("generateName"):
             metadata["name"] = f"{metadata['generateName']}{next(self._uids):05x}"
@@ -212,6 +212,7 @@ class ObjectStore:
         updated = clone(obj)
         if not isinstance(updated.get("metadata"), dict):
             updated["metadata"] = {}
+        _as_served(updated)
         self._check_version(current, updated)
         metadata = updated.setdefault("metadata", {})
         for field in _SERVER_METADATA:
@@ -466,3 +467,30 @@ def selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
         if operator == "DoesNotExist" and present:
             return False
     return True
+
+
+_BUILT_IN_GROUPS = frozenset(
+    {"", "apps", "batch", "policy", "rbac.authorization.k8s.io", "coordination.k8s.io"}
+)
+_OMITTED_WHEN_EMPTY = ("data", "stringData", "binaryData")
+_METADATA_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences")
+
+
+def _as_served(obj: KubeObject) -> KubeObject:
+    """A built-in kind as the API server stores it: its Go types mark these fields `omitempty`,
+    so an empty map or list written is read back absent. (A client that writes `data: {}` and
+    compares what it reads with what it wrote sees a difference every time, as Metacontroller
+    does: it then updates the object at every sync.)"""
+    api_version = obj.get("apiVersion")
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else None
+    if group not in _BUILT_IN_GROUPS:
+        return obj
+    for field in _OMITTED_WHEN_EMPTY:
+        if obj.get(field) in ({}, []):
+            del obj[field]
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        for field in _METADATA_OMITTED_WHEN_EMPTY:
+            if metadata.get(field) in ({}, []):
+                del metadata[field]
+    return obj

@@ -48,11 +48,14 @@ def _kept_into(kept: K, obj: KubeObject) -> K:
     }
     kept["apiVersion"] = obj.get("apiVersion", "v1")
     kept["kind"] = obj.get("kind")
+    # An empty map is left out: the API server stores none for it (`omitempty`), so
+    # Metacontroller's merge would add `{}` and update the child at every sync.
+    labels = object_or_empty(metadata.get("labels"))
     kept["metadata"] = {
         "name": metadata.get("name"),
         "namespace": metadata.get("namespace"),
-        "labels": object_or_empty(metadata.get("labels")),
-        "annotations": annotations,
+        **({"labels": labels} if labels else {}),
+        **({"annotations": annotations} if annotations else {}),
     }
     # An object's content besides metadata: `spec`, a Secret's `data` and `type`, a Role's
     # `rules`, a RoleBinding's `roleRef` and `subjects`.

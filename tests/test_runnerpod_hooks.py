@@ -150,7 +150,7 @@ class PodDriver:
         assert response.status_code == 200, response.text
         answer: dict[str, Any] = response.json()
         assert answer["attachments"] == [] and answer["status"] is None
-        annotations = self.pod["metadata"]["annotations"]
+        annotations = self.pod["metadata"].setdefault("annotations", {})
         for key, value in answer["annotations"].items():
             if value is None:
                 annotations.pop(key, None)
@@ -184,7 +184,7 @@ class PodDriver:
 
     @property
     def annotations(self) -> dict[str, str]:
-        annotations: dict[str, str] = self.pod["metadata"]["annotations"]
+        annotations: dict[str, str] = self.pod["metadata"].setdefault("annotations", {})
         return annotations
 
     def stop_state(self) -> dict[str, Any]:
@@ -714,6 +714,18 @@ def test_customize_relates_the_pods_controller(
     assert response.status_code == 200
     expected = [{**rule, "namespace": NAMESPACE}] if rule else []
     assert response.json() == {"relatedResources": expected}
+
+
+def test_customize_relates_nothing_for_a_pod_that_is_not_a_runners(client: TestClient) -> None:
+    """Metacontroller calls it for every pod its informer holds when a related object
+    changes, whatever the decorator's selector: a database's StatefulSet pod included."""
+    pod = runner_pod(owner=owner_ref("StatefulSet", "db", "u9"))
+    del pod["metadata"]["labels"]["actions-runner"]
+
+    response = client.post("/customize/runnerpod", json={"controller": DECORATOR, "object": pod})
+
+    assert response.status_code == 200
+    assert response.json() == {"relatedResources": []}
 
 
 # ---------------------------------------------------------------------- bad input

@@ -55,6 +55,29 @@ def test_status_subresource_ignores_status_in_update(store: ObjectStore) -> None
     assert updated["status"] == {"phase": "Running"}
 
 
+def test_a_built_in_kind_is_stored_without_its_empty_maps_and_lists(store: ObjectStore) -> None:
+    """Kubernetes' Go types mark these `omitempty`: an empty one written is read back absent.
+    A custom resource's own fields are stored as written."""
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "default", "labels": {}, "finalizers": []},
+        "type": "Opaque",
+        "data": {},
+    }
+    created = store.create(secret)
+    assert "data" not in created
+    assert "labels" not in created["metadata"] and "finalizers" not in created["metadata"]
+    again = store.update(
+        {**created, "data": {}, "metadata": {**created["metadata"], "annotations": {}}}
+    )
+    assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert "annotations" not in again["metadata"]
+
+    custom = store.create(runner("r2", labels=[]))
+    assert custom["spec"]["labels"] == []
+
+
 def test_stale_resource_version_conflicts(store: ObjectStore) -> None:
     created = store.create(runner())
     store.update({**created, "spec": {"organization": "b"}})

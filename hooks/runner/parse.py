@@ -14,17 +14,19 @@ from pydantic import ValidationError
 
 from hooks.children import describe_validation_error
 from hooks.deps import HookDeps
+from hooks.github.credentials import requested_credentials, spec_secret_name
 from hooks.github.port import Scope
 from hooks.memo import PLAIN_JSON
-from hooks.metacontroller import CompositeHookRequest, KubeObject
+from hooks.metacontroller import CompositeHookRequest, KubeObject, object_or_empty
 from hooks.resources.readable_part import readable_fields, readable_part
 from hooks.resources.runner import Runner, RunnerStatus
 from hooks.runner.container_mode import pod_service_account
-from hooks.runner.pod import PodDefaults, build_runner_pod
+from hooks.runner.pod import PodDefaults, build_runner_pod, pod_defaults
 from hooks.runner.registration import registration_mode
 from hooks.runner.secret import registration_secret_name
 from hooks.runner.validation import validate_runner_spec
 from hooks.scale_set_mode import member_of_scale_set
+from hooks.settings import Settings
 
 
 class ParsedRunner:
@@ -73,7 +75,7 @@ def parse_runner(request: CompositeHookRequest, deps: HookDeps) -> ParsedRunner:
     the result (status, which each call reads afresh, and the resourceVersion), plus the
     registration mode setting and the pod defaults: everything the result depends on."""
     settings = deps.settings
-    mode, defaults = settings.runner_registration_mode, PodDefaults.from_settings(settings)
+    mode, defaults = settings.runner_registration_mode, _pod_defaults(request, settings)
     parent = _without_volatile_fields(request.parent)
     try:
         text = orjson.dumps(parent, option=PLAIN_JSON)
@@ -93,6 +95,16 @@ def parse_runner(request: CompositeHookRequest, deps: HookDeps) -> ParsedRunner:
             deps.parsed_problems.put(digest, parsed.problems)
     assert isinstance(parsed, ParsedRunner)
     return parsed
+
+
+def _pod_defaults(request: CompositeHookRequest, settings: Settings) -> PodDefaults:
+    """The server's defaults, with the URLs of the Runner's credentials Secret if it has one."""
+    secret_name = spec_secret_name(request.parent)
+    if secret_name is None:
+        return PodDefaults.from_settings(settings)
+    namespace = object_or_empty(request.parent.get("metadata")).get("namespace")
+    namespace = namespace if isinstance(namespace, str) else ""
+    return pod_defaults(settings, requested_credentials(request, namespace, secret_name))
 
 
 _POD_METADATA_FIELDS = ("name", "namespace", "labels", "annotations")

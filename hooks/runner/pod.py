@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from hooks.github.credentials import ApiCredentials, Credentials
 from hooks.naming import CONTROLLER_UID_LABEL  # on a Runner it names the Runner's parent
 from hooks.resources.runner import Runner, RunnerSpec, WorkVolumeClaimTemplate
 from hooks.runner.secret import JIT_CONFIG_KEY, TOKEN_KEY
@@ -123,6 +124,16 @@ class PodDefaults:
             runner_image_pull_secrets=tuple(settings.runner_image_pull_secrets),
             runner_github_url=settings.runner_github_url,
         )
+
+
+def pod_defaults(settings: Settings, credentials: Credentials) -> PodDefaults:
+    """The pod defaults of a resource: the server's, with the URLs of its
+    `githubAPICredentialsFrom` Secret (`github_enterprise_url`, `github_runner_url`), as ARC
+    gives the pod the URL of the client those credentials make. A runner of a GHES instance
+    must register there, not at the server's GitHub."""
+    if isinstance(credentials, ApiCredentials) and credentials.urls:
+        settings = settings.model_copy(update=dict(credentials.urls))
+    return PodDefaults.from_settings(settings)
 
 
 @dataclass(frozen=True)
@@ -277,7 +288,8 @@ def _containers(
     containers = [runner_container]
     if layout.docker_sidecar:
         docker_base = _pop_named(others, DOCKER_CONTAINER)
-        containers.append(_docker_container(docker_base, spec, defaults, layout))
+        runner_image = str(runner_container["image"])
+        containers.append(_docker_container(docker_base, spec, defaults, layout, runner_image))
     elif layout.kubernetes_mode:
         # Jobs run in their own pods there; a dind sidecar would only waste a privileged slot.
         _pop_named(others, DOCKER_CONTAINER)
@@ -305,7 +317,8 @@ def _runner_container(
 ) -> Manifest:
     spec = runner.spec
     container: Manifest = base if base is not None else {"name": RUNNER_CONTAINER}
-    container["image"] = container.get("image") or _runner_image(spec, defaults)
+    # ARC: `spec.image` wins over the container's own image, the default comes last.
+    container["image"] = spec.image or container.get("image") or defaults.runner_image
     container["imagePullPolicy"] = (
         container.get("imagePullPolicy") or spec.image_pull_policy or "Always"
     )
@@ -330,10 +343,6 @@ def _runner_container(
         security = container.setdefault("securityContext", {})
         security.setdefault("privileged", True)
     return container
-
-
-def _runner_image(spec: RunnerSpec, defaults: PodDefaults) -> str:
-    return spec.image or defaults.runner_image
 
 
 def _runner_env(
@@ -426,14 +435,17 @@ def _runner_default_mounts(layout: _Layout) -> list[Manifest]:
 
 
 def _docker_container(
-    base: Manifest | None, spec: RunnerSpec, defaults: PodDefaults, layout: _Layout
+    base: Manifest | None,
+    spec: RunnerSpec,
+    defaults: PodDefaults,
+    layout: _Layout,
+    runner_image: str,
 ) -> Manifest:
     container: Manifest = base if base is not None else {"name": DOCKER_CONTAINER}
     container["image"] = container.get("image") or defaults.docker_image
-    if not container.get("args"):
-        container["args"] = _dockerd_args(spec, layout)
+    container["args"] = _dockerd_args(spec, layout, list(container.get("args") or []))
     env = container.get("env") or _copy_json(spec.docker_env)
-    env += _docker_env(env, spec, defaults)
+    env += _docker_env(env, spec, defaults, runner_image)
     container["env"] = env
     container["volumeMounts"] = _with_default_mounts(
         container.get("volumeMounts") or _copy_json(spec.docker_volume_mounts),
@@ -449,8 +461,11 @@ def _docker_container(
     return container
 
 
-def _dockerd_args(spec: RunnerSpec, layout: _Layout) -> list[str]:
-    args = ["dockerd", f"--host={DOCKER_HOST}", f"--group=$({DOCKER_GROUP_GID_ENV})"]
+def _dockerd_args(spec: RunnerSpec, layout: _Layout, user_args: list[str]) -> list[str]:
+    """ARC's dockerd command line around the user's own flags: `dockerd` explicitly (the dind
+    entrypoint would otherwise add TCP and TLS), the socket, then the user's args, then the
+    socket's group, the MTU and the registry mirror."""
+    args = ["dockerd", f"--host={DOCKER_HOST}", *user_args, f"--group=$({DOCKER_GROUP_GID_ENV})"]
     if spec.docker_mtu is not None:
         args += ["--mtu", str(spec.docker_mtu)]
     if layout.registry_mirror:
@@ -458,11 +473,14 @@ def _dockerd_args(spec: RunnerSpec, layout: _Layout) -> list[str]:
     return args
 
 
-def _docker_env(env: list[Manifest], spec: RunnerSpec, defaults: PodDefaults) -> list[Manifest]:
+def _docker_env(
+    env: list[Manifest], spec: RunnerSpec, defaults: PodDefaults, runner_image: str
+) -> list[Manifest]:
     present = {item.get("name") for item in env}
     added = []
     if DOCKER_GROUP_GID_ENV not in present:
-        gid = _docker_group_gid(_runner_image(spec, defaults), defaults)
+        # The runner container's image as it runs (ARC reads the container, not the spec).
+        gid = _docker_group_gid(runner_image, defaults)
         added.append(_env(DOCKER_GROUP_GID_ENV, gid))
     if spec.docker_mtu is not None and "DOCKERD_ROOTLESS_ROOTLESSKIT_MTU" not in present:
         added.append(_env("DOCKERD_ROOTLESS_ROOTLESSKIT_MTU", str(spec.docker_mtu)))

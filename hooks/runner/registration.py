@@ -116,6 +116,14 @@ def secret_data(material: RegistrationMaterial) -> dict[str, str]:
     return {key: base64.b64encode(value.encode()).decode() for key, value in plain.items()}
 
 
+def secret_fields(material: RegistrationMaterial) -> dict[str, dict[str, str]]:
+    """A registration Secret's `data`, left out when empty: the API server stores an empty
+    map as none (`omitempty`), and Metacontroller, comparing what it would write with what it
+    reads, would otherwise write the Secret again at every sync."""
+    data = secret_data(material)
+    return {"data": data} if data else {}
+
+
 def _decode(value: object) -> str:
     if not isinstance(value, str):
         return ""

@@ -13,7 +13,7 @@ from hooks.resources.runner import RunnerStatus, RunnerStatusRegistration
 from hooks.runner.container_mode import service_account_children
 from hooks.runner.decide import RunnerFacts, RunnerPlan
 from hooks.runner.parse import has_scope
-from hooks.runner.registration import RegistrationMaterial, secret_data
+from hooks.runner.registration import RegistrationMaterial, secret_fields
 from hooks.runner.secret import registration_secret_name
 
 
@@ -42,7 +42,7 @@ def registration_secret(facts: RunnerFacts, material: RegistrationMaterial) -> K
             "labels": {"actions-runner": "", "runner-name": label_value(metadata.name)},
         },
         "type": "Opaque",
-        "data": secret_data(material),
+        **secret_fields(material),
     }
 
 

@@ -179,13 +179,12 @@ def _scope_problems(spec: RunnerSpec) -> list[str]:
 
 
 def _container_mode_problems(spec: RunnerSpec) -> list[str]:
-    mode = spec.container_mode or ""
-    if mode == "":
+    # ARC compares the mode with "kubernetes" alone: any other word (`dind`, the scale-set
+    # chart's) builds the default pod, as "" does.
+    if (spec.container_mode or "") != "kubernetes":
         if _is_zero_quantity(spec.volume_size_limit) and _docker_sidecar(spec):
             return ["spec.volumeSizeLimit 0 disables the runner volume the docker sidecar needs"]
         return []
-    if mode != "kubernetes":
-        return ['spec.containerMode is not supported: use "" or "kubernetes"']
     template = spec.work_volume_claim_template
     if template is None:
         return ["spec.containerMode: kubernetes must have workVolumeClaimTemplate field specified"]

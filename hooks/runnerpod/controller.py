@@ -55,6 +55,8 @@ from hooks.runnerpod.facts import (
 UNREGISTRATION_START_ANNOTATION = "actions-runner/unregistration-start-timestamp"
 UNREGISTRATION_COMPLETE_ANNOTATION = "actions-runner/unregistration-complete-timestamp"
 STATEFULSET_API_VERSION = "apps/v1"
+RUNNER_POD_LABEL = "actions-runner"
+"""The decorator's selector (metacontroller/runnerpod-decorator.yaml): the pods it serves."""
 MIN_RESYNC_SECONDS = 1.0
 """The shortest wait asked for: an answer's resyncAfterSeconds is rounded to milliseconds,
 and Metacontroller drops a wait of zero."""
@@ -191,6 +193,11 @@ def customize_runner_pod(request: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(pod, dict):
         return {"relatedResources": []}
     metadata = object_or_empty(pod.get("metadata"))
+    if RUNNER_POD_LABEL not in object_or_empty(metadata.get("labels")):
+        # Metacontroller asks for every pod its informer holds, the decorator's selector
+        # notwithstanding, whenever a related object changes: a pod that is not a runner's
+        # relates nothing (its StatefulSet would be watched for nothing).
+        return {"relatedResources": []}
     namespace = metadata.get("namespace")
     namespace = namespace if isinstance(namespace, str) else ""
     rules: list[dict[str, Any]] = []

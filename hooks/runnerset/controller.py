@@ -63,7 +63,7 @@ from hooks.resources.common import ScaleSetStatus
 from hooks.resources.runner import API_VERSION
 from hooks.resources.runnerset import RunnerSet
 from hooks.runner.parse import has_scope
-from hooks.runner.pod import PodDefaults
+from hooks.runner.pod import pod_defaults
 from hooks.runnerset.decide import (
     RELEASE_RESYNC_SECONDS,
     RunnerSetFacts,
@@ -258,7 +258,7 @@ def _facts(
         pool_size=pool_size(hra, runner_set.spec.replicas),
         effective_time=later_effective_time(hra, runner_set.spec.effective_time),
         jit=uses_jit(runner_set, deps),
-        defaults=PodDefaults.from_settings(deps.settings),
+        defaults=pod_defaults(deps.settings, credentials),
         now=deps.clock.now(),
         settings=deps.settings,
         timing=deps.timing,

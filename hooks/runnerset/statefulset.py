@@ -30,8 +30,8 @@ from hooks.resources.common import ObjectMeta
 from hooks.resources.runner import Runner, RunnerConfig, RunnerSpec
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec
 from hooks.runner.observed_pod import env_scope
-from hooks.runner.pod import POD_TEMPLATE_HASH_LABEL, PodDefaults, build_runner_pod
-from hooks.runner.registration import RegistrationMaterial, secret_data
+from hooks.runner.pod import KUBERNETES_MODE, POD_TEMPLATE_HASH_LABEL, PodDefaults, build_runner_pod
+from hooks.runner.registration import RegistrationMaterial, secret_fields
 from hooks.runner.secret import registration_secret_name
 
 KubeObject = dict[str, Any]
@@ -97,7 +97,8 @@ def runner_spec(runner_set: RunnerSet) -> RunnerSpec:
     for template_key, runner_key in _BUILDER_FIELDS.items():
         if template_key in template_spec:
             fields[runner_key] = template_spec[template_key]
-    if spec.service_account_name:
+    if spec.service_account_name and spec.container_mode == KUBERNETES_MODE:
+        # ARC reads the field in kubernetes mode alone; otherwise the template's holds.
         fields["serviceAccountName"] = spec.service_account_name
     if spec.work_volume_claim_template is not None:
         fields["workVolumeClaimTemplate"] = spec.work_volume_claim_template.to_manifest()
@@ -159,7 +160,13 @@ def statefulset(
         "metadata": {
             "name": name,
             "namespace": runner_set.metadata.namespace,
-            "labels": {**spec.template.metadata.labels, **own_labels},
+            # The RunnerSet's own labels, as ARC gives them (tools select by them), under the
+            # template's, which the RunnerSet's selector (Metacontroller's claim) reads.
+            "labels": {
+                **runner_set.metadata.labels,
+                **spec.template.metadata.labels,
+                **own_labels,
+            },
             "annotations": {SYNC_TIME_ANNOTATION: created_at},
         },
         "spec": sts_spec,
@@ -200,7 +207,7 @@ def registration_secret(
             },
         },
         "type": "Opaque",
-        "data": secret_data(material),
+        **secret_fields(material),
     }
 
 
