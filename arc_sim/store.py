@@ -272,6 +272,7 @@ class ObjectStore:
             metadata[field] = values
         if finalizers is not None:
             metadata["finalizers"] = list(finalizers)
+        _as_served(updated)
         self._admit(lambda: self.admission.admit_metadata(current, updated))
         return self._replace(current, updated)
 
@@ -477,17 +478,18 @@ _METADATA_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerRef
 
 
 def _as_served(obj: KubeObject) -> KubeObject:
-    """A built-in kind as the API server stores it: its Go types mark these fields `omitempty`,
-    so an empty map or list written is read back absent. (A client that writes `data: {}` and
-    compares what it reads with what it wrote sees a difference every time, as Metacontroller
-    does: it then updates the object at every sync.)"""
+    """An object as the API server stores it: Go types mark these fields `omitempty` (a
+    built-in kind's data maps, and every kind's ObjectMeta), so an empty map or list written
+    is read back absent. (A client that writes `data: {}` and compares what it reads with what
+    it wrote sees a difference every time, as Metacontroller does: it then updates the object
+    at every sync.)"""
     api_version = obj.get("apiVersion")
     group = api_version.rpartition("/")[0] if isinstance(api_version, str) else None
-    if group not in _BUILT_IN_GROUPS:
-        return obj
-    for field in _OMITTED_WHEN_EMPTY:
-        if obj.get(field) in ({}, []):
-            del obj[field]
+    if group in _BUILT_IN_GROUPS:
+        for field in _OMITTED_WHEN_EMPTY:
+            if obj.get(field) in ({}, []):
+                del obj[field]
+    # Every kind's metadata is an ObjectMeta, custom resources' too.
     metadata = obj.get("metadata")
     if isinstance(metadata, dict):
         for field in _METADATA_OMITTED_WHEN_EMPTY:

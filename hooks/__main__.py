@@ -174,6 +174,8 @@ def _serve(
         )
         if s is not None
     ]
+    # The hook tokens mounted as files, as they are at start.
+    secrets += [token.decode() for token in HookCredentials.from_settings(settings).accepted()]
     configure_logging(settings.log_level, secrets)
     try:
         tls = tls_options(

@@ -25,7 +25,8 @@ _STANDARD_ATTRIBUTES = set(logging.makeLogRecord({}).__dict__) | {
 class JsonFormatter(logging.Formatter):
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         super().__init__()
-        self._secrets = sorted({s for s in secrets if len(s) >= 8}, key=len, reverse=True)
+        forms = {form for secret in secrets for form in _written_forms(secret)}
+        self._secrets = sorted({s for s in forms if len(s) >= 8}, key=len, reverse=True)
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -45,6 +46,16 @@ class JsonFormatter(logging.Formatter):
         for secret in self._secrets:
             text = text.replace(secret, MASK)
         return mask_credentials(text)
+
+
+def _written_forms(secret: str) -> set[str]:
+    """How a secret may appear in a log line, which is JSON: as it is, escaped as JSON writes it
+    (a PEM's newlines, a quote), and, for a PEM, each line of its body."""
+    forms = {secret, json.dumps(secret)[1:-1]}
+    if "-----BEGIN" in secret:
+        lines = (line.strip() for line in secret.splitlines())
+        forms |= {line for line in lines if len(line) >= 16 and not line.startswith("-----")}
+    return forms
 
 
 def configure_logging(level: str = "INFO", secrets: Iterable[str] = ()) -> None:

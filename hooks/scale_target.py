@@ -12,14 +12,16 @@ RECREATION_DELAY = timedelta(minutes=10)
 """ARC's DefaultRunnerPodRecreationDelayAfterWebhookScale (#1180)."""
 
 
-def autoscaler_targeting(kind: str, name: str, related: list[KubeObject]) -> KubeObject | None:
+def autoscaler_targeting(
+    kind: str, name: str, related: list[KubeObject], *, answered: bool = True
+) -> KubeObject | None:
     """The HRA that sizes the `kind` named `name`: the first (by name) whose scaleTargetRef
-    names it and that has given an answer."""
+    names it and (`answered`) that has given an answer."""
     for hra in sorted(related, key=lambda obj: str(obj["metadata"]["name"])):
         target = object_or_empty(object_or_empty(hra.get("spec")).get("scaleTargetRef"))
         if (target.get("kind") or "RunnerDeployment") != kind or target.get("name") != name:
             continue
-        if _is_count(object_or_empty(hra.get("status")).get("desiredReplicas")):
+        if not answered or _is_count(object_or_empty(hra.get("status")).get("desiredReplicas")):
             return hra
     return None
 

@@ -277,6 +277,7 @@ def test_every_customize_hook_asks_for_the_named_secret() -> None:
         "metadata": {
             "name": "p",
             "namespace": "team-a",
+            "labels": {"actions-runner": ""},
             "annotations": {"actions-runner/github-api-creds-secret": "acme-github"},
         }
     }

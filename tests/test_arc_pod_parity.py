@@ -161,6 +161,15 @@ def test_the_docker_containers_args_are_added_to_dockerds_command_line(client: T
     ]
 
 
+def test_a_whole_dockerd_command_line_of_the_users_own_is_kept(client: TestClient) -> None:
+    """ARC would start `dockerd dockerd ...`, which fails; earlier versions of this project
+    ran args as written, so manifests with the whole command exist."""
+    own = ["dockerd", "--host=unix:///run/docker.sock", "--group=$(DOCKER_GROUP_GID)", "--debug"]
+    pod = runner_pod(client, {"containers": [{"name": "runner"}, {"name": "docker", "args": own}]})
+
+    assert container(pod["spec"], "docker")["args"] == own
+
+
 def test_the_socket_group_follows_the_image_the_runner_container_runs(
     client: TestClient, settings: Settings
 ) -> None:

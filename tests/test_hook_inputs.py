@@ -932,7 +932,10 @@ def test_a_name_too_long_for_the_children_it_names_is_invalid(
     "break_spec",
     [
         pytest.param(lambda spec: spec.update(replicas=-1), id="negative-replicas"),
-        pytest.param(lambda spec: spec.update(containerMode="kubernetess"), id="container-mode"),
+        pytest.param(
+            lambda spec: spec.update(containerMode="kubernetes", workVolumeClaimTemplate=None),
+            id="container-mode",
+        ),
         pytest.param(
             lambda spec: spec["template"]["spec"]["containers"][0].update(
                 imagePullPolicy="Sometimes"

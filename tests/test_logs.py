@@ -36,3 +36,19 @@ def test_configured_secrets_and_token_shapes_are_redacted() -> None:
     assert "ghp_" not in line and "ghs_" not in line
     assert "my-webhook-secret-value" not in line
     assert line.count(MASK) == 3
+
+
+def test_a_secret_json_escapes_is_redacted_whole_and_a_pems_lines_one_by_one() -> None:
+    """Redaction ran over the JSON text, where a PEM's newlines and a quote are escaped: the
+    configured key itself was never matched."""
+    body = ["MIIEvAIBADANBgkqhkiG9w0BAQEFAASCBKYwggSiAgEAAoIBAQC7", "VJTUt9Us8cKjMzEfYyjiWA4R4"]
+    pem = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END PRIVATE KEY-----\n"
+    formatter = JsonFormatter(secrets=[pem, 'quote"d-secret-value'])
+
+    line = formatter.format(
+        record("failed", whole=pem, one_line=f"near {body[1]}", other='a quote"d-secret-value')
+    )
+
+    assert all(part not in line for part in body)
+    assert 'quote\\"d-secret-value' not in line
+    assert "BEGIN PRIVATE KEY" not in json.loads(line)["whole"]

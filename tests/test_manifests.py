@@ -694,6 +694,9 @@ def test_the_receivers_public_port_serves_no_metrics() -> None:
         assert container[probe]["httpGet"]["port"] == "health"
     (service_port,) = _one("Service", "arc-hooks-webhook")["spec"]["ports"]
     assert service_port["targetPort"] == "http"
+    # Scrapers in the cluster reach the health port through a Service of its own.
+    (metrics_port,) = _one("Service", "arc-hooks-webhook-metrics")["spec"]["ports"]
+    assert metrics_port["targetPort"] == "health"
 
 
 # ---------------------------------------------------------------------------------------------

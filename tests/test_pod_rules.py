@@ -2112,7 +2112,7 @@ def test_an_idle_runner_made_invalid_keeps_its_pod_and_registration(
     [
         ({"repository": SECRET}, "spec.repository"),
         ({"organization": "a/" + SECRET}, "spec.organization"),
-        ({"organization": "acme", "containerMode": SECRET}, "spec.containerMode"),
+        ({"organization": "acme", "serviceAccountName": SECRET}, "spec.serviceAccountName"),
         ({"organization": "acme", "imagePullPolicy": SECRET}, "imagePullPolicy"),
         ({"organization": "acme", "env": [{"name": SECRET + "=", "value": "x"}]}, "env"),
     ],

@@ -28,6 +28,8 @@ from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
 from hooks.kube.port import PODS
 from hooks.lifecycle.graceful_stop import GRACEFUL_STOP_ANNOTATION
 from hooks.resources.runner import API_VERSION
+from hooks.runnerpod.facts import read_runner_pod
+from hooks.runnerpod.vouch import SEAL_ANNOTATION, seal, seal_key
 from hooks.settings import Settings
 from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import running_status
@@ -80,8 +82,10 @@ def runner_pod(
     ephemeral: bool = True,
     owner: dict[str, Any] | None = None,
     env: list[dict[str, Any]] | None = None,
+    sealed: bool = True,
 ) -> dict[str, Any]:
-    """A runner pod as the Runner hook builds it (ARC's env), not yet scheduled."""
+    """A runner pod as the Runner hook builds it (ARC's env), not yet scheduled; `sealed`, as
+    the decorator seals a pod its owner vouched for."""
     runner_env = env or [
         {"name": "RUNNER_ORG", "value": "acme"},
         {"name": "RUNNER_REPO", "value": ""},
@@ -103,7 +107,7 @@ def runner_pod(
     }
     if owner is not None:
         metadata["ownerReferences"] = [{**owner, "controller": True, "blockOwnerDeletion": True}]
-    return {
+    pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": metadata,
@@ -117,6 +121,9 @@ def runner_pod(
         },
         "status": {"phase": "Pending"},
     }
+    if sealed and read_runner_pod(pod).scope is not None:
+        return with_seal(pod)
+    return pod
 
 
 def owner_ref(kind: str, name: str, uid: str) -> dict[str, Any]:
@@ -406,6 +413,152 @@ def test_pod_of_a_statefulset_without_a_finished_stop_of_it_is_stopped_here(
     assert answer["finalized"] is True
     assert github.count("remove_runner") == 1
     assert github.runners[ORG] == []
+
+
+# ------------------------------------------------------- who the decorator acts for
+
+
+def victim_pod(owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A pod anyone allowed to create pods could write: labelled as a runner's, its env naming
+    a runner of an organization the server's credentials reach."""
+    pod = runner_pod(owner=owner, sealed=False)
+    pod["metadata"]["namespace"] = "tenant-b"
+    return pod
+
+
+def runner_set_statefulset(scope_org: str = "acme", *, owned: bool = True) -> dict[str, Any]:
+    """The StatefulSet of a RunnerSet runner as the RunnerSet hook builds it."""
+    env = [
+        {"name": "RUNNER_ORG", "value": scope_org},
+        {"name": "RUNNER_NAME", "value": "runner-a"},
+    ]
+    metadata: dict[str, Any] = {"name": "set-abc", "namespace": NAMESPACE, "uid": "sts-uid"}
+    if owned:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": API_VERSION,
+                "kind": "RunnerSet",
+                "name": "set",
+                "uid": "set-uid",
+                "controller": True,
+            }
+        ]
+    template = {"spec": {"containers": [{"name": "runner", "env": env}]}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": metadata,
+        "spec": {"template": template},
+    }
+
+
+@pytest.mark.parametrize(
+    "owner",
+    [None, {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u"}],
+    ids=["bare", "other-owner"],
+)
+def test_a_pod_nobody_vouches_for_is_not_acted_on_with_the_servers_credentials(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub, owner: dict[str, Any] | None
+) -> None:
+    """Its env was trusted: a tenant's own pod had another organization's runner id recorded
+    on it (a name lookup) and, deleted, had that runner unregistered."""
+    github.register(ORG, "runner-a")
+    pod = driver(client, clock, victim_pod(owner))
+    pod.start()
+
+    synced = pod.sync()
+    finalized = pod.finalize()
+
+    assert synced["annotations"] == {} and "resyncAfterSeconds" not in synced
+    assert finalized["finalized"] is True
+    assert github.calls == []
+    assert len(github.runners[ORG]) == 1
+
+
+def test_a_forged_or_copied_seal_vouches_for_nothing(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    github.register(ORG, "runner-a")
+    sealed_elsewhere = runner_pod()  # sealed for its own uid
+    forged = victim_pod()
+    forged["metadata"]["uid"] = "pod-uid-of-the-copy"
+    forged["metadata"]["annotations"][SEAL_ANNOTATION] = sealed_elsewhere["metadata"][
+        "annotations"
+    ][SEAL_ANNOTATION]
+    pod = driver(client, clock, forged)
+    pod.start()
+
+    assert pod.finalize()["finalized"] is True
+    assert github.calls == []
+
+
+@pytest.mark.parametrize(
+    ("statefulset", "vouched"),
+    [
+        (runner_set_statefulset(), True),
+        (runner_set_statefulset("victim-org"), False),  # its template names another scope
+        (runner_set_statefulset(owned=False), False),  # not a RunnerSet's
+    ],
+    ids=["runner-set", "other-scope", "not-a-runner-sets"],
+)
+def test_a_runner_set_pod_is_sealed_while_its_statefulset_vouches_and_stopped_once_it_is_gone(
+    client: TestClient,
+    clock: ManualClock,
+    github: InMemoryGitHub,
+    statefulset: dict[str, Any],
+    vouched: bool,
+) -> None:
+    github.register(ORG, "runner-a")
+    pod = driver(
+        client,
+        clock,
+        runner_pod(owner=owner_ref("StatefulSet", "set-abc", "sts-uid"), sealed=False),
+    )
+    pod.start()
+    pod.related = {STATEFULSET_GROUP: {f"{NAMESPACE}/set-abc": statefulset}}
+
+    synced = pod.sync()
+    pod.related = {}  # the StatefulSet deleted out of band; the pod follows it
+    finalized = pod.finalize()
+
+    assert (SEAL_ANNOTATION in synced["annotations"]) == vouched
+    assert (ID in synced["annotations"]) == vouched
+    assert finalized["finalized"] is True
+    assert github.count("remove_runner") == (1 if vouched else 0)
+
+
+@pytest.mark.parametrize(
+    ("spec_org", "registered_org", "vouched"),
+    [("acme", None, True), ("victim-org", None, False), ("other", "acme", True)],
+    ids=["spec", "other-scope", "status-registration"],
+)
+def test_a_runners_pod_is_vouched_for_by_the_scope_its_runner_names(
+    client: TestClient,
+    clock: ManualClock,
+    github: InMemoryGitHub,
+    spec_org: str,
+    registered_org: str | None,
+    vouched: bool,
+) -> None:
+    github.register(ORG, "runner-a")
+    pod = driver(
+        client, clock, runner_pod(owner=owner_ref("Runner", "runner-a", "r-uid"), sealed=False)
+    )
+    pod.start()
+    runner: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "Runner",
+        "metadata": {"name": "runner-a", "namespace": NAMESPACE, "uid": "r-uid"},
+        "spec": {"organization": spec_org},
+    }
+    if registered_org:
+        runner["status"] = {"registration": {"organization": registered_org}}
+    pod.related = {RUNNER_GROUP: {f"{NAMESPACE}/runner-a": runner}}
+
+    synced = pod.sync()
+
+    assert (SEAL_ANNOTATION in synced["annotations"]) == vouched
+    assert github.count("list_runners") == (1 if vouched else 0)
 
 
 # ------------------------------------------------------- finalize: out-of-band deletions
@@ -876,7 +1029,16 @@ def stored_pod(kube: StoreKube) -> dict[str, Any]:
     """The pod as the API server holds it (with the uid it gave)."""
     stored = kube.store.get("Pod", NAMESPACE, "runner-a")
     assert stored is not None
-    return copy.deepcopy(stored)
+    return with_seal(copy.deepcopy(stored))
+
+
+def with_seal(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod sealed by the decorator (`hooks.runnerpod.vouch`), as it is once its owner
+    vouched for it."""
+    key = seal_key(hook_settings({"GITHUB_TOKEN": GITHUB_TOKEN}))
+    assert key is not None
+    pod["metadata"].setdefault("annotations", {})[SEAL_ANNOTATION] = seal(key, read_runner_pod(pod))
+    return pod
 
 
 @contextmanager

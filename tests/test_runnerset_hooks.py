@@ -348,7 +348,7 @@ class RunnerSetWorld:
             # A runner's StatefulSet only ever changes its replicas and annotations.
             assert desired["spec"]["template"] == observed["spec"]["template"]
             assert desired["spec"]["selector"] == observed["spec"]["selector"]
-            last_applied = observed["metadata"]["annotations"].get(LAST_APPLIED)
+            last_applied = (observed["metadata"].get("annotations") or {}).get(LAST_APPLIED)
             observed["metadata"]["labels"] = dict(desired["metadata"].get("labels") or {})
             observed["metadata"]["annotations"] = {
                 **(desired["metadata"].get("annotations") or {}),
@@ -1095,6 +1095,20 @@ def test_a_replacement_takes_a_free_slot_never_one_a_live_runner_holds(
     assert not [k for k in world.deleted if k[0] == "PersistentVolumeClaim"]
 
 
+def test_a_statefulset_stripped_of_its_annotations_is_still_stopped(
+    world: RunnerSetWorld,
+) -> None:
+    """A kept child leaves out an empty annotation map (the API server stores none); the stop
+    record is then added to none at all."""
+    (runner,) = world.grow(1)
+    world.statefulsets()[runner]["metadata"].pop("annotations")
+    world.scale(0)
+
+    answer = world.sync()
+
+    assert stop_record(of_kind(answer, "StatefulSet")[runner]) is not None
+
+
 def test_free_slots_from_twice_the_size_up_are_let_go_and_held_ones_kept(
     world: RunnerSetWorld,
 ) -> None:
@@ -1128,16 +1142,17 @@ def test_free_slots_from_twice_the_size_up_are_let_go_and_held_ones_kept(
 
 
 @pytest.mark.parametrize(
-    ("replicas", "autoscaler_max", "kept"),
+    ("replicas", "autoscaler_max", "answered", "kept"),
     [
-        (0, None, 8),  # parked: its caches wait for it
-        (1, 0, 8),  # an HRA that may scale it to no runner at all: parked too
-        (1, 3, 6),  # an HRA's maximum, not its current answer, sizes the pool
+        (0, None, False, 8),  # parked: its caches wait for it
+        (1, 0, True, 8),  # an HRA that may scale it to no runner at all: parked too
+        (1, 3, True, 6),  # an HRA's maximum, not its current answer, sizes the pool
+        (1, 4, False, 8),  # an HRA not answered yet sizes it too, not spec.replicas
     ],
-    ids=["scaled-to-zero", "autoscaler-max-zero", "autoscaler-max"],
+    ids=["scaled-to-zero", "autoscaler-max-zero", "autoscaler-max", "autoscaler-unanswered"],
 )
 def test_the_pool_follows_the_most_runners_the_set_may_run(
-    world: RunnerSetWorld, replicas: int, autoscaler_max: int | None, kept: int
+    world: RunnerSetWorld, replicas: int, autoscaler_max: int | None, answered: bool, kept: int
 ) -> None:
     world.change_spec(volumeClaimTemplates=[claim_template("cache")])
     for slot in range(8):
@@ -1155,7 +1170,7 @@ def test_the_pool_follows_the_most_runners_the_set_may_run(
         }
     world.scale(replicas)
     if autoscaler_max is not None:
-        hra = autoscaler("scaler", {"kind": "RunnerSet", "name": SET_NAME}, 0)
+        hra = autoscaler("scaler", {"kind": "RunnerSet", "name": SET_NAME}, 0 if answered else None)
         hra["spec"]["maxReplicas"] = autoscaler_max
         world.autoscalers = [hra]
 

@@ -57,7 +57,7 @@ def test_status_subresource_ignores_status_in_update(store: ObjectStore) -> None
 
 def test_a_built_in_kind_is_stored_without_its_empty_maps_and_lists(store: ObjectStore) -> None:
     """Kubernetes' Go types mark these `omitempty`: an empty one written is read back absent.
-    A custom resource's own fields are stored as written."""
+    A custom resource's own fields are stored as written; its ObjectMeta is one like any."""
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -76,6 +76,8 @@ def test_a_built_in_kind_is_stored_without_its_empty_maps_and_lists(store: Objec
 
     custom = store.create(runner("r2", labels=[]))
     assert custom["spec"]["labels"] == []
+    relabelled = store.patch_metadata("Runner", "default", "r2", labels={"a": None}, finalizers=[])
+    assert "labels" not in relabelled["metadata"] and "finalizers" not in relabelled["metadata"]
 
 
 def test_stale_resource_version_conflicts(store: ObjectStore) -> None:

@@ -34,10 +34,11 @@ def test_held_slots_low_slots_and_unreadable_ones_stay(
 
 def test_pool_size_is_twice_the_most_runners_or_everything() -> None:
     hra = {"spec": {"maxReplicas": 5}}
-    assert pool_size(hra, 1) == 10
-    assert pool_size(None, 3) == 6
-    assert pool_size(None, None) == 2  # ARC's default of one replica
-    assert pool_size(None, 0) is None
-    assert pool_size({"spec": {"maxReplicas": 0}}, 3) is None
-    assert pool_size({"spec": {}}, 3) is None
-    assert pool_size({"spec": {"maxReplicas": True}}, 3) is None
+    assert pool_size(hra, 1, 0) == 10
+    assert pool_size(None, 3, 0) == 6
+    assert pool_size(None, None, 0) == 2  # ARC's default of one replica
+    assert pool_size(None, 1, 7) == 14  # never below the runners it has now
+    assert pool_size(None, 0, 0) is None
+    assert pool_size({"spec": {"maxReplicas": 0}}, 3, 0) is None
+    assert pool_size({"spec": {}}, 3, 0) is None
+    assert pool_size({"spec": {"maxReplicas": True}}, 3, 0) is None

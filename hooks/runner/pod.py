@@ -443,7 +443,10 @@ def _docker_container(
 ) -> Manifest:
     container: Manifest = base if base is not None else {"name": DOCKER_CONTAINER}
     container["image"] = container.get("image") or defaults.docker_image
-    container["args"] = _dockerd_args(spec, layout, list(container.get("args") or []))
+    user_args = list(container.get("args") or [])
+    if not user_args or user_args[0] != "dockerd":
+        container["args"] = _dockerd_args(spec, layout, user_args)
+    # else a whole command line of the user's own (ARC would run `dockerd` twice): kept as is
     env = container.get("env") or _copy_json(spec.docker_env)
     env += _docker_env(env, spec, defaults, runner_image)
     container["env"] = env

@@ -51,6 +51,7 @@ from hooks.runnerpod.facts import (
     read_runner_pod,
     termination_overdue_at,
 )
+from hooks.runnerpod.vouch import SEAL_ANNOTATION, owner_vouches, seal, seal_key, sealed
 
 UNREGISTRATION_START_ANNOTATION = "actions-runner/unregistration-start-timestamp"
 UNREGISTRATION_COMPLETE_ANNOTATION = "actions-runner/unregistration-complete-timestamp"
@@ -66,15 +67,29 @@ and Metacontroller drops a wait of zero."""
 
 
 def sync_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorHookResponse:
-    """Record the runner id once GitHub lists the runner; poll until then, for a while."""
+    """Seal a pod its owner vouches for, and record the runner id once GitHub lists the
+    runner; poll until then, for a while."""
     pod = read_runner_pod(request.object)
-    if pod.scope is None or pod.runner_id is not None:
+    if pod.scope is None:
         return DecoratorHookResponse()  # nothing to look up: no GitHub port needed
+    annotations: dict[str, str | None] = {}
+    if not _own_credentials(pod):
+        key = seal_key(deps.settings)
+        if key is not None and owner_vouches(pod, _controller(request, pod)):
+            if not sealed(key, pod):
+                annotations[SEAL_ANNOTATION] = seal(key, pod)
+        elif not sealed(key, pod):
+            return DecoratorHookResponse()  # not vouched for: nothing is looked up for it
+    if pod.runner_id is not None:
+        return DecoratorHookResponse(annotations=annotations)
     decide = partial(decide_runner_id, pod, deps.clock.now(), deps.settings)
     lookup = resolve(decide, _github(request, pod, deps))
     if lookup.runner_id is None:
-        return DecoratorHookResponse(resync_after_seconds=lookup.retry_after)
-    return DecoratorHookResponse(annotations={RUNNER_ID_ANNOTATION: str(lookup.runner_id)})
+        return DecoratorHookResponse(
+            annotations=annotations, resync_after_seconds=lookup.retry_after
+        )
+    annotations[RUNNER_ID_ANNOTATION] = str(lookup.runner_id)
+    return DecoratorHookResponse(annotations=annotations)
 
 
 # --------------------------------------------------------------------- finalize
@@ -123,9 +138,25 @@ def _finalize(
         return DecoratorHookResponse(finalized=True)
     if UNREGISTRATION_COMPLETE_ANNOTATION in pod.annotations:
         return DecoratorHookResponse(finalized=True)  # ARC's own record: already done
+    if not _own_credentials(pod) and not _vouched(request, pod, deps):
+        # Not a runner of this server's (`hooks.runnerpod.vouch`): its env is not acted on.
+        return DecoratorHookResponse(finalized=True)
     now = deps.clock.now()
     decide = partial(decide_pod_stop, pod, now, deps.timing)
     return _recorded(pod, resolve(decide, _github(request, pod, deps)), now)
+
+
+def _own_credentials(pod: RunnerPod) -> bool:
+    """The pod's runner uses its owner's credentials Secret, not the server's."""
+    return bool(pod.annotations.get(API_CREDS_SECRET_ANNOTATION))
+
+
+def _vouched(request: DecoratorHookRequest, pod: RunnerPod, deps: HookDeps) -> bool:
+    return owner_vouches(pod, _controller(request, pod)) or sealed(seal_key(deps.settings), pod)
+
+
+def _controller(request: DecoratorHookRequest, pod: RunnerPod) -> KubeObject | None:
+    return _related(request, pod.controller, pod.namespace) if pod.controller else None
 
 
 def _github(request: DecoratorHookRequest, pod: RunnerPod, deps: HookDeps) -> GitHubPort:

@@ -241,6 +241,7 @@ def _facts(
         conditions[CREDENTIALS_CONDITION] = ("True" if status else "False", reason, message)
     hras = request.objects("HorizontalRunnerAutoscaler", related=True)
     hra = autoscaler_targeting("RunnerSet", name, hras)
+    statefulsets_observed = request.objects("StatefulSet")
     pods = request.objects("Pod", related=True)
     slots = (
         observed_int((pod["metadata"].get("labels") or {}).get(VOLUME_SLOT_LABEL)) for pod in pods
@@ -255,7 +256,11 @@ def _facts(
             str(claim["metadata"].get("name")) for claim in request.objects("PersistentVolumeClaim")
         ),
         desired=scaled_replicas(hra, runner_set.spec.replicas),
-        pool_size=pool_size(hra, runner_set.spec.replicas),
+        pool_size=pool_size(
+            autoscaler_targeting("RunnerSet", name, hras, answered=False),
+            runner_set.spec.replicas,
+            len(statefulsets_observed),
+        ),
         effective_time=later_effective_time(hra, runner_set.spec.effective_time),
         jit=uses_jit(runner_set, deps),
         defaults=pod_defaults(deps.settings, credentials),

@@ -50,7 +50,7 @@ def _statefulset_child(member: Member) -> KubeObject:
     child = as_kept(observed.sts)
     if observed.terminating:
         return child
-    annotations = dict(child["metadata"]["annotations"])
+    annotations = dict(child["metadata"].get("annotations") or {})
     if member.stop is not None:
         annotations[GRACEFUL_STOP_ANNOTATION] = stop_annotation(member.stop)
     child["metadata"] = {**child["metadata"], "annotations": annotations}

@@ -19,18 +19,21 @@ from hooks.metacontroller import KubeObject, object_or_empty, observed_int
 from hooks.runnerset.statefulset import VOLUME_SLOT_LABEL
 
 
-def pool_size(hra: KubeObject | None, spec_replicas: int | None) -> int | None:
+def pool_size(hra: KubeObject | None, spec_replicas: int | None, runners: int) -> int | None:
     """How many slots the set keeps: twice the runners it is sized to run at once (the
-    `maxReplicas` of the HRA that sizes it, else `spec.replicas`). None keeps every claim: an
-    HRA without a maximum, or a set sized to zero (parked: nothing grows its pool, and its
+    `maxReplicas` of the HRA that sizes it, answered yet or not, else `spec.replicas`), and
+    never fewer than twice the `runners` it has now (an HRA deleted and created again leaves
+    `spec.replicas` in charge for a moment). None keeps every claim: an HRA without a maximum,
+    or a set sized to zero with no runner left (parked: nothing grows its pool, and its
     caches wait for it to come back)."""
     if hra is not None:
         size = object_or_empty(hra.get("spec")).get("maxReplicas")
+        if not (isinstance(size, int) and not isinstance(size, bool) and size >= 0):
+            return None
     else:
         size = spec_replicas if spec_replicas is not None else 1
-    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
-        return 2 * size
-    return None
+    size = max(size, runners)
+    return 2 * size if size > 0 else None
 
 
 def claim_slot(claim: KubeObject) -> int | None:

@@ -36,6 +36,10 @@ WEBHOOK_BODIES_BUDGET = 32 * 1024 * 1024
 """What the deliveries being read at once may hold together (`ByteBudget`), well within the
 receiver's 256 MiB container: beyond it a delivery gets 503, and GitHub shows it as failed."""
 
+TOO_LARGE = Reply(413, "payload too large", outcome=REJECTED)
+TOO_MANY_AT_ONCE = Reply(503, "too many deliveries being read at once", outcome=FAILED)
+"""The answers the endpoint gives before the receiver reads a delivery."""
+
 WEBHOOK_DEADLINE_SECONDS = 8.0
 """GitHub gives up on a delivery after 10 s; answer before it does."""
 
@@ -142,7 +146,7 @@ async def _read_and_handle(
     try:
         body = await body_within(request, MAX_WEBHOOK_BYTES, budget)
     except BodyTooLarge:
-        return Reply(413, "payload too large", outcome=REJECTED)
+        return TOO_LARGE
     except BudgetSpent:
-        return Reply(503, "too many deliveries being read at once", outcome=FAILED)
+        return TOO_MANY_AT_ONCE
     return await receiver.handle(request.headers, body)
