@@ -31,7 +31,7 @@ from hooks.metrics import REGISTRY
 from hooks.resources.runner import StopOutcome
 from hooks.settings import Settings
 from hooks.webhook import receiver as webhook_receiver
-from hooks.webhook.endpoint import TOO_LARGE, TOO_MANY_AT_ONCE
+from hooks.webhook.endpoint import TOO_LARGE, TOO_MANY_AT_ONCE, TOO_SLOW
 from hooks.webhook.receiver import WebhookReceiver
 from hooks.webhook.targets import RunnerGroup
 from tests.kubectl import kustomize_available
@@ -403,7 +403,7 @@ def real_answers() -> list[str]:
     send(receiver(secret=None), job("queued", 8))
     send(receiver(broken=True), job("queued", 9))
     # The endpoint's own, given before a body reaches the receiver (tests/test_request_body.py).
-    answers += [f"{reply.status} {reply.message}" for reply in (TOO_LARGE, TOO_MANY_AT_ONCE)]
+    answers += [f"{r.status} {r.message}" for r in (TOO_LARGE, TOO_MANY_AT_ONCE, TOO_SLOW)]
     return answers
 
 

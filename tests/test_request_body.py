@@ -16,7 +16,8 @@ from starlette.requests import Request
 from hooks.app import create_app
 from hooks.clock import ManualClock
 from hooks.request_body import BodyTooLarge, body_within
-from hooks.webhook.endpoint import MAX_WEBHOOK_BYTES, WEBHOOK_BODIES_BUDGET
+from hooks.webhook import endpoint as webhook_endpoint
+from hooks.webhook.endpoint import MAX_WEBHOOK_BYTES, TOO_SLOW, WEBHOOK_BODIES_BUDGET
 from tests.hook_app import HOOK_TOKEN, hook_settings
 from tests.in_memory_github import InMemoryGitHub
 
@@ -149,10 +150,28 @@ class HeldUpload:
         return {"type": "http.request", "body": b"", "more_body": False}
 
 
-def test_uploads_held_at_once_share_a_budget_and_the_rest_are_refused_unread(app: Any) -> None:
+def test_a_body_that_does_not_arrive_in_time_is_given_up(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upload held open kept its share of the budget until the 8 s deadline: 33 stalled
+    uploads blocked every delivery. GitHub sends a body at once; the read now has its own
+    deadline (0 here: given up at the first wait, with no wall-clock wait in the test)."""
+    monkeypatch.setattr(webhook_endpoint, "WEBHOOK_BODY_SECONDS", 0.0)
+    upload = HeldUpload(asyncio.Event())
+
+    status, body = post(app, "/webhook/github", upload, SIGNED_JOB)
+
+    assert (status, body) == (TOO_SLOW.status, TOO_SLOW.message.encode())
+    assert post(app, "/webhook/github", ChunkedUpload(), SIGNED_JOB)[0] == 413  # budget back
+
+
+def test_uploads_held_at_once_share_a_budget_and_the_rest_are_refused_unread(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Ten unsigned uploads of 25 MiB each had taken the receiver past its container's
     256 MiB; a signature header costs an attacker nothing, so the bodies read at once share
     one budget, and one beyond it gets 503 as soon as its chunks would pass it."""
+    monkeypatch.setattr(webhook_endpoint, "WEBHOOK_BODY_SECONDS", 3600.0)  # however slow the VM
     held_each = (MAX_WEBHOOK_BYTES - 1) // CHUNK * CHUNK
     fitting = WEBHOOK_BODIES_BUDGET // held_each
 

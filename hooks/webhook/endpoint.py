@@ -36,8 +36,15 @@ WEBHOOK_BODIES_BUDGET = 32 * 1024 * 1024
 """What the deliveries being read at once may hold together (`ByteBudget`), well within the
 receiver's 256 MiB container: beyond it a delivery gets 503, and GitHub shows it as failed."""
 
+WEBHOOK_BODY_SECONDS = 2.0
+"""How long a delivery's body may take to arrive. GitHub sends it at once; an upload held open
+would keep its share of `WEBHOOK_BODIES_BUDGET` for the whole deadline otherwise."""
+
 TOO_LARGE = Reply(413, "payload too large", outcome=REJECTED)
 TOO_MANY_AT_ONCE = Reply(503, "too many deliveries being read at once", outcome=FAILED)
+TOO_SLOW = Reply(
+    408, f"the body did not arrive within {WEBHOOK_BODY_SECONDS:g} s", outcome=REJECTED
+)
 """The answers the endpoint gives before the receiver reads a delivery."""
 
 WEBHOOK_DEADLINE_SECONDS = 8.0
@@ -144,9 +151,12 @@ async def _read_and_handle(
     receiver: WebhookReceiver, request: Request, budget: ByteBudget
 ) -> Reply:
     try:
-        body = await body_within(request, MAX_WEBHOOK_BYTES, budget)
+        async with asyncio.timeout(WEBHOOK_BODY_SECONDS):
+            body = await body_within(request, MAX_WEBHOOK_BYTES, budget)
     except BodyTooLarge:
         return TOO_LARGE
     except BudgetSpent:
         return TOO_MANY_AT_ONCE
+    except TimeoutError:
+        return TOO_SLOW
     return await receiver.handle(request.headers, body)
