@@ -28,8 +28,9 @@ from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
 from hooks.kube.port import PODS
 from hooks.lifecycle.graceful_stop import GRACEFUL_STOP_ANNOTATION
 from hooks.resources.runner import API_VERSION
+from hooks.runner_seal import SEAL_ANNOTATION, runner_seal, seal_key
 from hooks.runnerpod.facts import read_runner_pod
-from hooks.runnerpod.vouch import SEAL_ANNOTATION, seal, seal_key
+from hooks.runnerpod.vouch import pod_seal
 from hooks.settings import Settings
 from tests.hook_app import hook_client, hook_settings
 from tests.hook_driver import running_status
@@ -426,23 +427,26 @@ def victim_pod(owner: dict[str, Any] | None = None) -> dict[str, Any]:
     return pod
 
 
-def runner_set_statefulset(scope_org: str = "acme", *, owned: bool = True) -> dict[str, Any]:
-    """The StatefulSet of a RunnerSet runner as the RunnerSet hook builds it."""
+def runner_set_statefulset(sealed_for: str | None = "acme") -> dict[str, Any]:
+    """The StatefulSet of a RunnerSet runner as the RunnerSet hook builds it, sealed for the
+    runner `runner-a` of the organization `sealed_for` (`hooks.runner_seal`), or not at all."""
     env = [
-        {"name": "RUNNER_ORG", "value": scope_org},
+        {"name": "RUNNER_ORG", "value": ORG.organization},
         {"name": "RUNNER_NAME", "value": "runner-a"},
     ]
-    metadata: dict[str, Any] = {"name": "set-abc", "namespace": NAMESPACE, "uid": "sts-uid"}
-    if owned:
-        metadata["ownerReferences"] = [
-            {
-                "apiVersion": API_VERSION,
-                "kind": "RunnerSet",
-                "name": "set",
-                "uid": "set-uid",
-                "controller": True,
-            }
-        ]
+    key = seal_key(hook_settings({"GITHUB_TOKEN": GITHUB_TOKEN}))
+    assert key is not None
+    seal = runner_seal(key, NAMESPACE, "runner-a", Scope(organization=sealed_for or ""), "runner-a")
+    metadata: dict[str, Any] = {
+        "name": "set-abc",
+        "namespace": NAMESPACE,
+        "uid": "sts-uid",
+        # Anyone may write an ownerReference: it vouches for nothing.
+        "ownerReferences": [
+            {"apiVersion": API_VERSION, "kind": "RunnerSet", "name": "set", "uid": "set-uid"}
+        ],
+        "annotations": {SEAL_ANNOTATION: seal} if sealed_for else {},
+    }
     template = {"spec": {"containers": [{"name": "runner", "env": env}]}}
     return {
         "apiVersion": "apps/v1",
@@ -496,10 +500,10 @@ def test_a_forged_or_copied_seal_vouches_for_nothing(
     ("statefulset", "vouched"),
     [
         (runner_set_statefulset(), True),
-        (runner_set_statefulset("victim-org"), False),  # its template names another scope
-        (runner_set_statefulset(owned=False), False),  # not a RunnerSet's
+        (runner_set_statefulset(None), False),  # anyone's, a RunnerSet named as its owner
+        (runner_set_statefulset("other-org"), False),  # sealed for a runner elsewhere
     ],
-    ids=["runner-set", "other-scope", "not-a-runner-sets"],
+    ids=["sealed-by-the-runner-set-hook", "unsealed", "sealed-for-another-scope"],
 )
 def test_a_runner_set_pod_is_sealed_while_its_statefulset_vouches_and_stopped_once_it_is_gone(
     client: TestClient,
@@ -528,28 +532,38 @@ def test_a_runner_set_pod_is_sealed_while_its_statefulset_vouches_and_stopped_on
 
 
 @pytest.mark.parametrize(
-    ("spec_org", "registered_org", "vouched"),
-    [("acme", None, True), ("victim-org", None, False), ("other", "acme", True)],
-    ids=["spec", "other-scope", "status-registration"],
+    ("spec_org", "registered_org", "pod_runner", "runner_env", "vouched"),
+    [
+        ("acme", None, "runner-a", None, True),
+        ("victim-org", None, "runner-a", None, False),
+        ("other", "acme", "runner-a", None, True),
+        ("acme", None, "someone-elses-runner", None, False),  # the pod names another runner
+        ("acme", None, "custom-name", "custom-name", True),  # as the Runner's env names it
+    ],
+    ids=["spec", "other-scope", "status-registration", "other-runner", "runner-name-env"],
 )
-def test_a_runners_pod_is_vouched_for_by_the_scope_its_runner_names(
+def test_a_runners_pod_is_vouched_for_by_the_runner_and_scope_its_runner_names(
     client: TestClient,
     clock: ManualClock,
     github: InMemoryGitHub,
     spec_org: str,
     registered_org: str | None,
+    pod_runner: str,
+    runner_env: str | None,
     vouched: bool,
 ) -> None:
-    github.register(ORG, "runner-a")
-    pod = driver(
-        client, clock, runner_pod(owner=owner_ref("Runner", "runner-a", "r-uid"), sealed=False)
-    )
+    github.register(ORG, pod_runner)
+    owner = owner_ref("Runner", "runner-a", "r-uid")
+    pod = driver(client, clock, runner_pod(pod_runner, owner=owner, sealed=False))
     pod.start()
+    spec: dict[str, Any] = {"organization": spec_org}
+    if runner_env is not None:
+        spec["env"] = [{"name": "RUNNER_NAME", "value": runner_env}]
     runner: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "Runner",
         "metadata": {"name": "runner-a", "namespace": NAMESPACE, "uid": "r-uid"},
-        "spec": {"organization": spec_org},
+        "spec": spec,
     }
     if registered_org:
         runner["status"] = {"registration": {"organization": registered_org}}
@@ -1037,7 +1051,9 @@ def with_seal(pod: dict[str, Any]) -> dict[str, Any]:
     vouched for it."""
     key = seal_key(hook_settings({"GITHUB_TOKEN": GITHUB_TOKEN}))
     assert key is not None
-    pod["metadata"].setdefault("annotations", {})[SEAL_ANNOTATION] = seal(key, read_runner_pod(pod))
+    pod["metadata"].setdefault("annotations", {})[SEAL_ANNOTATION] = pod_seal(
+        key, read_runner_pod(pod)
+    )
     return pod
 
 

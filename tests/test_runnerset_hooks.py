@@ -26,9 +26,12 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
+from hooks.children import as_kept
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
 from hooks.naming import SYNC_TIME_ANNOTATION
+from hooks.runner_seal import SEAL_ANNOTATION, seal_holds, seal_key
+from hooks.settings import Settings
 from tests.call_log import record_calls
 from tests.in_memory_github import InMemoryGitHub, rate_limited
 
@@ -352,7 +355,7 @@ class RunnerSetWorld:
             observed["metadata"]["labels"] = dict(desired["metadata"].get("labels") or {})
             observed["metadata"]["annotations"] = {
                 **(desired["metadata"].get("annotations") or {}),
-                LAST_APPLIED: last_applied,
+                **({LAST_APPLIED: last_applied} if last_applied is not None else {}),
             }
             if desired["spec"] != observed["spec"]:
                 observed["metadata"]["generation"] += 1
@@ -1107,6 +1110,76 @@ def test_a_statefulset_stripped_of_its_annotations_is_still_stopped(
     answer = world.sync()
 
     assert stop_record(of_kind(answer, "StatefulSet")[runner]) is not None
+
+
+def test_each_runners_statefulset_is_sealed_for_its_pod_and_runner(
+    world: RunnerSetWorld, settings: Settings
+) -> None:
+    """The runner-pod decorator believes a RunnerSet pod's env only when its StatefulSet
+    carries this seal (`hooks.runner_seal`): an ownerReference naming a RunnerSet is anyone's
+    to write."""
+    new = world.grow(2)
+    key = seal_key(settings)
+    assert key is not None
+
+    for name in new:
+        sts = world.statefulsets()[name]
+        seal = sts["metadata"]["annotations"][SEAL_ANNOTATION]
+        assert seal_holds(seal, key, NAMESPACE, f"{name}-0", ORG, f"{name}-0")
+        assert not seal_holds(
+            seal, key, NAMESPACE, f"{name}-0", Scope(organization="x"), f"{name}-0"
+        )
+        # Its pod is born with it: sealed even if the StatefulSet goes before the decorator
+        # first sees the pod.
+        assert world.pod(name)["metadata"]["annotations"][SEAL_ANNOTATION] == seal
+    # Kept as it is at the next sync: nothing is written again.
+    before = copy.deepcopy(world.statefulsets())
+    world.sync()
+    assert world.statefulsets() == before
+
+
+def test_an_adopted_statefulset_not_its_own_is_left_alone(
+    world: RunnerSetWorld, github: InMemoryGitHub
+) -> None:
+    """Metacontroller adopts any StatefulSet of the namespace that matches the set's selector:
+    one written by a user, its env naming another organization's runner, had been stopped
+    there with the server's credentials (and its pod sealed for the runner-pod decorator)."""
+    (own,) = world.grow(1)
+    victim = Scope(organization="victim-org")
+    github.register(victim, "victim-runner")
+    adopted = copy.deepcopy(world.statefulsets()[own])
+    adopted["metadata"] |= {"name": "evil", "uid": "evil-uid", "annotations": {}}
+    container = adopted["spec"]["template"]["spec"]["containers"][0]
+    container["env"] = [
+        {"name": "RUNNER_ORG", "value": "victim-org"},
+        {"name": "RUNNER_NAME", "value": "victim-runner"},
+    ]
+    world.children[("StatefulSet", "evil")] = adopted
+    github.calls.clear()
+    world.scale(0)
+
+    answer = world.sync()
+    world.settle()
+
+    assert of_kind(answer, "StatefulSet")["evil"] == as_kept(adopted)  # as it is
+    assert SEAL_ANNOTATION not in (adopted["metadata"].get("annotations") or {})
+    assert not [call for call in github.calls if "victim-org" in str(call)]
+    assert answer["status"]["replicas"] == 1  # its own runner alone, stopping
+    assert github.runners[victim] != []
+
+
+def test_a_member_made_before_seals_is_still_its_own_and_sealed(
+    world: RunnerSetWorld, settings: Settings
+) -> None:
+    (runner,) = world.grow(1)
+    world.statefulsets()[runner]["metadata"]["annotations"].pop(SEAL_ANNOTATION)
+
+    answer = world.sync()
+
+    key = seal_key(settings)
+    seal = of_kind(answer, "StatefulSet")[runner]["metadata"]["annotations"][SEAL_ANNOTATION]
+    assert seal_holds(seal, key, NAMESPACE, f"{runner}-0", ORG, f"{runner}-0")
+    assert answer["status"]["replicas"] == 1
 
 
 def test_free_slots_from_twice_the_size_up_are_let_go_and_held_ones_kept(

@@ -37,6 +37,7 @@ from hooks.metacontroller import (
 from hooks.naming import RUNNER_ID_ANNOTATION
 from hooks.resources.runner import API_VERSION as RUNNER_API_VERSION
 from hooks.runner.pod import API_CREDS_SECRET_ANNOTATION
+from hooks.runner_seal import seal_key
 from hooks.runnerpod.decide import (
     CLEAN_OUTCOMES,
     PodStop,
@@ -51,7 +52,7 @@ from hooks.runnerpod.facts import (
     read_runner_pod,
     termination_overdue_at,
 )
-from hooks.runnerpod.vouch import SEAL_ANNOTATION, owner_vouches, seal, seal_key, sealed
+from hooks.runnerpod.vouch import SEAL_ANNOTATION, owner_vouches, pod_seal, sealed
 
 UNREGISTRATION_START_ANNOTATION = "actions-runner/unregistration-start-timestamp"
 UNREGISTRATION_COMPLETE_ANNOTATION = "actions-runner/unregistration-complete-timestamp"
@@ -75,9 +76,9 @@ def sync_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorH
     annotations: dict[str, str | None] = {}
     if not _own_credentials(pod):
         key = seal_key(deps.settings)
-        if key is not None and owner_vouches(pod, _controller(request, pod)):
+        if key is not None and owner_vouches(pod, _controller(request, pod), key):
             if not sealed(key, pod):
-                annotations[SEAL_ANNOTATION] = seal(key, pod)
+                annotations[SEAL_ANNOTATION] = pod_seal(key, pod)
         elif not sealed(key, pod):
             return DecoratorHookResponse()  # not vouched for: nothing is looked up for it
     if pod.runner_id is not None:
@@ -152,7 +153,8 @@ def _own_credentials(pod: RunnerPod) -> bool:
 
 
 def _vouched(request: DecoratorHookRequest, pod: RunnerPod, deps: HookDeps) -> bool:
-    return owner_vouches(pod, _controller(request, pod)) or sealed(seal_key(deps.settings), pod)
+    key = seal_key(deps.settings)
+    return owner_vouches(pod, _controller(request, pod), key) or sealed(key, pod)
 
 
 def _controller(request: DecoratorHookRequest, pod: RunnerPod) -> KubeObject | None:

@@ -64,6 +64,7 @@ from hooks.resources.runner import API_VERSION
 from hooks.resources.runnerset import RunnerSet
 from hooks.runner.parse import has_scope
 from hooks.runner.pod import pod_defaults
+from hooks.runner_seal import seal_key
 from hooks.runnerset.decide import (
     RELEASE_RESYNC_SECONDS,
     RunnerSetFacts,
@@ -82,6 +83,7 @@ from hooks.runnerset.parse import (
 )
 from hooks.runnerset.report import runner_set_response
 from hooks.runnerset.statefulset import RUNNERSET_NAME_LABEL, VOLUME_SLOT_LABEL, recorded_scopes
+from hooks.runnerset.trust import is_own
 from hooks.runnerset.volume_pool import pool_size, pooled_claims
 from hooks.scale_set_keeper import (
     SCALE_SET_READY,
@@ -246,10 +248,13 @@ def _facts(
     slots = (
         observed_int((pod["metadata"].get("labels") or {}).get(VOLUME_SLOT_LABEL)) for pod in pods
     )
+    members = read_members(request, deps.observed_children)
+    set_scope, key = scope_of(runner_set.spec), seal_key(deps.settings)
     facts = RunnerSetFacts(
         runner_set=runner_set,
         status=observed_status(request.parent),
-        members=read_members(request, deps.observed_children),
+        members=tuple(m for m in members if is_own(m, runner_set, set_scope, key)),
+        foreign=tuple(m.sts for m in members if not is_own(m, runner_set, set_scope, key)),
         pod_slots=frozenset(slot for slot in slots if slot is not None),
         pods_observed=bool(pods),
         claim_names=frozenset(

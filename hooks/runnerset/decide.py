@@ -23,7 +23,7 @@ from hooks.lifecycle.incarnation import (
 from hooks.lifecycle.leftover import LeftoverCheck, remove_leftover_registration
 from hooks.lifecycle.steps import Answers, ListRunners, Step, questions_of
 from hooks.metacontroller import KubeObject, object_or_empty, observed_time
-from hooks.naming import BASE36_NAME, SYNC_TIME_ANNOTATION, base36, newest_first, uid_tag
+from hooks.naming import BASE36_NAME, SYNC_TIME_ANNOTATION, base36, newest_first
 from hooks.resources.common import CreatedRunner, ScaleSetStatus
 from hooks.resources.runner import GracefulStopStatus
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
@@ -36,6 +36,7 @@ from hooks.runnerset.statefulset import (
     template_hash,
     volume_claims,
 )
+from hooks.runnerset.trust import runner_prefix
 from hooks.scale_set_mode import count_wait_left
 from hooks.scale_target import RECREATION_DELAY
 from hooks.settings import Settings
@@ -43,9 +44,6 @@ from hooks.unobserved import UNOBSERVED_GRACE, asked_for, grace_left, still_unob
 
 RELEASE_RESYNC_SECONDS = 5.0
 """After scaling a runner's StatefulSet to 0, look again soon: the pod goes within seconds."""
-
-MAX_SET_NAME_IN_RUNNER_NAMES = 40
-"""StatefulSet names stay within 52 characters: 40, a dash, a 4-character tag, a 7-digit counter."""
 
 MAX_RUNNER_INDEX = 36**7
 """Counters have at most 7 base-36 digits (see `_runner_prefix`)."""
@@ -74,6 +72,7 @@ class RunnerSetFacts:
     timing: StopTiming
     conditions: dict[str, ConditionValue] = field(default_factory=dict)
     scale_set: ScaleSetStatus | None = None  # its runners are members of this scale set
+    foreign: tuple[KubeObject, ...] = ()  # StatefulSets adopted, not its own: left as they are
 
     @property
     def spec(self) -> RunnerSetSpec:
@@ -567,12 +566,7 @@ class _Decision:
         return index
 
     def _runner_prefix(self) -> str:
-        """`<set>-<uid tag>`, the set's name cut so that StatefulSet names stay short enough
-        for their pods (the `controller-revision-hash` label, `<name>-<10 chars>`, must fit
-        in 63 characters) with counters of up to 7 characters."""
-        metadata = self.facts.runner_set.metadata
-        name = metadata.name[:MAX_SET_NAME_IN_RUNNER_NAMES].rstrip("-.")
-        return f"{name}-{uid_tag(metadata.uid)}"
+        return runner_prefix(self.facts.runner_set)
 
     def _free_slots(self) -> Iterator[int]:
         """Volume slots no runner holds, lowest first (a slot is held until its pod is gone)."""

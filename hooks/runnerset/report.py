@@ -8,10 +8,12 @@ from typing import Any
 
 from hooks.children import as_kept, merge_conditions
 from hooks.lifecycle.graceful_stop import GRACEFUL_STOP_ANNOTATION, stop_annotation
-from hooks.metacontroller import CompositeHookResponse, KubeObject
+from hooks.metacontroller import CompositeHookResponse, KubeObject, object_or_empty
 from hooks.resources.runnerset import RunnerSetStatus
+from hooks.runner.observed_pod import literal_env
+from hooks.runner_seal import SEAL_ANNOTATION, runner_seal, seal_key
 from hooks.runnerset.decide import Member, RunnerSetFacts, RunnerSetPlan
-from hooks.runnerset.statefulset import registration_secret, secret_name
+from hooks.runnerset.statefulset import registration_secret, secret_name, template_scope
 
 
 def runner_set_response(
@@ -21,14 +23,19 @@ def runner_set_response(
     secrets: Sequence[KubeObject] = (),
 ) -> CompositeHookResponse:
     children: list[KubeObject] = []
+    key = seal_key(facts.settings)
+    namespace = facts.runner_set.metadata.namespace
     for member in plan.members:
         if not member.keep:
             continue
-        children.append(_statefulset_child(member))
+        children.append(_statefulset_child(member, key, namespace))
         observed = member.observed
         if observed.secret is not None or member.new_material is not None:
             material = member.new_material or observed.material
             children.append(registration_secret(facts.runner_set, observed.name, material))
+    # Adopted StatefulSets that are not the set's own (`hooks.runnerset.trust`): left as
+    # they are, neither counted nor stopped, nor sealed.
+    children += [as_kept(sts) for sts in facts.foreign]
     children += [as_kept(claim) for claim in claims]
     # A runner asked for whose StatefulSet is not in view yet may have its Secret in view
     # (children reach the informer one by one): left out, the Secret would be deleted and its
@@ -36,7 +43,10 @@ def runner_set_response(
     pending = {secret_name(runner.name) for runner in plan.unobserved}
     pending -= {child["metadata"]["name"] for child in plan.new_children}
     children += [as_kept(s) for s in secrets if s["metadata"].get("name") in pending]
-    children += plan.new_children
+    children += [
+        _with_seal(child, key, namespace) if child.get("kind") == "StatefulSet" else child
+        for child in plan.new_children
+    ]
     return CompositeHookResponse(
         status=_status(facts, plan),
         children=children,
@@ -45,7 +55,7 @@ def runner_set_response(
     )
 
 
-def _statefulset_child(member: Member) -> KubeObject:
+def _statefulset_child(member: Member, key: bytes | None, namespace: str) -> KubeObject:
     observed = member.observed
     child = as_kept(observed.sts)
     if observed.terminating:
@@ -53,6 +63,10 @@ def _statefulset_child(member: Member) -> KubeObject:
     annotations = dict(child["metadata"].get("annotations") or {})
     if member.stop is not None:
         annotations[GRACEFUL_STOP_ANNOTATION] = stop_annotation(member.stop)
+    if key is not None and observed.scope is not None:
+        annotations[SEAL_ANNOTATION] = runner_seal(
+            key, namespace, observed.runner_name, observed.scope, observed.registered_name
+        )
     child["metadata"] = {**child["metadata"], "annotations": annotations}
     if member.release and not observed.scaled_to_zero:
         child["spec"] = {**(child.get("spec") or {}), "replicas": 0}
@@ -82,3 +96,34 @@ def _status(facts: RunnerSetFacts, plan: RunnerSetPlan) -> dict[str, Any]:
         count_time=plan.count_time or facts.status.count_time,
     )
     return status.to_wire()
+
+
+def _with_seal(statefulset: KubeObject, key: bytes | None, namespace: str) -> KubeObject:
+    """A new runner's StatefulSet, sealed for its pod (`hooks.runner_seal`), and its pod
+    template too, so that the pod is born sealed: the runner-pod decorator believes the pod's
+    env only then, also once the StatefulSet is gone."""
+    spec = object_or_empty(statefulset.get("spec"))
+    template = object_or_empty(spec.get("template"))
+    scope = template_scope(statefulset)
+    if key is None or scope is None:
+        return statefulset
+    pod_name = f"{statefulset['metadata']['name']}-0"
+    seal = {
+        SEAL_ANNOTATION: runner_seal(
+            key, namespace, pod_name, scope, literal_env(template, "RUNNER_NAME") or pod_name
+        )
+    }
+    metadata = statefulset["metadata"]
+    template_metadata = object_or_empty(template.get("metadata"))
+    sealed_template = {
+        **template,
+        "metadata": {
+            **template_metadata,
+            "annotations": {**object_or_empty(template_metadata.get("annotations")), **seal},
+        },
+    }
+    return {
+        **statefulset,
+        "metadata": {**metadata, "annotations": {**(metadata.get("annotations") or {}), **seal}},
+        "spec": {**spec, "template": sealed_template},
+    }

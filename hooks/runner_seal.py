@@ -1,0 +1,65 @@
+"""The seal the hooks put on what they built for a runner, so that a pod's word about its
+runner (which organization, which runner name: its env, which whoever creates a pod writes)
+is believed only when the hooks said so themselves.
+
+A seal is an HMAC of the namespace, the pod's name, the scope and the runner name, under a key
+derived from the server's own GitHub credentials (the token, or the App's private key as
+loaded, never its path): every replica derives the same key, and no pod's creator knows it. A
+seal copied elsewhere is worth nothing: another pod has another name, and a pod of the same
+name can only be made by someone who could delete the original anyway.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+
+from hooks.github.port import Scope
+from hooks.settings import Settings
+
+SEAL_ANNOTATION = "arc-hooks.dev/runner-seal"
+
+
+def seal_key(settings: Settings) -> bytes | None:
+    """The key, or None without usable server credentials."""
+    if settings.github_token is not None and settings.github_token.get_secret_value():
+        return _derived(settings.github_token.get_secret_value())
+    if settings.github_app_private_key is not None:
+        return _app_key(settings.github_app_private_key.get_secret_value())
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _app_key(value: str) -> bytes | None:
+    from hooks.github.pygithub_adapter import load_private_key
+
+    try:
+        return _derived(load_private_key(value).strip())  # the key itself, not its path
+    except ValueError:
+        return None
+
+
+def _derived(secret: str) -> bytes:
+    return hmac.new(secret.encode(), b"arc-hooks runner seal", hashlib.sha256).digest()
+
+
+def runner_seal(key: bytes, namespace: str, pod_name: str, scope: Scope, runner_name: str) -> str:
+    claim = "\n".join(
+        (namespace, pod_name, scope.enterprise, scope.organization, scope.repository, runner_name)
+    )
+    return hmac.new(key, claim.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def seal_holds(
+    recorded: object,
+    key: bytes | None,
+    namespace: str,
+    pod_name: str,
+    scope: Scope | None,
+    runner_name: str,
+) -> bool:
+    if key is None or scope is None or not isinstance(recorded, str) or not recorded:
+        return False
+    expected = runner_seal(key, namespace, pod_name, scope, runner_name)
+    return hmac.compare_digest(recorded, expected)

@@ -1,0 +1,59 @@
+"""Which StatefulSets a RunnerSet treats as its runners.
+
+Metacontroller adopts every StatefulSet of the set's namespace that matches the set's selector
+and has no controller yet. A StatefulSet is anyone's to write, its env too: one adopted with
+another organization's runner in its env would have been stopped there, with the server's
+credentials, and its pod sealed for the runner-pod decorator. A member is the set's own when:
+
+1. it carries the seal the RunnerSet hook puts on the StatefulSets it creates
+   (`hooks.runner_seal`), for its pod, scope and runner; or
+2. it bears the set's own naming, `<set>-<uid tag><counter>` (StatefulSets made before seals),
+   and its runner is named after its pod: a runner so named belongs to this set wherever it
+   registered; or
+3. it bears ARC's naming, `<set>-<5 characters>` (a set ARC ran before), registers in the
+   set's own scope, and its runner is named after its pod.
+
+Any other is left as it is: not counted, never stopped, and nothing is asked of GitHub for it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hooks.github.port import Scope
+from hooks.naming import uid_tag
+from hooks.resources.runnerset import RunnerSet
+from hooks.runner_seal import SEAL_ANNOTATION, seal_holds
+from hooks.runnerset.member import ObservedMember
+
+MAX_SET_NAME_IN_RUNNER_NAMES = 40
+"""StatefulSet names stay within 52 characters: 40, a dash, a 4-character tag, a 7-digit counter."""
+
+
+def runner_prefix(runner_set: RunnerSet) -> str:
+    """`<set>-<uid tag>`, the set's name cut so that StatefulSet names stay short enough for
+    their pods (the `controller-revision-hash` label, `<name>-<10 chars>`, must fit in 63
+    characters) with counters of up to 7 characters."""
+    metadata = runner_set.metadata
+    name = metadata.name[:MAX_SET_NAME_IN_RUNNER_NAMES].rstrip("-.")
+    return f"{name}-{uid_tag(metadata.uid)}"
+
+
+def is_own(
+    member: ObservedMember, runner_set: RunnerSet, set_scope: Scope, key: bytes | None
+) -> bool:
+    metadata = member.sts.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    recorded = annotations.get(SEAL_ANNOTATION) if isinstance(annotations, dict) else None
+    namespace = runner_set.metadata.namespace
+    if seal_holds(
+        recorded, key, namespace, member.runner_name, member.scope, member.registered_name
+    ):
+        return True
+    if member.registered_name != member.runner_name:
+        return False
+    name = member.name
+    if re.fullmatch(re.escape(runner_prefix(runner_set)) + r"[0-9a-z]{1,7}", name):
+        return True
+    arc_named = re.fullmatch(re.escape(runner_set.metadata.name) + r"-[0-9a-z]{5}", name)
+    return arc_named is not None and member.scope == set_scope

@@ -1,0 +1,81 @@
+"""The hooks' seal on what they built for a runner (hooks/runner_seal.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hooks.github.port import Scope
+from hooks.runner_seal import runner_seal, seal_holds, seal_key
+from hooks.settings import Settings
+
+
+def pem() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+def app_settings(private_key: str) -> Settings:
+    return Settings.model_validate(
+        {
+            "GITHUB_APP_ID": "1",
+            "GITHUB_APP_INSTALLATION_ID": 2,
+            "GITHUB_APP_PRIVATE_KEY": private_key,
+        }
+    )
+
+
+def test_an_app_key_given_as_a_path_seals_with_the_key_not_the_path(tmp_path: Path) -> None:
+    """The path is in the Deployment for anyone to read: a key derived from it let anyone who
+    may annotate a pod forge a seal."""
+    text = pem()
+    (tmp_path / "a.pem").write_text(text)
+    (tmp_path / "b.pem").write_text(text)
+    (tmp_path / "other.pem").write_text(pem())
+
+    by_path = seal_key(app_settings(str(tmp_path / "a.pem")))
+
+    assert by_path is not None
+    assert (
+        by_path == seal_key(app_settings(text)) == seal_key(app_settings(str(tmp_path / "b.pem")))
+    )
+    assert by_path != seal_key(app_settings(str(tmp_path / "other.pem")))
+    assert seal_key(app_settings(str(tmp_path / "absent.pem"))) is None
+    assert seal_key(Settings.model_validate({})) is None
+
+
+names = st.text(min_size=1, max_size=20)
+scopes = st.builds(Scope, organization=names, repository=st.just(""), enterprise=st.just(""))
+
+
+@given(names, names, scopes, names, names, names, scopes, names)
+def test_a_seal_holds_for_exactly_what_it_was_made_for(
+    namespace: str,
+    pod: str,
+    scope: Scope,
+    runner: str,
+    other_namespace: str,
+    other_pod: str,
+    other_scope: Scope,
+    other_runner: str,
+) -> None:
+    key = b"k" * 32
+    seal = runner_seal(key, namespace, pod, scope, runner)
+
+    assert seal_holds(seal, key, namespace, pod, scope, runner)
+    assert not seal_holds(seal, b"x" * 32, namespace, pod, scope, runner)
+    assert not seal_holds(seal, None, namespace, pod, scope, runner)
+    made_for = (namespace, pod, scope, runner)
+    for claim in (
+        (other_namespace, pod, scope, runner),
+        (namespace, other_pod, scope, runner),
+        (namespace, pod, other_scope, runner),
+        (namespace, pod, scope, other_runner),
+    ):
+        assert seal_holds(seal, key, *claim) == (claim == made_for)
