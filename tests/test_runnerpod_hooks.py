@@ -539,8 +539,16 @@ def test_a_runner_set_pod_is_sealed_while_its_statefulset_vouches_and_stopped_on
         ("other", "acme", "runner-a", None, True),
         ("acme", None, "someone-elses-runner", None, False),  # the pod names another runner
         ("acme", None, "custom-name", "custom-name", True),  # as the Runner's env names it
+        ("acme", None, "in-container", "container:in-container", True),  # its container's env
     ],
-    ids=["spec", "other-scope", "status-registration", "other-runner", "runner-name-env"],
+    ids=[
+        "spec",
+        "other-scope",
+        "status-registration",
+        "other-runner",
+        "runner-name-env",
+        "runner-container-env",
+    ],
 )
 def test_a_runners_pod_is_vouched_for_by_the_runner_and_scope_its_runner_names(
     client: TestClient,
@@ -557,7 +565,12 @@ def test_a_runners_pod_is_vouched_for_by_the_runner_and_scope_its_runner_names(
     pod = driver(client, clock, runner_pod(pod_runner, owner=owner, sealed=False))
     pod.start()
     spec: dict[str, Any] = {"organization": spec_org}
-    if runner_env is not None:
+    if runner_env is not None and runner_env.startswith("container:"):
+        # The pod is built with its runner container's own env when it has one.
+        env = [{"name": "RUNNER_NAME", "value": runner_env.removeprefix("container:")}]
+        spec["containers"] = [{"name": "runner", "env": env}]
+        spec["env"] = [{"name": "RUNNER_NAME", "value": "unused"}]
+    elif runner_env is not None:
         spec["env"] = [{"name": "RUNNER_NAME", "value": runner_env}]
     runner: dict[str, Any] = {
         "apiVersion": API_VERSION,

@@ -1168,6 +1168,33 @@ def test_an_adopted_statefulset_not_its_own_is_left_alone(
     assert github.runners[victim] != []
 
 
+def test_a_template_naming_its_runner_keeps_its_members_its_own(
+    world: RunnerSetWorld, settings: Settings
+) -> None:
+    """The seal read the runner's name from the pod when there was one and from the
+    StatefulSet's name before: a template naming its runner made every member foreign once
+    its pod appeared, and the set started another runner each time."""
+    template = {
+        "metadata": {"labels": {"app": SET_NAME}},
+        "spec": {
+            "containers": [
+                {"name": "runner", "env": [{"name": "RUNNER_NAME", "value": "custom-runner"}]}
+            ]
+        },
+    }
+    world.change_spec(template=template)
+    (runner,) = world.grow(1)
+    del world.pods[f"{runner}-0"]  # a sync before its pod is (again) in view
+    world.sync()
+    world.start(runner)
+
+    answer = world.settle()
+
+    assert list(of_kind(answer, "StatefulSet")) == [runner]
+    seal = of_kind(answer, "StatefulSet")[runner]["metadata"]["annotations"][SEAL_ANNOTATION]
+    assert seal_holds(seal, seal_key(settings), NAMESPACE, f"{runner}-0", ORG, "custom-runner")
+
+
 def test_a_member_made_before_seals_is_still_its_own_and_sealed(
     world: RunnerSetWorld, settings: Settings
 ) -> None:

@@ -48,7 +48,7 @@ def owner_vouches(pod: RunnerPod, owner: KubeObject | None, key: bytes | None) -
         metadata = object_or_empty(owner.get("metadata"))
         spec = object_or_empty(owner.get("spec"))
         registration = object_or_empty(object_or_empty(owner.get("status")).get("registration"))
-        runner_name = _literal(spec.get("env"), "RUNNER_NAME") or metadata.get("name")
+        runner_name = _literal(_runner_env(spec), "RUNNER_NAME") or metadata.get("name")
         return pod.runner_name == runner_name and pod.scope in (
             _scope_of(spec),
             _scope_of(registration),
@@ -61,6 +61,19 @@ def owner_vouches(pod: RunnerPod, owner: KubeObject | None, key: bytes | None) -
 
 def _holds(recorded: object, key: bytes | None, pod: RunnerPod) -> bool:
     return seal_holds(recorded, key, pod.namespace, pod.observed.name, pod.scope, pod.runner_name)
+
+
+def _runner_env(spec: dict[str, object]) -> object:
+    """The env the Runner's pod is built with (`hooks.runner.pod`): its `runner` container's
+    own when it has one, else `spec.env`."""
+    for container in list_or_empty(spec.get("containers")):
+        if (
+            isinstance(container, dict)
+            and container.get("name") == "runner"
+            and container.get("env")
+        ):
+            return container.get("env")
+    return spec.get("env")
 
 
 def _literal(env: object, name: str) -> str:

@@ -48,6 +48,13 @@ class ObservedMember:
         return (literal_env(pod, "RUNNER_NAME") if pod is not None else "") or self.runner_name
 
     @property
+    def template_runner_name(self) -> str:
+        """The runner name its StatefulSet's pod template gives (a literal `RUNNER_NAME`, else
+        `runner_name`): the same before its pod exists as after (`hooks.runner_seal`)."""
+        template = object_or_empty(object_or_empty(self.sts.get("spec")).get("template"))
+        return literal_env(template, "RUNNER_NAME") or self.runner_name
+
+    @property
     def recorded_runner_id(self) -> int | None:
         """Its JIT registration's id, else the one the runner-pod decorator recorded."""
         if self.material.runner_id is not None:

@@ -65,7 +65,7 @@ def _statefulset_child(member: Member, key: bytes | None, namespace: str) -> Kub
         annotations[GRACEFUL_STOP_ANNOTATION] = stop_annotation(member.stop)
     if key is not None and observed.scope is not None:
         annotations[SEAL_ANNOTATION] = runner_seal(
-            key, namespace, observed.runner_name, observed.scope, observed.registered_name
+            key, namespace, observed.runner_name, observed.scope, observed.template_runner_name
         )
     child["metadata"] = {**child["metadata"], "annotations": annotations}
     if member.release and not observed.scaled_to_zero:

@@ -7,11 +7,10 @@ credentials, and its pod sealed for the runner-pod decorator. A member is the se
 
 1. it carries the seal the RunnerSet hook puts on the StatefulSets it creates
    (`hooks.runner_seal`), for its pod, scope and runner; or
-2. it bears the set's own naming, `<set>-<uid tag><counter>` (StatefulSets made before seals),
-   and its runner is named after its pod: a runner so named belongs to this set wherever it
-   registered; or
-3. it bears ARC's naming, `<set>-<5 characters>` (a set ARC ran before), registers in the
-   set's own scope, and its runner is named after its pod.
+2. it was made before seals, registers in the set's own scope, and bears the set's own naming,
+   `<set>-<uid tag><counter>`, or ARC's, `<set>-<5 characters>` (a set ARC ran before) with its
+   runner named after its pod. It is sealed at this sync. (A StatefulSet a user writes that
+   way, in the set's namespace and with the set's scope, is still taken for the set's own.)
 
 Any other is left as it is: not counted, never stopped, and nothing is asked of GitHub for it.
 """
@@ -46,14 +45,14 @@ def is_own(
     annotations = metadata.get("annotations") or {}
     recorded = annotations.get(SEAL_ANNOTATION) if isinstance(annotations, dict) else None
     namespace = runner_set.metadata.namespace
-    if seal_holds(
-        recorded, key, namespace, member.runner_name, member.scope, member.registered_name
-    ):
+    runner_name = member.template_runner_name
+    if seal_holds(recorded, key, namespace, member.runner_name, member.scope, runner_name):
         return True
-    if member.registered_name != member.runner_name:
+    # Made before seals: sealed at this sync if it reads as the set's own.
+    if member.scope != set_scope:
         return False
     name = member.name
     if re.fullmatch(re.escape(runner_prefix(runner_set)) + r"[0-9a-z]{1,7}", name):
         return True
     arc_named = re.fullmatch(re.escape(runner_set.metadata.name) + r"-[0-9a-z]{5}", name)
-    return arc_named is not None and member.scope == set_scope
+    return arc_named is not None and runner_name == member.runner_name
