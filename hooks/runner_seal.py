@@ -19,6 +19,9 @@ from hooks.github.port import Scope
 from hooks.settings import Settings
 
 SEAL_ANNOTATION = "arc-hooks.dev/runner-seal"
+ID_SEAL_ANNOTATION = "arc-hooks.dev/runner-id-seal"
+"""The seal of the runner id the decorator records on a pod (`actions-runner/id`, ARC's): a
+stop removes the runner by that id, so an id written on a pod by anyone else is not used."""
 
 
 def seal_key(settings: Settings) -> bytes | None:
@@ -63,3 +66,28 @@ def seal_holds(
         return False
     expected = runner_seal(key, namespace, pod_name, scope, runner_name)
     return hmac.compare_digest(recorded, expected)
+
+
+def runner_id_seal(
+    key: bytes, namespace: str, pod_name: str, scope: Scope, runner_name: str, runner_id: int
+) -> str:
+    return runner_seal(key, namespace, pod_name, scope, f"{runner_name}\n{runner_id}")
+
+
+def runner_id_sealed(
+    annotations: dict[str, object],
+    key: bytes | None,
+    namespace: str,
+    pod_name: str,
+    scope: Scope | None,
+    runner_name: str,
+    runner_id: int,
+) -> bool:
+    return seal_holds(
+        annotations.get(ID_SEAL_ANNOTATION),
+        key,
+        namespace,
+        pod_name,
+        scope,
+        f"{runner_name}\n{runner_id}",
+    )

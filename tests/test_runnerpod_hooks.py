@@ -28,7 +28,7 @@ from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
 from hooks.kube.port import PODS
 from hooks.lifecycle.graceful_stop import GRACEFUL_STOP_ANNOTATION
 from hooks.resources.runner import API_VERSION
-from hooks.runner_seal import SEAL_ANNOTATION, runner_seal, seal_key
+from hooks.runner_seal import ID_SEAL_ANNOTATION, SEAL_ANNOTATION, runner_seal, seal_key
 from hooks.runnerpod.facts import read_runner_pod
 from hooks.runnerpod.vouch import pod_seal
 from hooks.settings import Settings
@@ -240,7 +240,8 @@ def test_sync_records_the_runner_id_once_github_lists_it(
     later = pod.sync()
 
     assert waiting["annotations"] == {} and waiting["resyncAfterSeconds"] == 60
-    assert recorded["annotations"] == {ID: str(runner_id)}
+    assert recorded["annotations"].keys() == {ID, ID_SEAL_ANNOTATION}  # the id, sealed
+    assert recorded["annotations"][ID] == str(runner_id)
     assert "resyncAfterSeconds" not in recorded
     assert later["annotations"] == {} and "resyncAfterSeconds" not in later
     assert github.count("list_runners") == 2
@@ -477,6 +478,23 @@ def test_a_pod_nobody_vouches_for_is_not_acted_on_with_the_servers_credentials(
     assert finalized["finalized"] is True
     assert github.calls == []
     assert len(github.runners[ORG]) == 1
+
+
+def test_a_runner_id_written_on_a_sealed_pod_by_anyone_else_is_not_removed(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """A stop removes the runner by the id recorded on its pod: another team's runner id
+    written there (the pod of a shared organization's set, annotated by whoever may edit pods
+    in that namespace) had that runner unregistered, and left the pod's own behind. An id the
+    decorator did not record and seal is looked up by the pod's runner name instead."""
+    others = github.register(ORG, "someone-elses-runner")
+    pod = registered_driver(client, clock, github, ephemeral=False)
+    pod.pod["metadata"]["annotations"][ID] = str(others)  # rewritten, its seal left as it was
+
+    answer = pod.finalize()
+
+    assert answer["finalized"] is True
+    assert [runner.name for runner in github.runners[ORG]] == ["someone-elses-runner"]
 
 
 def test_a_forged_or_copied_seal_vouches_for_nothing(

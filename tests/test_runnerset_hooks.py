@@ -1195,6 +1195,24 @@ def test_a_template_naming_its_runner_keeps_its_members_its_own(
     assert seal_holds(seal, seal_key(settings), NAMESPACE, f"{runner}-0", ORG, "custom-runner")
 
 
+def test_a_runner_id_on_a_members_pod_not_sealed_by_the_decorator_is_not_removed(
+    world: RunnerSetWorld, github: InMemoryGitHub
+) -> None:
+    """A stop removes a member's runner by the id recorded on its pod, which anyone who may
+    edit pods in the namespace can write: another team's runner (a shared organization) was
+    unregistered. An id without the decorator's seal is looked up by the runner's name."""
+    (runner,) = world.grow(1)
+    world.start(runner, register=False)  # its own runner not (yet) listed: the id is what counts
+    others = github.register(ORG, "someone-elses-runner")
+    world.pod(runner)["metadata"].setdefault("annotations", {})["actions-runner/id"] = str(others)
+    world.scale(0)
+
+    world.settle(5)
+
+    assert [r.name for r in github.runners[ORG]] == ["someone-elses-runner"]
+    assert github.count("remove_runner") == 0
+
+
 def test_a_member_made_before_seals_is_still_its_own_and_sealed(
     world: RunnerSetWorld, settings: Settings
 ) -> None:

@@ -16,6 +16,7 @@ until this hook says the registration is gone.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -37,7 +38,7 @@ from hooks.metacontroller import (
 from hooks.naming import RUNNER_ID_ANNOTATION
 from hooks.resources.runner import API_VERSION as RUNNER_API_VERSION
 from hooks.runner.pod import API_CREDS_SECRET_ANNOTATION
-from hooks.runner_seal import seal_key
+from hooks.runner_seal import ID_SEAL_ANNOTATION, seal_key
 from hooks.runnerpod.decide import (
     CLEAN_OUTCOMES,
     PodStop,
@@ -52,7 +53,14 @@ from hooks.runnerpod.facts import (
     read_runner_pod,
     termination_overdue_at,
 )
-from hooks.runnerpod.vouch import SEAL_ANNOTATION, owner_vouches, pod_seal, sealed
+from hooks.runnerpod.vouch import (
+    SEAL_ANNOTATION,
+    owner_vouches,
+    pod_id_seal,
+    pod_id_sealed,
+    pod_seal,
+    sealed,
+)
 
 UNREGISTRATION_START_ANNOTATION = "actions-runner/unregistration-start-timestamp"
 UNREGISTRATION_COMPLETE_ANNOTATION = "actions-runner/unregistration-complete-timestamp"
@@ -70,12 +78,12 @@ and Metacontroller drops a wait of zero."""
 def sync_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorHookResponse:
     """Seal a pod its owner vouches for, and record the runner id once GitHub lists the
     runner; poll until then, for a while."""
-    pod = read_runner_pod(request.object)
+    pod = _with_trusted_id(read_runner_pod(request.object), deps)
     if pod.scope is None:
         return DecoratorHookResponse()  # nothing to look up: no GitHub port needed
     annotations: dict[str, str | None] = {}
+    key = seal_key(deps.settings)
     if not _own_credentials(pod):
-        key = seal_key(deps.settings)
         if key is not None and owner_vouches(pod, _controller(request, pod), key):
             if not sealed(key, pod):
                 annotations[SEAL_ANNOTATION] = pod_seal(key, pod)
@@ -90,14 +98,28 @@ def sync_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorH
             annotations=annotations, resync_after_seconds=lookup.retry_after
         )
     annotations[RUNNER_ID_ANNOTATION] = str(lookup.runner_id)
+    if key is not None:
+        annotations[ID_SEAL_ANNOTATION] = pod_id_seal(key, pod, lookup.runner_id)
     return DecoratorHookResponse(annotations=annotations)
+
+
+def _with_trusted_id(pod: RunnerPod, deps: HookDeps) -> RunnerPod:
+    """The pod, its recorded runner id kept only when the decorator recorded it (its seal
+    holds): a stop removes the runner by that id, and the annotation is anyone's to write. An
+    id not kept is looked up by name, as for a pod with none. A pod acting with its own
+    credentials keeps it, as before."""
+    if pod.runner_id is None or _own_credentials(pod):
+        return pod
+    if pod_id_sealed(seal_key(deps.settings), pod, pod.runner_id):
+        return pod
+    return replace(pod, runner_id=None)
 
 
 # --------------------------------------------------------------------- finalize
 
 
 def finalize_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorHookResponse:
-    pod = read_runner_pod(request.object)
+    pod = _with_trusted_id(read_runner_pod(request.object), deps)
     answer = _finalize(request, pod, deps)
     if not answer.finalized:
         return answer

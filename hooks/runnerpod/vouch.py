@@ -24,15 +24,40 @@ from __future__ import annotations
 
 from hooks.github.port import Scope
 from hooks.metacontroller import KubeObject, list_or_empty, object_or_empty
-from hooks.runner_seal import SEAL_ANNOTATION, runner_seal, seal_holds
+from hooks.runner_seal import (
+    SEAL_ANNOTATION,
+    runner_id_seal,
+    runner_id_sealed,
+    runner_seal,
+    seal_holds,
+)
 from hooks.runnerpod.facts import RunnerPod
 
-__all__ = ["SEAL_ANNOTATION", "owner_vouches", "pod_seal", "sealed"]
+__all__ = ["SEAL_ANNOTATION", "owner_vouches", "pod_id_seal", "pod_id_sealed", "pod_seal", "sealed"]
 
 
 def pod_seal(key: bytes, pod: RunnerPod) -> str:
     assert pod.scope is not None
     return runner_seal(key, pod.namespace, pod.observed.name, pod.scope, pod.runner_name)
+
+
+def pod_id_seal(key: bytes, pod: RunnerPod, runner_id: int) -> str:
+    assert pod.scope is not None
+    return runner_id_seal(
+        key, pod.namespace, pod.observed.name, pod.scope, pod.runner_name, runner_id
+    )
+
+
+def pod_id_sealed(key: bytes | None, pod: RunnerPod, runner_id: int) -> bool:
+    return runner_id_sealed(
+        dict(pod.annotations),
+        key,
+        pod.namespace,
+        pod.observed.name,
+        pod.scope,
+        pod.runner_name,
+        runner_id,
+    )
 
 
 def sealed(key: bytes | None, pod: RunnerPod) -> bool:

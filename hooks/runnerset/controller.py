@@ -83,7 +83,7 @@ from hooks.runnerset.parse import (
 )
 from hooks.runnerset.report import runner_set_response
 from hooks.runnerset.statefulset import RUNNERSET_NAME_LABEL, VOLUME_SLOT_LABEL, recorded_scopes
-from hooks.runnerset.trust import is_own
+from hooks.runnerset.trust import is_own, with_trusted_id
 from hooks.runnerset.volume_pool import pool_size, pooled_claims
 from hooks.scale_set_keeper import (
     SCALE_SET_READY,
@@ -253,7 +253,11 @@ def _facts(
     facts = RunnerSetFacts(
         runner_set=runner_set,
         status=observed_status(request.parent),
-        members=tuple(m for m in members if is_own(m, runner_set, set_scope, key)),
+        members=tuple(
+            with_trusted_id(m, runner_set.metadata.namespace, key)
+            for m in members
+            if is_own(m, runner_set, set_scope, key)
+        ),
         foreign=tuple(m.sts for m in members if not is_own(m, runner_set, set_scope, key)),
         pod_slots=frozenset(slot for slot in slots if slot is not None),
         pods_observed=bool(pods),

@@ -18,11 +18,13 @@ Any other is left as it is: not counted, never stopped, and nothing is asked of 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from hooks.github.port import Scope
-from hooks.naming import uid_tag
+from hooks.metacontroller import object_or_empty, observed_int
+from hooks.naming import RUNNER_ID_ANNOTATION, uid_tag
 from hooks.resources.runnerset import RunnerSet
-from hooks.runner_seal import SEAL_ANNOTATION, seal_holds
+from hooks.runner_seal import SEAL_ANNOTATION, runner_id_sealed, seal_holds
 from hooks.runnerset.member import ObservedMember
 
 MAX_SET_NAME_IN_RUNNER_NAMES = 40
@@ -56,3 +58,27 @@ def is_own(
         return True
     arc_named = re.fullmatch(re.escape(runner_set.metadata.name) + r"-[0-9a-z]{5}", name)
     return arc_named is not None and runner_name == member.runner_name
+
+
+def with_trusted_id(member: ObservedMember, namespace: str, key: bytes | None) -> ObservedMember:
+    """The member, the runner id recorded on its pod (`actions-runner/id`) kept only when the
+    runner-pod decorator recorded it (its seal holds): a stop removes the runner by that id,
+    and a pod's annotations are anyone's to write. An id not kept is looked up by name."""
+    pod = member.pod_object
+    if pod is None or member.material.runner_id is not None:
+        return member
+    metadata = object_or_empty(pod.get("metadata"))
+    annotations = object_or_empty(metadata.get("annotations"))
+    recorded = observed_int(annotations.get(RUNNER_ID_ANNOTATION))
+    if recorded is None or runner_id_sealed(
+        annotations,
+        key,
+        namespace,
+        member.runner_name,
+        member.scope,
+        member.template_runner_name,
+        recorded,
+    ):
+        return member
+    kept = {k: v for k, v in annotations.items() if k != RUNNER_ID_ANNOTATION}
+    return replace(member, pod_object={**pod, "metadata": {**metadata, "annotations": kept}})
