@@ -47,6 +47,16 @@ def deployment(name: str = "d1", **template: Any) -> dict[str, Any]:
     }
 
 
+def autoscaler_of_d1(name: str, **spec: Any) -> dict[str, Any]:
+    """An HRA of the RunnerDeployment `d1` with `spec`'s other fields."""
+    return {
+        "apiVersion": ARC,
+        "kind": "HorizontalRunnerAutoscaler",
+        "metadata": {"name": name},
+        "spec": {"scaleTargetRef": {"kind": "RunnerDeployment", "name": "d1"}, **spec},
+    }
+
+
 def jobs(repository: str, labels: list[str], count: int = 1, start: str = "1m") -> dict[str, Any]:
     return {
         "repository": repository,
@@ -66,15 +76,7 @@ def run(**fields: Any) -> Summary:
 
 
 def test_an_object_the_api_server_refuses_is_a_failed_apply_and_fails_the_run() -> None:
-    autoscaler = {
-        "apiVersion": ARC,
-        "kind": "HorizontalRunnerAutoscaler",
-        "metadata": {"name": "auto"},
-        "spec": {
-            "scaleTargetRef": {"kind": "RunnerDeployment", "name": "d1"},
-            "maxReplicas": "forty",
-        },
-    }
+    autoscaler = autoscaler_of_d1("auto", maxReplicas="forty")
 
     summary = run(objects=[runner(), autoscaler], jobs=[jobs("acme/app", ["self-hosted", "linux"])])
 
@@ -185,16 +187,7 @@ def test_the_summary_says_what_the_scenarios_objects_reported_wrong() -> None:
     """Found by a newcomer: an HRA with minReplicas above maxReplicas failed a run with
     `servableJobsCompleted` alone; the InvalidSpec condition that said why was gone with the
     teardown."""
-    autoscaler = {
-        "apiVersion": ARC,
-        "kind": "HorizontalRunnerAutoscaler",
-        "metadata": {"name": "h1"},
-        "spec": {
-            "scaleTargetRef": {"kind": "RunnerDeployment", "name": "d1"},
-            "minReplicas": 6,
-            "maxReplicas": 5,
-        },
-    }
+    autoscaler = autoscaler_of_d1("h1", minReplicas=6, maxReplicas=5)
     summary = run(
         objects=[deployment(organization="acme", labels=["linux"]), autoscaler],
         jobs=[jobs("acme/app", ["linux"])],

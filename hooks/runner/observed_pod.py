@@ -127,14 +127,19 @@ def literal_env(pod: KubeObject, name: str) -> str:
     A name given twice has its last value, as the kubelet sets it (the user's env comes before
     what the pod builder adds)."""
     for container in list_or_empty(object_or_empty(pod.get("spec")).get("containers")):
-        if not isinstance(container, dict) or container.get("name") != RUNNER_CONTAINER:
-            continue
-        value: object = ""
-        for env in list_or_empty(container.get("env")):
-            if isinstance(env, dict) and env.get("name") == name:
-                value = env.get("value")
-        return value if isinstance(value, str) else ""
+        if isinstance(container, dict) and container.get("name") == RUNNER_CONTAINER:
+            return env_literal(container.get("env"), name)
     return ""
+
+
+def env_literal(env: object, name: str) -> str:
+    """The literal value of `name` in an env list; "" when unset or indirect. A name given
+    twice has its last value, as the kubelet sets it."""
+    value: object = ""
+    for item in list_or_empty(env):
+        if isinstance(item, dict) and item.get("name") == name:
+            value = item.get("value")
+    return value if isinstance(value, str) else ""
 
 
 def env_scope(pod: KubeObject) -> Scope | None:

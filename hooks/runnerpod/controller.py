@@ -78,11 +78,11 @@ and Metacontroller drops a wait of zero."""
 def sync_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorHookResponse:
     """Seal a pod its owner vouches for, and record the runner id once GitHub lists the
     runner; poll until then, for a while."""
-    pod = _with_trusted_id(read_runner_pod(request.object), deps)
+    key = seal_key(deps.settings)
+    pod = _with_trusted_id(read_runner_pod(request.object), key)
     if pod.scope is None:
         return DecoratorHookResponse()  # nothing to look up: no GitHub port needed
     annotations: dict[str, str | None] = {}
-    key = seal_key(deps.settings)
     if not _own_credentials(pod):
         if key is not None and owner_vouches(pod, _controller(request, pod), key):
             if not sealed(key, pod):
@@ -103,14 +103,14 @@ def sync_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorH
     return DecoratorHookResponse(annotations=annotations)
 
 
-def _with_trusted_id(pod: RunnerPod, deps: HookDeps) -> RunnerPod:
+def _with_trusted_id(pod: RunnerPod, key: bytes | None) -> RunnerPod:
     """The pod, its recorded runner id kept only when the decorator recorded it (its seal
     holds): a stop removes the runner by that id, and the annotation is anyone's to write. An
     id not kept is looked up by name, as for a pod with none. A pod acting with its own
     credentials keeps it, as before."""
     if pod.runner_id is None or _own_credentials(pod):
         return pod
-    if pod_id_sealed(seal_key(deps.settings), pod, pod.runner_id):
+    if pod_id_sealed(key, pod, pod.runner_id):
         return pod
     return replace(pod, runner_id=None)
 
@@ -119,8 +119,9 @@ def _with_trusted_id(pod: RunnerPod, deps: HookDeps) -> RunnerPod:
 
 
 def finalize_runner_pod(request: DecoratorHookRequest, deps: HookDeps) -> DecoratorHookResponse:
-    pod = _with_trusted_id(read_runner_pod(request.object), deps)
-    answer = _finalize(request, pod, deps)
+    key = seal_key(deps.settings)
+    pod = _with_trusted_id(read_runner_pod(request.object), key)
+    answer = _finalize(request, pod, deps, key)
     if not answer.finalized:
         return answer
     return _force_deleted_if_stuck(answer, pod, deps.clock.now())
@@ -151,7 +152,7 @@ def _force_deleted_if_stuck(
 
 
 def _finalize(
-    request: DecoratorHookRequest, pod: RunnerPod, deps: HookDeps
+    request: DecoratorHookRequest, pod: RunnerPod, deps: HookDeps, key: bytes | None
 ) -> DecoratorHookResponse:
     if _owner_takes_care(request, pod):
         return DecoratorHookResponse(finalized=True)
@@ -161,7 +162,7 @@ def _finalize(
         return DecoratorHookResponse(finalized=True)
     if UNREGISTRATION_COMPLETE_ANNOTATION in pod.annotations:
         return DecoratorHookResponse(finalized=True)  # ARC's own record: already done
-    if not _own_credentials(pod) and not _vouched(request, pod, deps):
+    if not _own_credentials(pod) and not _vouched(request, pod, key):
         # Not a runner of this server's (`hooks.runnerpod.vouch`): its env is not acted on.
         return DecoratorHookResponse(finalized=True)
     now = deps.clock.now()
@@ -174,8 +175,7 @@ def _own_credentials(pod: RunnerPod) -> bool:
     return bool(pod.annotations.get(API_CREDS_SECRET_ANNOTATION))
 
 
-def _vouched(request: DecoratorHookRequest, pod: RunnerPod, deps: HookDeps) -> bool:
-    key = seal_key(deps.settings)
+def _vouched(request: DecoratorHookRequest, pod: RunnerPod, key: bytes | None) -> bool:
     return owner_vouches(pod, _controller(request, pod), key) or sealed(key, pod)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from hooks.github.port import Scope
 from hooks.metacontroller import KubeObject, list_or_empty, object_or_empty
+from hooks.runner.observed_pod import env_literal
 from hooks.runner_seal import (
     SEAL_ANNOTATION,
     runner_id_seal,
@@ -73,7 +74,7 @@ def owner_vouches(pod: RunnerPod, owner: KubeObject | None, key: bytes | None) -
         metadata = object_or_empty(owner.get("metadata"))
         spec = object_or_empty(owner.get("spec"))
         registration = object_or_empty(object_or_empty(owner.get("status")).get("registration"))
-        runner_name = _literal(_runner_env(spec), "RUNNER_NAME") or metadata.get("name")
+        runner_name = env_literal(_runner_env(spec), "RUNNER_NAME") or metadata.get("name")
         return pod.runner_name == runner_name and pod.scope in (
             _scope_of(spec),
             _scope_of(registration),
@@ -99,15 +100,6 @@ def _runner_env(spec: dict[str, object]) -> object:
         ):
             return container.get("env")
     return spec.get("env")
-
-
-def _literal(env: object, name: str) -> str:
-    """A literal `value` of `name` in an env list as a spec writes it."""
-    for item in list_or_empty(env):
-        if isinstance(item, dict) and item.get("name") == name:
-            value = item.get("value")
-            return value if isinstance(value, str) else ""
-    return ""
 
 
 def _scope_of(fields: dict[str, object]) -> Scope:

@@ -74,7 +74,7 @@ from hooks.runnerset.decide import (
     next_certain_question,
     scope_of,
 )
-from hooks.runnerset.member import read_members
+from hooks.runnerset.member import ObservedMember, read_members
 from hooks.runnerset.parse import (
     observed_status,
     parse_runner_set,
@@ -250,15 +250,18 @@ def _facts(
     )
     members = read_members(request, deps.observed_children)
     set_scope, key = scope_of(runner_set.spec), seal_key(deps.settings)
+    own: list[ObservedMember] = []
+    foreign: list[KubeObject] = []
+    for member in members:  # each judged once: a seal is an HMAC
+        if is_own(member, runner_set, set_scope, key):
+            own.append(member)
+        else:
+            foreign.append(member.sts)
     facts = RunnerSetFacts(
         runner_set=runner_set,
         status=observed_status(request.parent),
-        members=tuple(
-            with_trusted_id(m, runner_set.metadata.namespace, key)
-            for m in members
-            if is_own(m, runner_set, set_scope, key)
-        ),
-        foreign=tuple(m.sts for m in members if not is_own(m, runner_set, set_scope, key)),
+        members=tuple(with_trusted_id(m, runner_set.metadata.namespace, key) for m in own),
+        foreign=tuple(foreign),
         pod_slots=frozenset(slot for slot in slots if slot is not None),
         pods_observed=bool(pods),
         claim_names=frozenset(
