@@ -23,6 +23,7 @@ from starlette.testclient import TestClient
 
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
+from hooks.github.cached import CachedGitHub
 from hooks.github.port import GitHubError, Scope, WorkflowJob, WorkflowRun
 from hooks.settings import Settings
 from tests.hook_app import hook_client, hook_settings
@@ -785,6 +786,37 @@ def test_a_runner_listed_busy_counts_busy_before_its_runner_reports_it(
     answer = cluster.sync()
 
     assert answer["status"]["desiredReplicas"] == 8  # 3 of 4 busy: up by the factor 2
+
+
+@pytest.mark.parametrize(
+    ("reported_ago", "desired"),
+    [
+        (300, 2),  # status reports an older list: the list says idle, and that counts
+        (None, 2),  # a status that does not say when: the list counts
+        (-60, 8),  # status reports a newer list (another replica's): status counts, all busy
+    ],
+)
+def test_a_runner_the_list_shows_idle_counts_idle_unless_its_status_is_newer(
+    clock: ManualClock, github: InMemoryGitHub, reported_ago: float | None, desired: int
+) -> None:
+    """A Runner whose state held a while mirrors a list up to a few minutes old: the list the
+    HRA reads now (dated, as the server's cache dates every list), which lists the runner
+    idle, says its job is over."""
+    hra = autoscaler(status={"desiredReplicas": 4}, minReplicas=1, metrics=[BUSY_METRIC])
+    del hra["spec"]["scaleUpTriggers"]
+    runners = [runner(f"{TARGET}-{index}", True) for index in range(4)]
+    for index, busy_runner in enumerate(runners):
+        if reported_ago is not None:
+            checked = clock.now() - timedelta(seconds=reported_ago)
+            busy_runner["status"]["lastRegistrationCheckTime"] = format_time(checked)
+        # Their jobs ended since their status was written.
+        github.register(Scope(repository="example/myrepo"), f"{TARGET}-{index}", busy=False)
+    settings = hook_settings({})
+    app = create_app(settings, github=CachedGitHub(github, settings, clock), clock=clock)
+    with hook_client(app) as client:
+        answer = Cluster(client, clock, hra, related=[deployment(), *runners]).sync()
+
+    assert answer["status"]["desiredReplicas"] == desired  # none busy: down by the factor 0.5
 
 
 def test_without_the_list_the_runners_status_alone_counts(

@@ -29,7 +29,9 @@ from hooks.lifecycle.graceful_stop import StopSubject, StopTiming, tick_graceful
 from hooks.lifecycle.incarnation import (
     LIST_SETTLE_SECONDS,
     MIN_LIST_WAIT_SECONDS,
+    STEADY_WATCH_MAX_SECONDS,
     next_list_wait,
+    steady_watch_wait,
 )
 from hooks.lifecycle.leftover import remove_leftover_registration, remove_stopped_runner
 from hooks.lifecycle.steps import (
@@ -399,6 +401,79 @@ def test_the_next_list_is_awaited_never_longer_than_its_period_and_never_before_
         assert wait <= max(served_for + LIST_SETTLE_SECONDS, MIN_LIST_WAIT_SECONDS) + 1e-6
     else:
         assert wait == sync_period
+
+
+def reported(
+    held_for: float, *, runner_id: int | None = 7, online: bool = True, busy: bool = False
+) -> RunnerStatus:
+    """A status that has reported this view of the runner since `held_for` seconds ago."""
+    return RunnerStatus(
+        runner_id=runner_id,
+        online=online,
+        busy=busy,
+        last_registration_check_time=format_time(NOW - timedelta(seconds=held_for)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("held_for", "wait"),
+    [(0, 91), (100, 91), (182, 91), (400, 200), (600, 300), (3 * 3600, 300)],
+)
+def test_a_runner_whose_report_has_held_a_while_looks_again_less_often(
+    held_for: float, wait: float
+) -> None:
+    """At the next list while what status reports changes; then after half as long as it has
+    held, up to five minutes (`steady_watch_wait`)."""
+    facts = runner_facts(
+        running_status(format_time(NOW - timedelta(hours=4))), status=reported(held_for)
+    )
+    listing = RunnerListing(
+        (runner(),), asked_at=NOW - timedelta(seconds=5), fresh_until=NOW + timedelta(seconds=90)
+    )
+
+    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): listing})
+
+    assert isinstance(plan, RunnerPlan)
+    assert plan.stop is None and plan.resync == [pytest.approx(wait)]
+
+
+@pytest.mark.parametrize(
+    "found",
+    [
+        runner(busy=True),  # its job started: status still says idle
+        runner(8),  # another registration under the name
+        GitHubRunner(id=7, name=NAME, status="offline", busy=False),
+        None,  # not listed
+    ],
+)
+def test_a_runner_whose_report_changes_or_is_not_online_looks_again_at_the_next_list(
+    found: GitHubRunner | None,
+) -> None:
+    facts = runner_facts(
+        running_status(format_time(NOW - timedelta(minutes=5))), status=reported(3 * 3600)
+    )
+    listed = () if found is None else (found,)
+    listing = RunnerListing(
+        listed, asked_at=NOW - timedelta(seconds=5), fresh_until=NOW + timedelta(seconds=90)
+    )
+
+    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): listing})
+
+    assert isinstance(plan, RunnerPlan)
+    assert min(plan.resync) == pytest.approx(91)
+
+
+@given(list_wait=st.floats(0, 1e5), steady_for=st.floats(0, 1e7), more=st.floats(0, 1e7))
+def test_a_steady_runner_never_looks_sooner_than_the_next_list_nor_later_than_the_cap(
+    list_wait: float, steady_for: float, more: float
+) -> None:
+    wait = steady_watch_wait(list_wait, steady_for)
+
+    assert wait >= list_wait
+    assert wait <= max(list_wait, STEADY_WATCH_MAX_SECONDS)
+    assert steady_watch_wait(list_wait, steady_for + more) >= wait  # never sooner for longer
+    if steady_for <= 2 * list_wait:
+        assert wait == list_wait  # while it changes, at every list
 
 
 def test_github_unavailable_asks_again_after_the_sync_period() -> None:

@@ -20,7 +20,7 @@ scale-down delay), and at least every sync period, when the pull metrics may hav
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -53,6 +53,7 @@ from hooks.github.port import (
     GitHubError,
     GitHubPort,
     RateLimitedError,
+    RunnerListing,
     Scope,
     WorkflowJob,
     WorkflowRun,
@@ -589,13 +590,26 @@ class _BusyListing:
     scope: Scope
     names: frozenset[str]
     busy_in_status: frozenset[str]
+    # When GitHub listed what each Runner's status reports (None: not known).
+    reported_at: Mapping[str, datetime | None]
 
 
 def _busy_listing(scope: RunnerScope, runners: Sequence[KubeObject]) -> _BusyListing:
     names = frozenset(_name(runner) for runner in runners)
     busy = frozenset(_name(runner) for runner in runners if _status(runner).get("busy") is True)
+    reported_at = {
+        _name(runner): _listed_at(_status(runner).get("lastRegistrationCheckTime"))
+        for runner in runners
+    }
     github_scope = Scope(scope.enterprise, scope.organization, scope.repository)
-    return _BusyListing(github_scope, names - {""}, busy - {""})
+    return _BusyListing(github_scope, names - {""}, busy - {""}, reported_at)
+
+
+def _listed_at(value: object) -> datetime | None:
+    try:
+        return parse_time(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def _name(obj: KubeObject) -> str:
@@ -615,18 +629,20 @@ class _HookActivity:
         self.counted_busy = 0
 
     def busy_runners(self) -> int:
-        """A Runner mirrors the list it last synced with; the list the HRA reads now may be
-        newer. An ephemeral runner whose job is short may be listed busy and gone before its
-        Runner's next sync: each Runner counts busy if either says so (ARC reads the list)."""
+        """A Runner mirrors a list it synced with, up to a few minutes old once its state has
+        held a while (`hooks.lifecycle.incarnation.steady_watch_wait`); the list the HRA
+        reads now is usually newer, and counts for each Runner it lists (ARC reads the list).
+        A Runner it does not list (an ephemeral runner whose short job ended, gone before
+        its Runner's next sync) counts as its status says, as does one whose status reports
+        a list newer than this one (another replica's)."""
         self.counted_busy = self.busy
         listing = self.listing
         if listing is not None and listing.names:
             try:
-                listed = self.github.list_runners(listing.scope)
+                listed = RunnerListing.of(self.github.list_runners(listing.scope))
             except GitHubError:
                 return self.counted_busy  # the Runners' status alone, as before the list
-            busy = {r.name for r in listed if r.busy and r.name in listing.names}
-            self.counted_busy = len(busy | listing.busy_in_status)
+            self.counted_busy = sum(_counts_busy(listing, listed, name) for name in listing.names)
         return self.counted_busy
 
     def workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
@@ -634,6 +650,21 @@ class _HookActivity:
 
     def workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
         return self.github.list_workflow_jobs(repository, run_id)
+
+
+def _counts_busy(listing: _BusyListing, listed: RunnerListing, name: str) -> bool:
+    """The list's word for a runner it lists when it is at least as new as what the Runner
+    reports; either's busy when the list's age is not known (as before lists were dated)."""
+    found = listed.named(name)
+    in_status = name in listing.busy_in_status
+    if found is None:
+        return in_status
+    if listed.asked_at is None:
+        return found.busy or in_status
+    reported_at = listing.reported_at.get(name)
+    if reported_at is not None and listed.asked_at < reported_at:
+        return in_status
+    return found.busy
 
 
 @dataclass(frozen=True)

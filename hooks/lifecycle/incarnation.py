@@ -82,6 +82,22 @@ def next_list_wait(fresh_until: datetime | None, now: datetime, settings: Settin
     return max(remaining + LIST_SETTLE_SECONDS, MIN_LIST_WAIT_SECONDS)
 
 
+STEADY_WATCH_MAX_SECONDS = 300.0
+"""The longest a watched runner goes without looking at its scope's list: a Runner's status
+reports `busy` and `online` at most this much late once they have held for twice as long."""
+
+
+def steady_watch_wait(list_wait: float, steady_for: float) -> float:
+    """When a running runner, online, looks at its scope's list again, given `list_wait`
+    (`next_list_wait`) and how long what it reports (id, online, busy) has held: at the next
+    list while that changes, then after half as long as it has held, up to
+    `STEADY_WATCH_MAX_SECONDS`. Every Runner looking at every list costs one Metacontroller
+    sync per runner per list, most of them for a runner idle or busy for hours; what depends
+    on a change sooner reads the list itself (a stop, the HRA's busy count), and a change of
+    the pod brings a sync at once."""
+    return max(list_wait, min(steady_for / 2, STEADY_WATCH_MAX_SECONDS))
+
+
 def retry_delay(error: GitHubError, default: float) -> float:
     """After a failed GitHub call: its rate limit's reset, else the configured delay."""
     return error.retry_after if isinstance(error, RateLimitedError) else default

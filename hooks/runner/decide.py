@@ -37,6 +37,7 @@ from hooks.lifecycle.incarnation import (
     registration_checks,
     registration_timed_out,
     retry_delay,
+    steady_watch_wait,
 )
 from hooks.lifecycle.leftover import LeftoverCheck, remove_leftover_registration
 from hooks.lifecycle.steps import Answers, ListRunners, RemoveRunner, Step
@@ -516,10 +517,12 @@ class _Decision:
             out.condition("Registered", False, "GitHubUnavailable", str(error))
             out.wait(retry_delay(error, self.facts.settings.sync_period))
             return None
-        # Busy and online change only with a new list: look again once there is one.
-        out.wait(next_list_wait(listing.fresh_until, self.facts.now, self.facts.settings))
-        self.list_fresh_until = listing.fresh_until
         found = listing.named(self.registered_name)
+        # Busy and online change only with a new list: look again once there is one, or,
+        # once they have held a while, less often (`steady_watch_wait`).
+        list_wait = next_list_wait(listing.fresh_until, self.facts.now, self.facts.settings)
+        out.wait(steady_watch_wait(list_wait, self._steady_for(found)))
+        self.list_fresh_until = listing.fresh_until
         if listing.older_than(parse_optional_time(self.facts.status.last_registration_check_time)):
             # Replicas list at different moments: status already reports a newer list (one
             # that may know this registration removed, or its job ended). Reporting this one
@@ -535,6 +538,16 @@ class _Decision:
             online = "online" if found.online else "offline"
             out.condition("Registered", found.online, f"Runner{online.title()}", online)
         return found
+
+    def _steady_for(self, found: GitHubRunner | None) -> float:
+        """How long status has reported what `found` says, online (0: not so, or not known)."""
+        status = self.facts.status
+        if found is None or not found.online:
+            return 0.0
+        if (found.id, found.online, found.busy) != (status.runner_id, status.online, status.busy):
+            return 0.0
+        since = parse_optional_time(status.last_registration_check_time)
+        return max((self.facts.now - since).total_seconds(), 0.0) if since else 0.0
 
     def _remove_registration(
         self, stopped_at: datetime | None = None, *, patient: bool = False
