@@ -112,7 +112,9 @@ class DelayKnobs(_Model):
 class HookLatencyKnobs(_Model):
     overhead: DelayKnobs = DelayKnobs.of(DEFAULT_HOOK_OVERHEAD)
     per_github_call: Duration | None = Field(
-        default=None, description="virtual time per GitHub API call; default github.latency"
+        default=None,
+        alias="perGitHubCall",  # as GitHub spells itself; `to_camel` would give perGithubCall
+        description="virtual time per GitHub API call; default github.latency",
     )
     per_megabyte: Duration = Field(
         default=DEFAULT_PAYLOAD_SECONDS_PER_MEGABYTE,

@@ -66,6 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also serve /healthz, /readyz and /metrics over plain HTTP on this port (for "
         "probes and scrapers without a client certificate; default: HOOK_HEALTH_PORT)",
     )
+    serve.add_argument(
+        "--webhook-only",
+        action="store_true",
+        help="serve GitHub's webhook (/webhook/github) and the health endpoints, and no hook, "
+        "whatever the environment says: for the receiver GitHub reaches",
+    )
 
     listen = commands.add_parser(
         "listen",
@@ -80,7 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "invalid settings in the environment or no GitHub credentials",
     )
     listen.add_argument(
-        "--namespace", help="only RunnerDeployments of this namespace (default: all)"
+        "--namespace",
+        help="only RunnerDeployments and RunnerSets of this namespace (default: all)",
     )
     listen.add_argument(
         "--metrics-port",
@@ -117,7 +124,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(
-            args.host, args.port, args.tls_cert, args.tls_key, args.tls_client_ca, args.health_port
+            args.host,
+            args.port,
+            args.tls_cert,
+            args.tls_key,
+            args.tls_client_ca,
+            args.health_port,
+            webhook_only=args.webhook_only,
         )
     if args.command == "listen":
         return _listen(args.namespace, args.metrics_port)
@@ -153,6 +166,8 @@ def _serve(
     tls_key: str | None,
     tls_client_ca: str | None,
     health_port: int | None,
+    *,
+    webhook_only: bool = False,
 ) -> int:
     import logging
 
@@ -188,7 +203,9 @@ def _serve(
         return 2
     credentials = HookCredentials.from_settings(settings)
     log = logging.getLogger("arc_hooks")
-    if not credentials.accepted():
+    if webhook_only:
+        log.info("serving GitHub's webhook only: every hook path answers 404")
+    elif not credentials.accepted():
         if credentials.allow_unauthenticated:
             log.warning(
                 "HOOKS_ALLOW_UNAUTHENTICATED=true and no hook credential: any caller that "
@@ -199,7 +216,14 @@ def _serve(
                 "hooks will be refused until a credential is configured: %s",
                 credentials.not_ready_reason(),
             )
-    serve(create_app(settings), host, port, tls, health_port or settings.health_port)
+    serve(
+        create_app(settings),
+        host,
+        port,
+        tls,
+        health_port or settings.health_port,
+        webhook_only=webhook_only,
+    )
     return 0
 
 

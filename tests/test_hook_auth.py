@@ -37,7 +37,7 @@ from hooks.app import create_app
 from hooks.clock import ManualClock
 from hooks.github.pygithub_adapter import load_private_key
 from hooks.hook_auth import HookCredentials, Verdict, check_authorization
-from hooks.server import CertificateReloader, tls_options
+from hooks.server import CertificateReloader, tls_options, webhook_receiver
 from hooks.settings import Settings
 from tests.hook_app import GITHUB_TOKEN, HOOK_AUTH, HOOK_TOKEN, WithoutParentReads, hook_settings
 from tests.hook_driver import HookDriver, new_runner
@@ -203,6 +203,56 @@ def test_health_metrics_and_the_signed_webhook_need_no_hook_credential() -> None
         client.post("/sync/runner", json=COMPOSITE)
         after = _refusals(client.get("/metrics").text)
     assert after == before + 1
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"HOOKS_ALLOW_UNAUTHENTICATED": "true"},  # the switch for local experiments
+        {"HOOK_BEARER_TOKEN": HOOK_TOKEN},
+        {},
+    ],
+)
+def test_the_webhook_receiver_serves_no_hook_whatever_its_environment_says(
+    env: dict[str, str],
+) -> None:
+    """`serve --webhook-only`: the receiver's environment comes partly from the ConfigMap the
+    hooks share, and it is the one Deployment anyone can reach."""
+    clock = ManualClock()
+    settings = Settings.model_validate({"GITHUB_TOKEN": GITHUB_TOKEN, **env})
+    app = create_app(settings, github=InMemoryGitHub(clock), clock=clock)
+    with TestClient(webhook_receiver(app)) as client:
+        for path in ("/sync/runner", "/finalize/runner", "/customize/runner", "/sync/runnerpod"):
+            answer = client.post(path, json=COMPOSITE, headers=HOOK_AUTH)
+            assert answer.status_code == 404, path
+            assert "webhook only" in answer.text
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/metrics").status_code == 200
+        assert client.get("/webhook/github").status_code == 200
+        ping = client.post("/webhook/github", content=b"{}", headers={"x-github-event": "ping"})
+        assert ping.status_code != 404
+
+
+def test_serve_webhook_only_is_passed_to_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hooks.__main__ as cli
+    import hooks.logs
+    import hooks.server
+
+    served: dict[str, object] = {}
+
+    def record(*args: object, **kwargs: object) -> None:
+        served.update(kwargs, health_port=args[4])
+
+    monkeypatch.setattr(hooks.server, "serve", record)
+    # The test session's logging stays as it is.
+    monkeypatch.setattr(hooks.logs, "configure_logging", lambda *args, **kwargs: None)
+    monkeypatch.setenv("GITHUB_TOKEN", GITHUB_TOKEN)
+
+    assert cli.main(["serve", "--webhook-only", "--health-port", "8081"]) == 0
+    assert served == {"webhook_only": True, "health_port": 8081}
+    served.clear()
+    assert cli.main(["serve"]) == 0
+    assert served["webhook_only"] is False
 
 
 def _refusals(metrics: str) -> float:

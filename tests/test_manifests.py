@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import tempfile
+import textwrap
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -690,6 +691,8 @@ def test_the_receivers_public_port_serves_no_metrics() -> None:
     assert args[0] == "serve"
     assert int(args[args.index("--port") + 1]) == ports["http"]
     assert int(args[args.index("--health-port") + 1]) == ports["health"]
+    # No hook either, whatever the ConfigMap it shares with the hooks says.
+    assert "--webhook-only" in args
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"]["port"] == "health"
     (service_port,) = _one("Service", "arc-hooks-webhook")["spec"]["ports"]
@@ -832,12 +835,7 @@ def test_the_readmes_overlay_reaches_both_deployments_and_every_controller() -> 
                 }
             ],
             # The README's patch of Metacontroller's own resync, to go with SYNC_PERIOD.
-            "patches": [
-                {
-                    "target": {"group": "metacontroller.k8s.io"},
-                    "patch": "- op: replace\n  path: /spec/resyncPeriodSeconds\n  value: 30\n",
-                }
-            ],
+            "patches": _readme_resync_patches(),
         }
         (user / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
         result = subprocess.run(
@@ -856,5 +854,24 @@ def test_the_readmes_overlay_reaches_both_deployments_and_every_controller() -> 
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
         (source,) = container["envFrom"]
         assert source["configMapRef"]["name"] == config["metadata"]["name"]
-    controllers = [o for o in built if _group(o) == "metacontroller.k8s.io"]
-    assert [c["spec"]["resyncPeriodSeconds"] for c in controllers] == [30] * 6
+    controllers = {
+        o["metadata"]["name"]: o["spec"]["resyncPeriodSeconds"]
+        for o in built
+        if _group(o) == "metacontroller.k8s.io"
+    }
+    # The safety nets of the Runner controller and the pod decorator stay as they are.
+    safety_nets = {"arc-hooks-runner", "arc-hooks-runner-pod"}
+    assert {name: period for name, period in controllers.items() if name in safety_nets} == {
+        name: 600 for name in safety_nets
+    }
+    assert len(controllers) == 6
+    assert {period for name, period in controllers.items() if name not in safety_nets} == {30}
+
+
+def _readme_resync_patches() -> list[dict[str, Any]]:
+    """The `patches` of the README's example that changes `resyncPeriodSeconds`."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = [block.split("```", 1)[0] for block in readme.split("```yaml\n")[1:]]
+    (example,) = [b for b in blocks if "resyncPeriodSeconds" in b and "patches:" in b]
+    patches: list[dict[str, Any]] = yaml.safe_load(textwrap.dedent(example))["patches"]
+    return patches

@@ -9,6 +9,7 @@ import itertools
 import json
 import random
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -483,12 +484,31 @@ def test_a_conflict_rate_outside_0_to_1_is_refused_with_its_field(rate: float) -
         ("{concurrency: goroutines}", "metacontroller.concurrency"),
         ("{informerLag: {tail: [3s, 1s]}}", "metacontroller.informerLag"),
         ("{hookLatency: {perGitHubCall: soon}}", "metacontroller.hookLatency.perGitHubCall"),
+        ("{hookLatency: {perGithubCall: 50ms}}", "metacontroller.hookLatency.perGithubCall"),
         ("{lag: 1s}", "metacontroller.lag"),
     ],
 )
 def test_a_wrong_knob_is_named(knob: str, field: str) -> None:
     with pytest.raises(ScenarioError, match=field.replace(".", r"\.")):
         load_scenario(f"name: s\nmetacontroller: {knob}\n")
+
+
+def test_the_per_github_call_latency_is_spelt_as_documented() -> None:
+    scenario = load_scenario("name: s\nmetacontroller: {hookLatency: {perGitHubCall: 80ms}}\n")
+
+    assert scenario.metacontroller.hook_latency.per_github_call == pytest.approx(0.08)
+
+
+def test_the_documented_format_loads_as_it_is_written() -> None:
+    """docs/scenarios.md's Format block, every field with its example value."""
+    text = (Path(__file__).parent.parent / "docs" / "scenarios.md").read_text()
+    block = text.split("## Format", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+
+    scenario = load_scenario(block)
+
+    assert scenario.name == "burst-on-ephemeral-runners"
+    assert scenario.metacontroller.hook_latency.per_github_call == pytest.approx(0.05)
+    assert len(scenario.timeline) >= 11
 
 
 # --------------------------------------------------------------------------- whole worlds
