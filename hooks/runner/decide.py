@@ -367,6 +367,15 @@ class _Decision:
         if material.jit_config and material.runner_id and material.runner_id != consumed_id:
             out.runner_id = material.runner_id
             return material
+        generated_at = None
+        if not self.facts.secret_observed and self.facts.status.runner_id != consumed_id:
+            generated_at = self._config_generated_at()
+        if generated_at is not None and self._within_patience(generated_at):
+            # A sync moments ago generated a config (status records its runner id) whose
+            # Secret and pod this sync does not see yet (Metacontroller's caches lag): asking
+            # again would meet it as a name conflict, one wasted call per new runner.
+            out.wait(RELEASE_RESYNC_SECONDS)
+            return None
         spec = self.runner.spec
         scale_set_id = self.facts.parsed.scale_set_id
         try:
@@ -396,8 +405,10 @@ class _Decision:
             # registration is removed when idle, and a config generated again next sync.
             message = "a runner with this name is registered on GitHub; removing it first"
             out.condition("RegistrationReady", False, "NameConflict", message)
-            since = self._name_conflict_since()
-            if since is None or (self.facts.now - since).total_seconds() < NAME_CONFLICT_PATIENCE:
+            # A config generated that long ago and never seen is as good as a conflict that
+            # stood that long: its answer was lost.
+            since = self._name_conflict_since() or generated_at
+            if since is None or self._within_patience(since):
                 out.wait(RELEASE_RESYNC_SECONDS)
                 return None
             check = self._remove_registration()
@@ -412,14 +423,23 @@ class _Decision:
         out.event("JitConfigGenerated", f"Registered runner {material.runner_id} just in time")
         return material
 
+    def _within_patience(self, since: datetime) -> bool:
+        return (self.facts.now - since).total_seconds() < NAME_CONFLICT_PATIENCE
+
+    def _config_generated_at(self) -> datetime | None:
+        """When status recorded the config for the runner id it reports as generated (the
+        `RegistrationReady` condition's turn to `JitConfigGenerated`), if it does."""
+        if self.facts.status.runner_id is None:
+            return None
+        return self._condition_since("RegistrationReady", "True", "JitConfigGenerated")
+
     def _name_conflict_since(self) -> datetime | None:
         """Since when status has reported the name registered by someone else, if it does."""
+        return self._condition_since("RegistrationReady", "False", "NameConflict")
+
+    def _condition_since(self, kind: str, status: str, reason: str) -> datetime | None:
         for condition in self.facts.status.conditions:
-            if (condition.type, condition.status, condition.reason) == (
-                "RegistrationReady",
-                "False",
-                "NameConflict",
-            ):
+            if (condition.type, condition.status, condition.reason) == (kind, status, reason):
                 since = observed_time(condition.last_transition_time)
                 return since if since is not None and since <= self.facts.now else None
         return None
