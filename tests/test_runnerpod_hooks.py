@@ -497,6 +497,49 @@ def test_a_runner_id_written_on_a_sealed_pod_by_anyone_else_is_not_removed(
     assert [runner.name for runner in github.runners[ORG]] == ["someone-elses-runner"]
 
 
+def test_a_runner_id_written_into_a_stops_record_by_anyone_else_is_not_removed(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """The stop's own record on the pod (`arc-hooks.dev/graceful-stop`) carries the runner id
+    it removes: rewritten with another team's id while a busy runner's stop waited, the next
+    attempt unregistered that runner. A record's id counts only when it is the pod's own,
+    which the decorator records and seals with every id it learns."""
+    others = github.register(ORG, "someone-elses-runner")
+    pod = registered_driver(client, clock, github, ephemeral=False, busy=True)
+    assert pod.finalize()["finalized"] is False  # busy: the stop waits for its job
+    record = pod.stop_state()
+    assert record["runnerId"] != others
+    pod.annotations[GRACEFUL_STOP_ANNOTATION] = json.dumps({**record, "runnerId": others})
+    clock.advance(120)
+
+    waiting = pod.finalize()
+
+    assert waiting["finalized"] is False
+    assert sorted(runner.name for runner in github.runners[ORG]) == [
+        "runner-a",
+        "someone-elses-runner",
+    ]
+
+
+def test_an_id_a_stop_learns_is_recorded_sealed_on_the_pod(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """A pod without a recorded id (its sync had not seen the runner listed yet) learns it from
+    the stop's lookup by name: recorded as the pod's id, sealed, so the next attempts use it."""
+    pod = driver(client, clock)
+    pod.start()
+    github.register(ORG, "runner-a", busy=True)
+
+    assert pod.finalize()["finalized"] is False
+    assert pod.annotations[ID] == str(pod.stop_state()["runnerId"])
+    github.calls.clear()
+    clock.advance(120)
+    pod.finalize()
+
+    assert github.count("runners_named") == 0 and github.count("list_runners") == 0
+    assert github.count("remove_runner") == 1
+
+
 def test_a_forged_or_copied_seal_vouches_for_nothing(
     client: TestClient, clock: ManualClock, github: InMemoryGitHub
 ) -> None:

@@ -167,7 +167,7 @@ def _finalize(
         return DecoratorHookResponse(finalized=True)
     now = deps.clock.now()
     decide = partial(decide_pod_stop, pod, now, deps.timing)
-    return _recorded(pod, resolve(decide, _github(request, pod, deps)), now)
+    return _recorded(pod, resolve(decide, _github(request, pod, deps)), now, key)
 
 
 def _own_credentials(pod: RunnerPod) -> bool:
@@ -190,9 +190,17 @@ def _github(request: DecoratorHookRequest, pod: RunnerPod, deps: HookDeps) -> Gi
     return deps.github_for(requested_credentials(request, pod.namespace, secret_name))
 
 
-def _recorded(pod: RunnerPod, stop: PodStop, now: datetime) -> DecoratorHookResponse:
-    """The stop's step, recorded on the pod (ARC's timestamps too)."""
+def _recorded(
+    pod: RunnerPod, stop: PodStop, now: datetime, key: bytes | None
+) -> DecoratorHookResponse:
+    """The stop's step, recorded on the pod (ARC's timestamps too); a runner id it learned is
+    recorded as the pod's, sealed (`recorded_stop` keeps only that one)."""
     annotations: dict[str, str | None] = {GRACEFUL_STOP_ANNOTATION: stop_annotation(stop.state)}
+    learned = stop.state.runner_id
+    if learned is not None and learned != pod.runner_id:
+        annotations[RUNNER_ID_ANNOTATION] = str(learned)
+        if key is not None and not _own_credentials(pod):
+            annotations[ID_SEAL_ANNOTATION] = pod_id_seal(key, pod, learned)
     if UNREGISTRATION_START_ANNOTATION not in pod.annotations:
         annotations[UNREGISTRATION_START_ANNOTATION] = stop.state.started_at
     if stop.finalized:

@@ -110,10 +110,15 @@ def _subject(pod: RunnerPod, now: datetime, unreachable: bool) -> StopSubject:
 
 
 def recorded_stop(pod: RunnerPod) -> GracefulStopStatus | None:
-    """This pod's stop as recorded; an unreadable record, or another pod's, starts anew."""
+    """This pod's stop as recorded; an unreadable record, or another pod's, starts anew. The
+    record is anyone's to write who may edit the pod: the runner id it names is kept only when
+    it is the pod's own (the decorator records each id a stop learns as the pod's, sealed),
+    else the runner is looked up by name."""
     state = read_stop(pod.annotations.get(GRACEFUL_STOP_ANNOTATION))
     if state is None or state.pod_uid != pod.uid or not _times_readable(state):
         return None
+    if state.runner_id is not None and state.runner_id != pod.runner_id:
+        return state.model_copy(update={"runner_id": None})
     return state
 
 
