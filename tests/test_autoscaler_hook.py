@@ -794,6 +794,7 @@ def test_a_runner_listed_busy_counts_busy_before_its_runner_reports_it(
         (300, 2),  # status reports an older list: the list says idle, and that counts
         (None, 2),  # a status that does not say when: the list counts
         (-60, 8),  # status reports a newer list (another replica's): status counts, all busy
+        (-3600, 2),  # an hour ahead: no replica's clock, not believed (found in review)
     ],
 )
 def test_a_runner_the_list_shows_idle_counts_idle_unless_its_status_is_newer(

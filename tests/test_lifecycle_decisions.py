@@ -463,6 +463,57 @@ def test_a_runner_whose_report_changes_or_is_not_online_looks_again_at_the_next_
     assert min(plan.resync) == pytest.approx(91)
 
 
+def test_a_runner_whose_pod_is_not_ready_looks_again_at_the_next_list() -> None:
+    """Its node stopped reporting, or a probe fails: its runner may be going offline."""
+    status = running_status(format_time(NOW - timedelta(hours=4)))
+    status["conditions"][0]["status"] = "Unknown"
+    facts = runner_facts(status, status=reported(3 * 3600))
+    listing = RunnerListing(
+        (runner(),), asked_at=NOW - timedelta(seconds=5), fresh_until=NOW + timedelta(seconds=90)
+    )
+
+    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): listing})
+
+    assert isinstance(plan, RunnerPlan)
+    assert min(plan.resync) == pytest.approx(91)
+
+
+@pytest.mark.parametrize(("recorded_ahead", "wait"), [(30, 91), (3600, 91)])
+def test_a_report_time_ahead_of_now_is_not_counted_as_a_hold(
+    recorded_ahead: float, wait: float
+) -> None:
+    """A time ahead of now (another replica's clock, a hand's edit) is no hold: the next list."""
+    facts = runner_facts(
+        running_status(format_time(NOW - timedelta(hours=4))), status=reported(-recorded_ahead)
+    )
+    listing = RunnerListing(
+        (runner(),), asked_at=NOW - timedelta(seconds=5), fresh_until=NOW + timedelta(seconds=90)
+    )
+
+    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): listing})
+
+    assert isinstance(plan, RunnerPlan)
+    assert plan.resync == [pytest.approx(wait)]
+
+
+def test_a_report_time_far_ahead_does_not_freeze_status() -> None:
+    """Found in review: status reporting a list an hour ahead outranked every list, so status
+    stayed as it was; a time further ahead than clocks differ is not believed."""
+    facts = runner_facts(
+        running_status(format_time(NOW - timedelta(hours=4))), status=reported(-3600)
+    )
+    listing = RunnerListing(
+        (runner(busy=True),),
+        asked_at=NOW - timedelta(seconds=5),
+        fresh_until=NOW + timedelta(seconds=90),
+    )
+
+    plan = decide(lambda g: decide_sync(facts, g), {ListRunners(ORG): listing})
+
+    assert isinstance(plan, RunnerPlan)
+    assert runner_status(facts, plan).busy is True
+
+
 @given(list_wait=st.floats(0, 1e5), steady_for=st.floats(0, 1e7), more=st.floats(0, 1e7))
 def test_a_steady_runner_never_looks_sooner_than_the_next_list_nor_later_than_the_cap(
     list_wait: float, steady_for: float, more: float

@@ -9,6 +9,8 @@ from starlette.testclient import TestClient
 
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
+from hooks.github.cached import CachedGitHub
+from hooks.github.port import GitHubError, Scope
 from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub
 
@@ -280,6 +282,80 @@ def test_outdated_idle_runner_is_replaced_one_at_a_time(client: TestClient) -> N
     kept = [n for n in names(answer) if n.startswith("old-")]
     assert kept == ["old-b", "old-busy"]
     assert len(answer["children"]) == 3
+
+
+def listed_client(clock: ManualClock, github: InMemoryGitHub) -> TestClient:
+    """A server whose runner lists are dated, as the cache dates every list in production."""
+    settings = hook_settings({})
+    cached = CachedGitHub(github, settings, clock)
+    return hook_client(create_app(settings, github=cached, clock=clock))
+
+
+def reported(obj: dict[str, Any], at: str) -> dict[str, Any]:
+    """The Runner's status as of a list asked at `at`."""
+    return {**obj, "status": {**obj["status"], "lastRegistrationCheckTime": at}}
+
+
+@pytest.mark.parametrize(
+    ("reported_at", "kept"),
+    [
+        # Status mirrors a list minutes old: the list now says idle-new took a job.
+        ("2025-12-31T23:50:00Z", ["idle-new", "idle-old"]),
+        # Status reports a newer list than this replica's: status decides (newest idle goes).
+        ("2026-01-01T00:00:30Z", ["idle-mid", "idle-old"]),
+    ],
+)
+def test_scale_down_ranks_by_the_scopes_list_where_it_is_newer_than_status(
+    clock: ManualClock, reported_at: str, kept: list[str]
+) -> None:
+    """Found in review: a Runner whose state held a while reports it up to five minutes late;
+    a scale-down by status alone stopped runners that had just taken jobs (their jobs waited
+    for, each static one's DELETE retried every minute) and kept the idle ones."""
+    github = InMemoryGitHub(clock)
+    github.register(Scope(organization="acme"), "idle-new", busy=True)
+    github.register(Scope(organization="acme"), "idle-mid")
+    github.register(Scope(organization="acme"), "idle-old")
+    runners = [
+        reported(runner(name, created), reported_at)
+        for name, created in [
+            ("idle-old", "2026-01-01T00:01:00Z"),
+            ("idle-mid", "2026-01-01T00:03:00Z"),
+            ("idle-new", "2026-01-01T00:05:00Z"),
+        ]
+    ]
+    with listed_client(clock, github) as client:
+        answer = sync_set(client, replica_set(2), runners)
+
+    assert names(answer) == kept
+
+
+def test_an_outdated_runner_the_list_shows_busy_is_not_replaced_yet(clock: ManualClock) -> None:
+    github = InMemoryGitHub(clock)
+    github.register(Scope(organization="acme"), "old-a", busy=True)
+    github.register(Scope(organization="acme"), "old-b")
+    runners = [
+        reported(
+            runner(name, "2026-01-01T00:00:00Z", template_hash="stale"), "2025-12-31T23:50:00Z"
+        )
+        for name in ("old-a", "old-b")
+    ]
+    with listed_client(clock, github) as client:
+        answer = sync_set(client, replica_set(2), runners)
+
+    assert [n for n in names(answer) if n.startswith("old-")] == ["old-a"]
+
+
+def test_a_scale_down_without_the_list_ranks_by_status(clock: ManualClock) -> None:
+    github = InMemoryGitHub(clock)
+    github.list_error = GitHubError("boom", 502)
+    runners = [
+        runner("idle-old", "2026-01-01T00:01:00Z"),
+        runner("idle-new", "2026-01-01T00:05:00Z"),
+    ]
+    with listed_client(clock, github) as client:
+        answer = sync_set(client, replica_set(1), runners)
+
+    assert names(answer) == ["idle-old"]
 
 
 def test_status_counts(client: TestClient) -> None:

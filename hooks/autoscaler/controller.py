@@ -57,6 +57,7 @@ from hooks.github.port import (
     Scope,
     WorkflowJob,
     WorkflowRun,
+    credible_report_time,
 )
 from hooks.metacontroller import (
     CompositeHookRequest,
@@ -305,7 +306,7 @@ class _Sync:
         counts = _runner_counts(kind, target_obj, runners, self.request.parent)
         measured = kind == RUNNER_DEPLOYMENT and _measures_busy_runners(self.request.parent)
         activity = _HookActivity(
-            self.github, counts.busy, _busy_listing(scope, runners) if measured else None
+            self.github, counts.busy, _busy_listing(scope, runners, self.now) if measured else None
         )
         scale_set = _in_scale_set_mode(target_obj)
         self.scale_set_mode = scale_set
@@ -594,22 +595,17 @@ class _BusyListing:
     reported_at: Mapping[str, datetime | None]
 
 
-def _busy_listing(scope: RunnerScope, runners: Sequence[KubeObject]) -> _BusyListing:
+def _busy_listing(scope: RunnerScope, runners: Sequence[KubeObject], now: datetime) -> _BusyListing:
     names = frozenset(_name(runner) for runner in runners)
     busy = frozenset(_name(runner) for runner in runners if _status(runner).get("busy") is True)
     reported_at = {
-        _name(runner): _listed_at(_status(runner).get("lastRegistrationCheckTime"))
+        _name(runner): credible_report_time(
+            observed_time(_status(runner).get("lastRegistrationCheckTime")), now
+        )
         for runner in runners
     }
     github_scope = Scope(scope.enterprise, scope.organization, scope.repository)
     return _BusyListing(github_scope, names - {""}, busy - {""}, reported_at)
-
-
-def _listed_at(value: object) -> datetime | None:
-    try:
-        return parse_time(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
 
 
 def _name(obj: KubeObject) -> str:
@@ -642,7 +638,10 @@ class _HookActivity:
                 listed = RunnerListing.of(self.github.list_runners(listing.scope))
             except GitHubError:
                 return self.counted_busy  # the Runners' status alone, as before the list
-            self.counted_busy = sum(_counts_busy(listing, listed, name) for name in listing.names)
+            self.counted_busy = sum(
+                listed.busy_now(name, name in listing.busy_in_status, listing.reported_at.get(name))
+                for name in listing.names
+            )
         return self.counted_busy
 
     def workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
@@ -650,21 +649,6 @@ class _HookActivity:
 
     def workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
         return self.github.list_workflow_jobs(repository, run_id)
-
-
-def _counts_busy(listing: _BusyListing, listed: RunnerListing, name: str) -> bool:
-    """The list's word for a runner it lists when it is at least as new as what the Runner
-    reports; either's busy when the list's age is not known (as before lists were dated)."""
-    found = listed.named(name)
-    in_status = name in listing.busy_in_status
-    if found is None:
-        return in_status
-    if listed.asked_at is None:
-        return found.busy or in_status
-    reported_at = listing.reported_at.get(name)
-    if reported_at is not None and listed.asked_at < reported_at:
-        return in_status
-    return found.busy
 
 
 @dataclass(frozen=True)

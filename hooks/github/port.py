@@ -10,7 +10,7 @@ import enum
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Any, Protocol, overload
 
@@ -59,6 +59,20 @@ class GitHubRunner:
         return self.status == "online"
 
 
+REPORT_CLOCK_SKEW = timedelta(minutes=1)
+"""How far ahead of a replica's clock another's may run: a report time further ahead (a clock
+far off, a hand's edit) is not believed."""
+
+
+def credible_report_time(recorded: datetime | None, now: datetime) -> datetime | None:
+    """When a Runner's status says GitHub listed what it reports (`lastRegistrationCheckTime`),
+    unless that is further ahead of `now` than clocks differ: a time far ahead would outrank
+    every list until then, and freeze what status reports."""
+    if recorded is None or recorded > now + REPORT_CLOCK_SKEW:
+        return None
+    return recorded
+
+
 @dataclass(frozen=True, slots=True)
 class RunnerListing(Sequence[GitHubRunner]):
     """A scope's runners as GitHub listed them when asked at `asked_at` (None: not known).
@@ -87,6 +101,22 @@ class RunnerListing(Sequence[GitHubRunner]):
 
     def named(self, name: str) -> GitHubRunner | None:
         return self._names().get(name)
+
+    def busy_now(self, name: str, reported: bool, reported_at: datetime | None) -> bool:
+        """Whether runner `name` is busy, where a Runner's status reports `reported` as of a
+        list asked at `reported_at`: this list's word when it is at least as new (a status
+        may mirror a list minutes old, `hooks.lifecycle.incarnation.steady_watch_wait`); the
+        status's for a runner this list does not have (an ephemeral one gone with its job) or
+        when it reports a newer list (another replica's); either's when this list's age is
+        not known."""
+        found = self.named(name)
+        if found is None:
+            return reported
+        if self.asked_at is None:
+            return found.busy or reported
+        if reported_at is not None and self.asked_at < reported_at:
+            return reported
+        return found.busy
 
     def without(self, runner_id: int) -> RunnerListing:
         """The listing without runner `runner_id`; this one when it does not list it."""

@@ -29,6 +29,8 @@ from hooks.children import (
 )
 from hooks.clock import format_time
 from hooks.deps import HookDeps
+from hooks.github.credentials import spec_secret_name
+from hooks.github.port import GitHubError, RunnerListing, Scope, credible_report_time
 from hooks.kube.port import RUNNER_REPLICA_SETS
 from hooks.metacontroller import (
     CompositeHookRequest,
@@ -83,6 +85,8 @@ class RunnerChild:
     online: bool
     busy: bool
     template_hash: str | None
+    reported_at: datetime | None = None  # when GitHub listed what status reports
+    job_started: bool = False  # the listener saw its runner take a job
 
     @property
     def completed(self) -> bool:
@@ -107,9 +111,12 @@ class RunnerChild:
     @property
     def removal_rank(self) -> int:
         """0: never registered, 1: idle, 2: busy. Lower ranks go first."""
+        return self.rank_if(self.busy)
+
+    def rank_if(self, busy: bool) -> int:
         if not self.registered:
             return 0
-        return 2 if self.busy else 1
+        return 2 if busy else 1
 
 
 def read_child(obj: KubeObject) -> RunnerChild:
@@ -128,6 +135,7 @@ def read_child(obj: KubeObject) -> RunnerChild:
         return bool(value)
 
     template_hash = object_or_empty(metadata.get("labels")).get(TEMPLATE_HASH_LABEL)
+    job_started = bool(_annotation(obj, JOB_STARTED_ANNOTATION))
     return RunnerChild(
         obj=obj,
         name=_text(metadata.get("name")),
@@ -137,8 +145,10 @@ def read_child(obj: KubeObject) -> RunnerChild:
         ready=status.get("ready") is True,
         online=flag("online"),
         # A member the listener saw start a job is busy before GitHub's list says so.
-        busy=flag("busy") or bool(_annotation(obj, JOB_STARTED_ANNOTATION)),
+        busy=flag("busy") or job_started,
         template_hash=template_hash if isinstance(template_hash, str) else None,
+        reported_at=observed_time(status.get("lastRegistrationCheckTime")),
+        job_started=job_started,
     )
 
 
@@ -190,6 +200,7 @@ class _ReplicaSetSync:
         self.request = request
         self.replica_set = replica_set
         self.now = now
+        self.deps = deps
         self.status = replica_set.status or RunnerReplicaSetStatus()
         spec = replica_set.spec
         self.desired = spec.replicas if spec.replicas is not None else 1
@@ -230,15 +241,48 @@ class _ReplicaSetSync:
 
     def _keep(self, active: list[RunnerChild], outdated: list[RunnerChild]) -> list[RunnerChild]:
         """The Runners that stay: up to `desired`, the most useful ones."""
+        if not outdated and len(active) <= self.desired:
+            return active  # nothing to choose: no list read
+        ranks = self._removal_ranks(active)
         # An outdated Runner is replaced when it can go without waiting: one at a time, and
         # never while busy (the replacement's template is the current one).
-        replaceable = [c for c in outdated if c.removal_rank < 2][:1]
+        replaceable = [c for c in outdated if ranks[c.name] < 2][:1]
         candidates = [c for c in active if c not in replaceable]
         if len(candidates) <= self.desired:
             return candidates
         # Keep busy first, then idle, then never-registered; newest go first within a rank.
-        ordered = sorted(candidates, key=lambda c: (-c.removal_rank, c.created, c.name))
+        ordered = sorted(candidates, key=lambda c: (-ranks[c.name], c.created, c.name))
         return sorted(ordered[: self.desired], key=lambda c: c.name)
+
+    def _removal_ranks(self, candidates: list[RunnerChild]) -> dict[str, int]:
+        """Each candidate's rank, busy as the scope's runner list says now where that is newer
+        than the Runner's status: a Runner whose state held a while mirrors a list up to a few
+        minutes old (`hooks.lifecycle.incarnation.steady_watch_wait`), and one that took a job
+        since would be stopped, its job waited for, while an idle one stays. The list is the
+        one the Runners' syncs share (served from the cache); without it, status decides."""
+        listing = self._scope_listing()
+        if listing is None:
+            return {c.name: c.removal_rank for c in candidates}
+        return {
+            c.name: c.rank_if(
+                c.job_started
+                or listing.busy_now(c.name, c.busy, credible_report_time(c.reported_at, self.now))
+            )
+            for c in candidates
+        }
+
+    def _scope_listing(self) -> RunnerListing | None:
+        template = object_or_empty(object_or_empty(self.request.parent.get("spec")).get("template"))
+        if spec_secret_name(template) is not None:
+            return None  # its Runners' own credentials: not this server's to list with
+        spec = self.replica_set.spec.template.spec
+        scope = Scope(spec.enterprise or "", spec.organization or "", spec.repository or "")
+        if not (scope.enterprise or scope.organization or scope.repository):
+            return None
+        try:
+            return RunnerListing.of(self.deps.github.list_runners(scope))
+        except GitHubError:
+            return None
 
     def _new_runners(self, missing: int) -> list[KubeObject]:
         if missing <= 0:

@@ -21,6 +21,7 @@ from hooks.github.port import (
     GitHubRunner,
     RunnerListing,
     Scope,
+    credible_report_time,
 )
 from hooks.lifecycle.graceful_stop import (
     BUSY_MESSAGE,
@@ -543,7 +544,7 @@ class _Decision:
         list_wait = next_list_wait(listing.fresh_until, self.facts.now, self.facts.settings)
         out.wait(steady_watch_wait(list_wait, self._steady_for(found)))
         self.list_fresh_until = listing.fresh_until
-        if listing.older_than(parse_optional_time(self.facts.status.last_registration_check_time)):
+        if listing.older_than(self._reported_at):
             # Replicas list at different moments: status already reports a newer list (one
             # that may know this registration removed, or its job ended). Reporting this one
             # would turn status back, and another replica's answer forth again.
@@ -560,14 +561,22 @@ class _Decision:
         return found
 
     def _steady_for(self, found: GitHubRunner | None) -> float:
-        """How long status has reported what `found` says, online (0: not so, or not known)."""
+        """How long status has reported what `found` says, online, of a pod Kubernetes
+        reports ready (0: not so, or not known). A pod not ready (its node stopped reporting,
+        a probe failing) may be losing its runner: each list is looked at."""
         status = self.facts.status
-        if found is None or not found.online:
+        if found is None or not found.online or self.pod is None or not self.pod.ready:
             return 0.0
         if (found.id, found.online, found.busy) != (status.runner_id, status.online, status.busy):
             return 0.0
-        since = parse_optional_time(status.last_registration_check_time)
+        since = self._reported_at
         return max((self.facts.now - since).total_seconds(), 0.0) if since else 0.0
+
+    @functools.cached_property
+    def _reported_at(self) -> datetime | None:
+        """When GitHub listed what status reports, unless that is not credible."""
+        recorded = parse_optional_time(self.facts.status.last_registration_check_time)
+        return credible_report_time(recorded, self.facts.now)
 
     def _remove_registration(
         self, stopped_at: datetime | None = None, *, patient: bool = False
