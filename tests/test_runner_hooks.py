@@ -894,6 +894,83 @@ def test_a_jit_config_whose_secret_never_arrives_is_removed_and_generated_again(
     assert len(github.runners[ORG]) == 1
 
 
+def _runner_id(secret: dict[str, Any] | None) -> int:
+    assert secret is not None
+    return int(base64.b64decode(secret["data"]["runnerId"]))
+
+
+def test_a_standalone_ephemeral_runners_next_config_is_not_taken_for_a_leftover(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """Found in review: once a standalone ephemeral JIT Runner's pod completed, a sync that
+    did not see the next pod yet checked again for a registration the stopped runner left,
+    by name, found the next pod's config (JIT registers at generation, under the same name)
+    and removed it: that pod failed, and the Runner ended Failed after a few jobs."""
+    with hook_client(create_app(settings, github=github, clock=clock)) as client:
+        driver = driver_for(client, annotations={"arc-hooks.dev/registration": "jit"})
+        driver.sync()
+        first = _runner_id(driver.secret())
+        driver.set_pod_status(running_status(format_time(clock.now())))
+        github.fake.set_online(ORG, first)
+        clock.advance(60)
+        driver.sync()
+        github.fake.delete_runner(ORG, first)  # the ephemeral runner did its job and left
+        driver.set_pod_status(running_status(format_time(clock.now()), exit_code=0))
+        for _ in range(10):
+            clock.advance(1)
+            answer = driver.sync()
+            if not any(child["kind"] == "Pod" for child in answer["children"]):
+                driver.delete_pod_now()
+            if _runner_id(driver.secret()) != first and driver.pod() is not None:
+                break
+        following = _runner_id(driver.secret())
+        assert following != first
+        pod = driver.pod()
+        assert pod is not None
+        driver.children.pop(("Pod", pod["metadata"]["name"]))  # not in the next sync's view
+        clock.advance(1)
+        driver.sync()
+
+    assert [runner.id for runner in github.runners[ORG]] == [following]
+
+
+def test_a_config_generated_after_an_earlier_one_is_waited_for_as_long(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """Found in review: when the config was generated is recorded in status
+    (`jitConfigTime`); the `RegistrationReady` condition, true already, kept the first
+    config's time, so a later config looked long unseen to the next sync that did not see
+    its Secret, and was removed at once."""
+    with hook_client(create_app(settings, github=github, clock=clock)) as client:
+        driver = driver_for(client, annotations={"arc-hooks.dev/registration": "jit"})
+        driver.sync()
+        first = driver.secret()
+        assert first is not None
+        driver.set_pod_status(running_status(format_time(clock.now())))
+        clock.advance(600)
+        driver.sync()
+        driver.children.pop(("Secret", first["metadata"]["name"]))  # deleted by someone
+        driver.delete_pod_now()
+        for _ in range(20):
+            clock.advance(5)
+            driver.sync()
+            if driver.secret() is not None and _runner_id(driver.secret()) != _runner_id(first):
+                break
+        following = _runner_id(driver.secret())
+        assert driver.parent["status"]["jitConfigTime"] == format_time(clock.now())
+        removed = github.count("remove_runner")
+        made = dict(driver.children)
+        driver.children.clear()  # Metacontroller's caches have not seen them yet
+        clock.advance(1)
+        driver.sync()
+        driver.children.update(made)  # they arrive
+        clock.advance(1)
+        driver.sync()
+
+    assert github.count("remove_runner") == removed
+    assert following in [runner.id for runner in github.runners[ORG]]
+
+
 def test_a_name_conflict_that_stays_is_removed_and_a_config_generated_again(
     settings: Settings, github: InMemoryGitHub, clock: ManualClock
 ) -> None:

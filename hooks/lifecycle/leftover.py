@@ -48,9 +48,11 @@ def remove_leftover_registration(
     *,
     stopped_at: datetime | None = None,
     now: datetime | None = None,
+    keep: int | None = None,
 ) -> LeftoverCheck:
     """Remove the registration the stopped runner `name` left behind (GitHub keeps one per
-    name, and a runner keeps its name).
+    name, and a runner keeps its name). Registration `keep`, if given, is the next runner's
+    under the name (a just-in-time config generated for the next pod): none is left then.
 
     Given `now`, a caller that can wait does: when the scope's cached list predates the stop
     and its next one is due within `LIST_PATIENCE`, the check is made on that list. An
@@ -62,7 +64,7 @@ def remove_leftover_registration(
             asked_at, next_list = listing.asked_at, listing.fresh_until
             if asked_at is not None and asked_at >= stopped_at:
                 found = listing.named(name)
-                return _remove_found(github, scope, found, timing, stopped_at)
+                return _remove_found(github, scope, _unless(found, keep), timing, stopped_at)
             if next_list is not None and now < next_list <= now + LIST_PATIENCE:
                 wait = (next_list - now).total_seconds() + LIST_PATIENCE_MARGIN
                 return LeftoverCheck(False, wait, "looking in the next list of the scope's runners")
@@ -71,7 +73,11 @@ def remove_leftover_registration(
         return LeftoverCheck(False, error.retry_after, str(error))
     except GitHubError as error:
         return LeftoverCheck(False, timing.retry_delay, str(error))
-    return _remove_found(github, scope, found, timing, stopped_at)
+    return _remove_found(github, scope, _unless(found, keep), timing, stopped_at)
+
+
+def _unless(found: GitHubRunner | None, keep: int | None) -> GitHubRunner | None:
+    return None if found is not None and found.id == keep else found
 
 
 def _remove_found(

@@ -153,6 +153,13 @@ class RunnerStatus(ResourceModel):
     last_registration_check_time: DateTime | None = None
     # What GitHub says about this runner.
     runner_id: int | None = None
+    jit_config_time: DateTime | None = Field(
+        default=None,
+        description=(
+            "When the just-in-time config of runnerId was generated: a sync that does not see "
+            "its Secret yet waits for it, for a while, instead of asking GitHub again."
+        ),
+    )
     online: bool | None = None
     busy: bool | None = None
     # Lifecycle.

@@ -98,6 +98,7 @@ class RunnerPlan:
     failures: int
     last_failure_time: str | None
     runner_id: int | None
+    jit_config_time: str | None = None  # when runner_id's config was generated (JIT)
     pod: KubeObject | None = None
     secret: RegistrationMaterial | None = None  # write the Secret with this
     resync: list[float] = field(default_factory=list)
@@ -194,6 +195,7 @@ class _Decision:
             failures=status.failures or 0,
             last_failure_time=status.last_failure_time,
             runner_id=status.runner_id,
+            jit_config_time=status.jit_config_time,
             conditions=dict(facts.conditions),
         )
         if facts.secret_observed:
@@ -231,6 +233,10 @@ class _Decision:
         if reason == "PodFailed":
             self.out.failures += 1
             self.out.last_failure_time = format_time(self.facts.now)
+        elif reason == "RunnerCompleted":
+            # It ran: the failures counted are no longer "in a row" (found in review: a
+            # standalone Runner's failures added up over its whole life).
+            self.out.failures, self.out.last_failure_time = 0, None
         self.out.stop = begin_stop(reason, self._stop_subject(), self.facts.now)
 
     def _replacement_reason(self, found: GitHubRunner | None) -> str | None:
@@ -309,7 +315,9 @@ class _Decision:
         # A Runner being deleted, whose runner stopped at a known time, can wait for the
         # scope's next list (no new pod waits for it).
         patient = finalizing and not fresh and completed_at is not None
-        check = self._remove_registration(stopped_at, patient=patient)
+        check = self._remove_registration(
+            stopped_at, patient=patient, keep=self._next_config_id(stop)
+        )
         if not check.done:
             self.out.wait(check.retry_after)
             message = f"removing the registration the runner left: {check.message}"
@@ -419,6 +427,7 @@ class _Decision:
             self._registration_failed(error)
             return None
         out.runner_id = material.runner_id
+        out.jit_config_time = format_time(self.facts.now)
         out.secret = material
         out.condition("RegistrationReady", True, "JitConfigGenerated")
         out.event("JitConfigGenerated", f"Registered runner {material.runner_id} just in time")
@@ -428,11 +437,14 @@ class _Decision:
         return (self.facts.now - since).total_seconds() < NAME_CONFLICT_PATIENCE
 
     def _config_generated_at(self) -> datetime | None:
-        """When status recorded the config for the runner id it reports as generated (the
-        `RegistrationReady` condition's turn to `JitConfigGenerated`), if it does."""
-        if self.facts.status.runner_id is None:
+        """When the config of the runner id status reports was generated, as status records
+        it (not a condition's transition time: a condition already true keeps its time when
+        a later config is generated, found in review)."""
+        status = self.facts.status
+        if status.runner_id is None:
             return None
-        return self._condition_since("RegistrationReady", "True", "JitConfigGenerated")
+        generated = observed_time(status.jit_config_time)
+        return generated if generated is not None and generated <= self.facts.now else None
 
     def _name_conflict_since(self) -> datetime | None:
         """Since when status has reported the name registered by someone else, if it does."""
@@ -579,7 +591,7 @@ class _Decision:
         return credible_report_time(recorded, self.facts.now)
 
     def _remove_registration(
-        self, stopped_at: datetime | None = None, *, patient: bool = False
+        self, stopped_at: datetime | None = None, *, patient: bool = False, keep: int | None = None
     ) -> LeftoverCheck:
         return remove_leftover_registration(
             self.github,
@@ -588,7 +600,20 @@ class _Decision:
             self.facts.timing,
             stopped_at=stopped_at,
             now=self.facts.now if patient else None,
+            keep=keep,
         )
+
+    def _next_config_id(self, stop: GracefulStopStatus) -> int | None:
+        """The registration of the config generated for the next pod, under the same name
+        (JIT registers at generation): not the stopped runner's leftover. A sync that does not
+        see the next pod yet looked it up by name and removed it, so that pod failed (found in
+        review: a standalone ephemeral JIT Runner failed after a few jobs)."""
+        if not self.facts.parsed.jit:
+            return None
+        for candidate in (self.facts.material.runner_id, self.facts.status.runner_id):
+            if candidate is not None and candidate != stop.runner_id:
+                return candidate
+        return None
 
     def _desired_pod(self) -> KubeObject:
         if self.facts.parsed.problems and self.facts.pod_object is not None:

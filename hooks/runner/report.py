@@ -74,6 +74,7 @@ def runner_status(facts: RunnerFacts, plan: RunnerPlan) -> RunnerStatus:
         workflow=previous.workflow,
         last_registration_check_time=_check_time(facts, plan, (plan.runner_id, online, busy)),
         runner_id=plan.runner_id,
+        jit_config_time=plan.jit_config_time if plan.runner_id is not None else None,
         online=online,
         busy=busy,
         conditions=merge_conditions(previous.conditions, conditions, facts.now),
