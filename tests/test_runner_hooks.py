@@ -934,6 +934,41 @@ def test_a_standalone_ephemeral_runners_next_config_is_not_taken_for_a_leftover(
     assert [runner.id for runner in github.runners[ORG]] == [following]
 
 
+def test_a_runner_deleted_before_its_next_pod_is_seen_removes_that_pods_config(
+    settings: Settings, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """The completed pod's stop is done; the config generated for the next pod is registered
+    under the same name. Deleting the Runner then must remove that registration too."""
+    with hook_client(create_app(settings, github=github, clock=clock)) as client:
+        driver = driver_for(client, annotations={"arc-hooks.dev/registration": "jit"})
+        driver.sync()
+        first = _runner_id(driver.secret())
+        driver.set_pod_status(running_status(format_time(clock.now())))
+        github.fake.set_online(ORG, first)
+        clock.advance(60)
+        driver.sync()
+        github.fake.delete_runner(ORG, first)  # the ephemeral runner did its job and left
+        driver.set_pod_status(running_status(format_time(clock.now()), exit_code=0))
+        for _ in range(10):
+            clock.advance(1)
+            answer = driver.sync()
+            if not any(child["kind"] == "Pod" for child in answer["children"]):
+                driver.delete_pod_now()
+            if _runner_id(driver.secret()) != first and driver.pod() is not None:
+                break
+        assert len(github.runners[ORG]) == 1  # the next pod's config
+        driver.delete_pod_now()  # the Runner is deleted before that pod ever ran
+        finished = False
+        for _ in range(6):
+            clock.advance(30)
+            finished = driver.finalize()["finalized"]
+            if finished:
+                break
+
+    assert finished is True
+    assert github.runners[ORG] == []
+
+
 def test_a_config_generated_after_an_earlier_one_is_waited_for_as_long(
     settings: Settings, github: InMemoryGitHub, clock: ManualClock
 ) -> None:

@@ -315,9 +315,9 @@ class _Decision:
         # A Runner being deleted, whose runner stopped at a known time, can wait for the
         # scope's next list (no new pod waits for it).
         patient = finalizing and not fresh and completed_at is not None
-        check = self._remove_registration(
-            stopped_at, patient=patient, keep=self._next_config_id(stop)
-        )
+        # A Runner being deleted starts no next pod: every registration under its name goes.
+        keep = None if finalizing else self._next_config_id(stop)
+        check = self._remove_registration(stopped_at, patient=patient, keep=keep)
         if not check.done:
             self.out.wait(check.retry_after)
             message = f"removing the registration the runner left: {check.message}"
@@ -479,8 +479,14 @@ class _Decision:
                 out.wait(POD_GONE_RESYNC_SECONDS)
             return out
         out.scope = scope
-        if out.stop is None or (pod is not None and out.stop.pod_uid != pod.uid):
-            out.stop = None  # an earlier pod's stop says nothing about this one
+        if (
+            out.stop is None
+            or (pod is not None and out.stop.pod_uid != pod.uid)
+            or (pod is None and self._next_config_id(out.stop) is not None)
+        ):
+            # An earlier pod's stop says nothing about this one, nor about the config
+            # generated for a next pod not seen yet: that registration is stopped now.
+            out.stop = None
             out.stop = begin_stop("RunnerDeleted", self._stop_subject(), self.facts.now)
         if pod is not None:
             self._advance_stop()
