@@ -899,6 +899,30 @@ def _runner_id(secret: dict[str, Any] | None) -> int:
     return int(base64.b64decode(secret["data"]["runnerId"]))
 
 
+def _through_one_job_to_the_next_config(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock
+) -> tuple[HookDriver, int]:
+    """A standalone ephemeral JIT Runner whose first pod ran its job and completed, and the
+    config generated for its next pod: the driver, and the first runner's id."""
+    driver = driver_for(client, annotations={"arc-hooks.dev/registration": "jit"})
+    driver.sync()
+    first = _runner_id(driver.secret())
+    driver.set_pod_status(running_status(format_time(clock.now())))
+    github.fake.set_online(ORG, first)
+    clock.advance(60)
+    driver.sync()
+    github.fake.delete_runner(ORG, first)  # the ephemeral runner did its job and left
+    driver.set_pod_status(running_status(format_time(clock.now()), exit_code=0))
+    for _ in range(10):
+        clock.advance(1)
+        answer = driver.sync()
+        if not any(child["kind"] == "Pod" for child in answer["children"]):
+            driver.delete_pod_now()
+        if _runner_id(driver.secret()) != first and driver.pod() is not None:
+            break
+    return driver, first
+
+
 def test_a_standalone_ephemeral_runners_next_config_is_not_taken_for_a_leftover(
     settings: Settings, github: InMemoryGitHub, clock: ManualClock
 ) -> None:
@@ -907,22 +931,7 @@ def test_a_standalone_ephemeral_runners_next_config_is_not_taken_for_a_leftover(
     by name, found the next pod's config (JIT registers at generation, under the same name)
     and removed it: that pod failed, and the Runner ended Failed after a few jobs."""
     with hook_client(create_app(settings, github=github, clock=clock)) as client:
-        driver = driver_for(client, annotations={"arc-hooks.dev/registration": "jit"})
-        driver.sync()
-        first = _runner_id(driver.secret())
-        driver.set_pod_status(running_status(format_time(clock.now())))
-        github.fake.set_online(ORG, first)
-        clock.advance(60)
-        driver.sync()
-        github.fake.delete_runner(ORG, first)  # the ephemeral runner did its job and left
-        driver.set_pod_status(running_status(format_time(clock.now()), exit_code=0))
-        for _ in range(10):
-            clock.advance(1)
-            answer = driver.sync()
-            if not any(child["kind"] == "Pod" for child in answer["children"]):
-                driver.delete_pod_now()
-            if _runner_id(driver.secret()) != first and driver.pod() is not None:
-                break
+        driver, first = _through_one_job_to_the_next_config(client, github, clock)
         following = _runner_id(driver.secret())
         assert following != first
         pod = driver.pod()
@@ -940,22 +949,7 @@ def test_a_runner_deleted_before_its_next_pod_is_seen_removes_that_pods_config(
     """The completed pod's stop is done; the config generated for the next pod is registered
     under the same name. Deleting the Runner then must remove that registration too."""
     with hook_client(create_app(settings, github=github, clock=clock)) as client:
-        driver = driver_for(client, annotations={"arc-hooks.dev/registration": "jit"})
-        driver.sync()
-        first = _runner_id(driver.secret())
-        driver.set_pod_status(running_status(format_time(clock.now())))
-        github.fake.set_online(ORG, first)
-        clock.advance(60)
-        driver.sync()
-        github.fake.delete_runner(ORG, first)  # the ephemeral runner did its job and left
-        driver.set_pod_status(running_status(format_time(clock.now()), exit_code=0))
-        for _ in range(10):
-            clock.advance(1)
-            answer = driver.sync()
-            if not any(child["kind"] == "Pod" for child in answer["children"]):
-                driver.delete_pod_now()
-            if _runner_id(driver.secret()) != first and driver.pod() is not None:
-                break
+        driver, _ = _through_one_job_to_the_next_config(client, github, clock)
         assert len(github.runners[ORG]) == 1  # the next pod's config
         driver.delete_pod_now()  # the Runner is deleted before that pod ever ran
         finished = False

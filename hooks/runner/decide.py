@@ -448,11 +448,12 @@ class _Decision:
 
     def _name_conflict_since(self) -> datetime | None:
         """Since when status has reported the name registered by someone else, if it does."""
-        return self._condition_since("RegistrationReady", "False", "NameConflict")
-
-    def _condition_since(self, kind: str, status: str, reason: str) -> datetime | None:
         for condition in self.facts.status.conditions:
-            if (condition.type, condition.status, condition.reason) == (kind, status, reason):
+            if (condition.type, condition.status, condition.reason) == (
+                "RegistrationReady",
+                "False",
+                "NameConflict",
+            ):
                 since = observed_time(condition.last_transition_time)
                 return since if since is not None and since <= self.facts.now else None
         return None
