@@ -154,10 +154,10 @@ class InProcessGitHub(GitHubPort):
         scope = Scope(repository=repository)
 
         def call() -> list[WorkflowRun]:
-            # The first page only, as the adapter reads it.
-            query = urllib.parse.urlencode({"status": status, "per_page": PER_PAGE})
-            data = self._json("GET", f"{scope.api_path}/actions/runs?{query}")
-            return [parse_workflow_run(item) for item in data.get("workflow_runs") or []]
+            # Every page, as the adapter reads them.
+            path = f"{scope.api_path}/actions/runs"
+            runs = self._get_all(path, "workflow_runs", {"status": status})
+            return [parse_workflow_run(item) for item in runs]
 
         return self._guard(f"list {status} workflow runs", scope, call)
 

@@ -105,6 +105,30 @@ def test_new_runner_replica_set_has_a_runner_template_hash_label() -> None:
     assert RUNNER_TEMPLATE_HASH in labels_of(rs), "missing runner-template-hash label"
 
 
+def test_new_runner_replica_set_selector_is_the_deployments_plus_the_template_hash() -> None:
+    # Not one of ARC's cases; ARC's newRunnerReplicaSet: CloneSelectorAndAddLabel(getSelector(rd),
+    # runner-template-hash, hash), getSelector falling back to the deployment's name label.
+    rd = new_runner_deployment()
+    rd["spec"]["selector"]["matchExpressions"] = [
+        {"key": "tier", "operator": "In", "values": ["ci"]}
+    ]
+    rs = new_runner_replica_set(rd)
+    hash_ = labels_of(rs)[RUNNER_TEMPLATE_HASH]
+    assert rs["spec"]["selector"] == {
+        "matchLabels": {"foo": "bar", RUNNER_TEMPLATE_HASH: hash_},
+        "matchExpressions": [{"key": "tier", "operator": "In", "values": ["ci"]}],
+    }
+
+    del rd["spec"]["selector"]
+    rs = new_runner_replica_set(rd)
+    assert rs["spec"]["selector"] == {
+        "matchLabels": {
+            "runner-deployment-name": "example",
+            RUNNER_TEMPLATE_HASH: labels_of(rs)[RUNNER_TEMPLATE_HASH],
+        }
+    }
+
+
 def test_new_runner_replica_set_appends_the_common_runner_labels() -> None:
     rs = new_runner_replica_set(new_runner_deployment())
 

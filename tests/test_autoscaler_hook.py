@@ -545,6 +545,26 @@ def test_resync_after_the_next_change_or_the_sync_period(
     assert cluster.sync()["resyncAfterSeconds"] == resync
 
 
+def test_the_overrides_summary_is_cleared_once_no_override_is_active_or_upcoming(
+    client: TestClient, clock: ManualClock
+) -> None:
+    # As ARC (horizontalrunnerautoscaler_controller.go, reconcile): an empty summary is set to
+    # nil, and its status merge patch removes the field; an old text would name a past time.
+    override = {
+        "startTime": "2025-12-31T23:00:00Z",
+        "endTime": "2026-01-01T00:00:40Z",
+        "minReplicas": 2,
+    }
+    cluster = Cluster(client, clock, autoscaler(minReplicas=1, scheduledOverrides=[override]))
+
+    during = cluster.sync()["status"]
+    assert during["scheduledOverridesSummary"] == "min=1 time=2026-01-01 00:00:40 +0000 UTC"
+    assert during["desiredReplicas"] == 2
+    clock.advance(41)
+    after = cluster.sync()["status"]
+    assert "scheduledOverridesSummary" not in after
+
+
 # ------------------------------------------------------------------ failures: never a 500
 
 

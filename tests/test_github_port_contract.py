@@ -299,18 +299,19 @@ def test_visible_runner_groups_before_and_after_joining_an_enterprise(
 # -- workflow runs and jobs --------------------------------------------------------------------
 
 
-def test_workflow_runs_are_the_first_page_of_the_status(port: GitHubPort, fake: FakeGitHub) -> None:
+def test_workflow_runs_are_every_page_of_the_status(port: GitHubPort, fake: FakeGitHub) -> None:
     (runner_id,) = register(fake, ORG, 1)
     fake.set_online(ORG, runner_id)
     running = fake.submit_job(REPO.repository, ["k8s"], 60)  # the runner takes it
     queued = [fake.submit_job(REPO.repository, ["gpu"], 60).run_id for _ in range(120)]
 
     runs = port.list_workflow_runs(REPO.repository, "queued")
-    # One request of 100, newest first, as ARC reads them.
-    assert [r.id for r in runs] == queued[::-1][:100]
+    # Pages of 100, newest first, every one of them, as ARC reads them (github.go,
+    # listRepositoryWorkflowRuns): with only the first, 120 queued runs would count as 100.
+    assert [r.id for r in runs] == queued[::-1]
     assert {r.status for r in runs} == {"queued"}
-    assert fake.count_requests("GET", RUNS) == 1
-    assert fake.request_counts() == {f"GET {RUNS}": 1}
+    assert fake.count_requests("GET", RUNS) == 2
+    assert fake.request_counts() == {f"GET {RUNS}": 2}
     assert port.list_workflow_runs(REPO.repository, "completed") == []
     assert port.list_workflow_runs(REPO.repository, "in_progress") == [
         WorkflowRun(id=running.run_id, status="in_progress")

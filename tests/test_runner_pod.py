@@ -309,17 +309,29 @@ CASES = [
         ),
     ),
     PodCase(
-        "runner container's privileged: false wins over dind in the runner",
+        # As ARC (runner_controller.go, newRunnerPodWithContainerMode): dockerd needs it.
+        "dind in the runner overrides the runner container's privileged: false",
         {
             "dockerdWithinRunnerContainer": True,
-            "containers": [{"name": "runner", "securityContext": {"privileged": False}}],
+            "containers": [
+                {"name": "runner", "securityContext": {"privileged": False, "runAsUser": 0}}
+            ],
         },
-        compose(dind_in_runner, set_in(RUNNER_CONTAINER, "securityContext", {"privileged": False})),
+        compose(
+            dind_in_runner,
+            set_in(RUNNER_CONTAINER, "securityContext", {"privileged": True, "runAsUser": 0}),
+        ),
     ),
     PodCase(
-        "docker container's own securityContext kept, privileged filled in",
+        # As ARC: its defaults apply only to a docker container without a securityContext.
+        "docker container's own securityContext kept as written",
         {"containers": [{"name": "docker", "securityContext": {"runAsUser": 0}}]},
-        set_in(DOCKER_CONTAINER, "securityContext", {"runAsUser": 0, "privileged": True}),
+        set_in(DOCKER_CONTAINER, "securityContext", {"runAsUser": 0}),
+    ),
+    PodCase(
+        "docker container's empty securityContext kept as written",
+        {"containers": [{"name": "docker", "securityContext": {}}]},
+        set_in(DOCKER_CONTAINER, "securityContext", {}),
     ),
     PodCase(
         "MTU and registry mirror with the sidecar",

@@ -478,11 +478,17 @@ def test_every_job_label_must_be_a_runner_label_but_not_vice_versa() -> None:
     assert run(workflow_job(labels=["gpu", "x64"]), target).target is None
 
 
-def test_a_job_without_labels_matches_nothing() -> None:
-    target = deployment_target("test-name", organization="MY_ORG")
-    decision = run(workflow_job(labels=[]), target)
-    assert decision.message == NO_TARGET_MESSAGE
-    assert decision.notes == ("the job has no labels",)
+def test_a_job_without_labels_fits_the_first_target_under_its_key() -> None:
+    # As ARC's webhook (getJobScaleTarget: the label loop has nothing to refuse). A job whose
+    # `runs-on` names only a runner group comes without labels; its group picks the key.
+    other_org = deployment_target("elsewhere", organization="OTHER_ORG")
+    first = deployment_target("a-first", organization="MY_ORG", labels=["gpu"])
+    second = deployment_target("b-second", organization="MY_ORG")
+    decision = run(workflow_job(labels=[]), other_org, second, first)
+    assert decision.target == first
+    assert decision.message == "scaled a-first by 1"
+    assert decision.notes[0] == "the job has no labels: any runner fits"
+    assert run(workflow_job(labels=[]), other_org).target is None
 
 
 @pytest.mark.parametrize(

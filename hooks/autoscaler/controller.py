@@ -513,9 +513,7 @@ class _Sync:
         return replicas if isinstance(replicas, int) else None
 
     def _status(self, decision: Decision, reservations: Sequence[Reservation]) -> dict[str, Any]:
-        previous = self.previous
-        summary = decision.scheduled_overrides_summary
-        status = previous.model_copy(
+        status = self.previous.model_copy(
             update={
                 "desired_replicas": decision.desired_replicas,
                 "last_successful_scale_out_time": (
@@ -523,9 +521,7 @@ class _Sync:
                     if decision.last_scale_out_time
                     else None
                 ),
-                "scheduled_overrides_summary": (
-                    summary if summary is not None else previous.scheduled_overrides_summary
-                ),
+                "scheduled_overrides_summary": decision.scheduled_overrides_summary,
                 "observed_generation": self.hra.metadata.generation or None,
                 "newest_reservation_time": self._newest_reservation_time(reservations, decision),
                 "reserved_replicas": decision.reservations.reserved,
@@ -535,7 +531,7 @@ class _Sync:
                 "assigned_jobs": self.assigned,
                 "assigned_jobs_time": self.assigned_time,
                 "conditions": merge_conditions(
-                    previous.conditions,
+                    self.previous.conditions,
                     {SCALING_ACTIVE: ("True", decision.reason, decision.message)},
                     self.now,
                 ),

@@ -85,7 +85,7 @@ class Suggestion:
 class Decision:
     desired_replicas: int
     last_scale_out_time: datetime | None  # the value `status.lastSuccessfulScaleOutTime` holds
-    scheduled_overrides_summary: str | None  # None: ARC leaves the previous summary as it is
+    scheduled_overrides_summary: str | None  # None: cleared, as ARC does
     reason: str
     message: str
     next_change_at: datetime | None  # the next moment the answer may change without new input

@@ -178,8 +178,8 @@ def scheduled_overrides_summary(
 
 def summarize_overrides(matches: OverrideMatches, spec_min_replicas: int | None) -> str | None:
     """ARC's `status.scheduledOverridesSummary`, `min=<N> time=<T>`: the minimum that applies
-    from the next change on, and when. None where ARC writes nothing (and so keeps the old
-    text): no override active or upcoming, or the active one ends exactly when the next starts.
+    from the next change on, and when. None where ARC clears it (its status patch removes the
+    field): no override active or upcoming, or the active one ends exactly when the next starts.
     """
     active, upcoming = matches.active, matches.upcoming
     if active is not None and (upcoming is None or active.period.end < upcoming.period.start):

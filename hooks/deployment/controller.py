@@ -367,7 +367,7 @@ def _replica_set(
     template_metadata["labels"] = {**template_metadata.get("labels", {}), **labels}
     spec: dict[str, Any] = {
         "replicas": replicas,
-        "selector": {"matchLabels": labels},
+        "selector": _replica_set_selector(deployment, hash_),
         "template": template_wire,
     }
     if effective is not None:
@@ -384,6 +384,23 @@ def _replica_set(
         },
         "spec": spec,
     }
+
+
+def _replica_set_selector(deployment: RunnerDeployment, hash_: str) -> KubeObject:
+    """As ARC's: the deployment's selector, or its name label when it has none, with the
+    template hash added (newRunnerReplicaSet). Metacontroller finds the Runners through its
+    own `controller-uid` label; this one is for whoever reads the set."""
+    selector = deployment.spec.selector
+    match_labels = dict(selector.match_labels) if selector is not None else {}
+    if selector is None:
+        match_labels[DEPLOYMENT_NAME_LABEL] = deployment.metadata.name
+    match_labels[TEMPLATE_HASH_LABEL] = hash_
+    wire: KubeObject = {"matchLabels": match_labels}
+    if selector is not None and selector.match_expressions:
+        wire["matchExpressions"] = [
+            requirement.to_manifest() for requirement in selector.match_expressions
+        ]
+    return wire
 
 
 def _scaled_to_zero(obj: KubeObject) -> KubeObject:

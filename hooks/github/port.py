@@ -367,7 +367,7 @@ class GitHubPort(Protocol):
 
     def list_workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
         """Runs of `owner/name` listed with this status filter (`queued`, `in_progress`),
-        first page of 100 as ARC reads it. May be served from a short-lived cache."""
+        every page, as ARC reads them. May be served from a short-lived cache."""
         ...
 
     def list_workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:

@@ -495,13 +495,10 @@ class PyGithubAdapter(GitHubPort):
         scope = Scope(repository=repository)
 
         def call(gh: Github) -> list[WorkflowRun]:
-            # The first page only, as ARC reads it: the newest runs.
-            _, data = gh.requester.requestJsonAndCheck(
-                "GET",
-                f"{scope_path(scope)}/actions/runs",
-                parameters={"status": status, "per_page": PER_PAGE},
-            )
-            return [parse_workflow_run(item) for item in data.get("workflow_runs") or []]
+            # Every page, as ARC reads them (github.go, listRepositoryWorkflowRuns).
+            path = f"{scope_path(scope)}/actions/runs"
+            runs = self._get_all(gh, path, "workflow_runs", {"status": status})
+            return [parse_workflow_run(item) for item in runs]
 
         return self._guard(f"list {status} workflow runs", scope, call)
 

@@ -338,10 +338,9 @@ def _runner_container(
         ),
     )
     if layout.dockerd_in_runner and layout.privileged_allowed:
-        # Only ever set to true: an explicit `privileged: false` keeps some Windows pods from
-        # being admitted (GKE), and a user's own value wins.
-        security = container.setdefault("securityContext", {})
-        security.setdefault("privileged", True)
+        # dockerd needs it, so it overrides the user's value, as in ARC; only ever set to true:
+        # an explicit `privileged: false` keeps some Windows pods from being admitted (GKE).
+        container.setdefault("securityContext", {})["privileged"] = True
     return container
 
 
@@ -512,11 +511,15 @@ def _docker_default_mounts(layout: _Layout) -> list[Manifest]:
 
 
 def _fill_docker_security_context(container: Manifest, spec: RunnerSpec, layout: _Layout) -> None:
-    security = container.setdefault("securityContext", {})
-    security.setdefault("privileged", layout.privileged_allowed)
+    # Only when the user gave none, as ARC: a securityContext of their own is theirs whole,
+    # never made more privileged than they wrote it.
+    if container.get("securityContext") is not None:
+        return
+    security: Manifest = {"privileged": layout.privileged_allowed}
     selinux = (spec.security_context or {}).get("seLinuxOptions")
     if selinux is not None:
-        security.setdefault("seLinuxOptions", _copy_json(selinux))
+        security["seLinuxOptions"] = _copy_json(selinux)
+    container["securityContext"] = security
 
 
 # ------------------------------------------------------------------ volumes

@@ -152,12 +152,10 @@ def find_scale_target(
 
     Under each key the first fit wins, by namespace and name. A fit is an HRA that is not
     being deleted, has exactly one scale-up trigger, a `workflowJob` one, and whose runners
-    carry every job label but `self-hosted`. A job without labels fits none, as ARC's
-    pull-based metric skips such jobs (its webhook would hand them to any HRA).
+    carry every job label but `self-hosted`. A job without labels (`runs-on` naming only a
+    runner group) fits any, as in ARC's webhook: its runner group picks the key.
     """
-    notes: list[str] = []
-    if not event.labels:
-        return Lookup(None, ("the job has no labels",))
+    notes: list[str] = [] if event.labels else ["the job has no labels: any runner fits"]
     ordered = sorted(targets, key=lambda target: (target.namespace, target.name))
     keyed = [(target.runners.keys(), target) for target in ordered]
 
