@@ -17,6 +17,7 @@ error a client sees is the one its body has.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,8 @@ import orjson
 
 from hooks.json_body import read_json_object, writable_at
 from hooks.metacontroller import MEMBER_GROUPS, KubeObject, member_problem
+
+log = logging.getLogger("arc_hooks.hooks")
 
 SPLIT_ABOVE_BYTES = 64 * 1024
 """Smaller bodies are decoded whole: a Runner's own sync (about 10 KB) decodes as fast as it
@@ -72,7 +75,12 @@ StatefulSet about 5 KB): a caller sending huge objects cannot make the memo hold
 class RequestReader:
     """Reads hook request bodies; keeps the `max_members` observed objects used last decoded,
     within `max_members * MEMBER_TEXT_BUDGET` bytes of their text. Called on the server's
-    event loop only (it takes no lock)."""
+    event loop only (it takes no lock).
+
+    A request with more members than that (a set larger than `HOOK_MEMO_RUNNERS` allows for)
+    keeps the ones it met first rather than evicting its own: least-recently-used alone would
+    evict each member before the set's next sync came back to it, and spare nothing. It is
+    logged as a warning, once for each new largest request."""
 
     def __init__(self, max_members: int) -> None:
         if max_members < 1:
@@ -81,10 +89,14 @@ class RequestReader:
         self._max_bytes = max_members * MEMBER_TEXT_BUDGET
         self._bytes = 0
         self._members: OrderedDict[bytes, KubeObject] = OrderedDict()
+        # Members of the request being read met so far: the newest this many entries.
+        self._touched = 0
+        self._largest_warned = max_members
 
     def read(self, body: bytes) -> ReadRequest:
         """The body's document (`json_body.UnreadableBody` when it is not one we can read)."""
         if len(body) > SPLIT_ABOVE_BYTES:
+            self._touched = 0
             document = self._split(body)
             if document is not None:
                 return ReadRequest(document, members_checked=True)
@@ -119,6 +131,7 @@ class RequestReader:
         return document if length == len(body) else None
 
     def _groups(self, groups: dict[str, dict[str, msgspec.Raw]]) -> tuple[Any, int]:
+        self._warn_if_larger_than_kept(sum(map(len, groups.values())))
         decoded: dict[str, dict[str, KubeObject]] = {}
         length = _braces_and_commas(len(groups))
         for group_key, members in groups.items():
@@ -139,15 +152,32 @@ class RequestReader:
         obj = members.get(text)
         if obj is not None:
             members.move_to_end(text)
+            self._touched += 1
             return obj
         value = _decoded(text, MEMBER_LEVEL)
         if not isinstance(value, dict) or member_problem(value):
             return None  # the plain reading says what is wrong
         members[text] = value
         self._bytes += len(text)
+        self._touched += 1
         while len(members) > self._max or self._bytes > self._max_bytes:
-            self._bytes -= len(members.popitem(last=False)[0])
+            # The oldest entry goes, unless this request met it too (then every entry is
+            # this request's): the newest goes instead, and the others stay for its next sync.
+            evicted = members.popitem(last=len(members) <= self._touched)
+            self._bytes -= len(evicted[0])
+            self._touched = min(self._touched, len(members))
         return value
+
+    def _warn_if_larger_than_kept(self, count: int) -> None:
+        if count > self._largest_warned:
+            self._largest_warned = count
+            log.warning(
+                "a hook request carried %d objects, more than the %d kept decoded; "
+                "HOOK_MEMO_RUNNERS below the Runners the cluster has makes each sync of a "
+                "large set decode the rest again",
+                count,
+                self._max,
+            )
 
 
 _UNREAD: Any = object()

@@ -133,6 +133,21 @@ def _runner(name: str, version: str, spec: bytes = b"{}") -> bytes:
     )
 
 
+TINY = RequestReader(3)
+
+
+@given(st.lists(hook_bodies(), min_size=1, max_size=4))
+@settings(max_examples=200, deadline=None)
+def test_a_memo_smaller_than_the_requests_reads_them_as_reading_them_whole_would(
+    bodies: list[bytes],
+) -> None:
+    # Requests of more members than it keeps: its eviction of the newest or the oldest.
+    for body in bodies * 2:
+        assert read(TINY, body) == reference(body)
+        assert len(TINY) <= 3
+        assert TINY._bytes == sum(map(len, TINY._members)) <= 3 * MEMBER_TEXT_BUDGET
+
+
 def test_a_member_met_before_is_the_same_object_and_a_changed_one_is_decoded_anew() -> None:
     reader = RequestReader(10)
     first = reader.read(_body_with({"a": _runner("a", "1"), "b": _runner("b", "1")}))
@@ -156,6 +171,32 @@ def test_the_memo_keeps_at_most_its_size_and_its_text_budget() -> None:
     assert reader.read(body).document["children"]["Runner.v1"] == first  # read all the same
     assert sum(map(len, reader._members)) <= 5 * MEMBER_TEXT_BUDGET
     assert len(reader) >= 1
+
+
+def test_a_request_larger_than_the_memo_keeps_what_it_met_first_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Least recently used alone would evict each member before the next sync of the same set
+    # comes back to it: nothing would ever be found again.
+    reader = RequestReader(4)
+    names = "abcdef"
+    body = _body_with({name: _runner(name, "1") for name in names})
+    with caplog.at_level("WARNING", logger="arc_hooks.hooks"):
+        first = reader.read(body).document["children"]["Runner.v1"]
+        second = reader.read(body).document["children"]["Runner.v1"]
+    assert [second[n] is first[n] for n in names] == [True] * 4 + [False] * 2
+    assert second == first
+    assert len(reader) == 4
+    warnings = [r.getMessage() for r in caplog.records]
+    assert warnings == [
+        "a hook request carried 6 objects, more than the 4 kept decoded; HOOK_MEMO_RUNNERS "
+        "below the Runners the cluster has makes each sync of a large set decode the rest again"
+    ]
+    # Another request's members still take the place of those it did not meet.
+    alone = _body_with({"g": _runner("g", "1")})
+    other = reader.read(alone).document["children"]["Runner.v1"]
+    assert reader.read(alone).document["children"]["Runner.v1"]["g"] is other["g"]
+    assert len(reader) == 4
 
 
 @pytest.mark.parametrize("where", ["member", "parent"])
