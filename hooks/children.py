@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import ValidationError
 
 from hooks.clock import format_time
-from hooks.memo import Memo
+from hooks.memo import Memo, ObjectMemo
 from hooks.metacontroller import (
     CompositeHookRequest,
     CompositeHookResponse,
@@ -178,17 +178,23 @@ def read_once_per_state(
     read: Callable[[KubeObject], T],
     reading: type[T],
     memo: Memo[Hashable, Any],
+    by_object: ObjectMemo[Any],
 ) -> list[T]:
     """Every object read, those read before taken from the memo: a parent with a thousand
-    children, synced at every change of any of them, reads only what changed."""
-    keys = [state_key(kind, obj) for obj in objects]
-    readings: list[T] = []
-    for obj, key, before in zip(objects, keys, memo.get_many(keys), strict=True):
+    children, synced at every change of any of them, reads only what changed. The very
+    objects read before are found by identity (`by_object`), without reading even their
+    metadata; the others by uid and resourceVersion (`memo`)."""
+    readings: list[T | None] = [by_object.get(obj) for obj in objects]
+    missing = [i for i, known in enumerate(readings) if not isinstance(known, reading)]
+    keys = [state_key(kind, objects[i]) for i in missing]
+    for index, key, before in zip(missing, keys, memo.get_many(keys), strict=True):
+        obj = objects[index]
         if isinstance(before, reading):
-            readings.append(before)
-            continue
-        fresh = read(obj)
-        if key is not None:
-            memo.put(key, fresh)
-        readings.append(fresh)
-    return readings
+            fresh = before
+        else:
+            fresh = read(obj)
+            if key is not None:
+                memo.put(key, fresh)
+        by_object.put(obj, fresh)
+        readings[index] = fresh
+    return cast(list[T], readings)

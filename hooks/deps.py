@@ -14,7 +14,7 @@ from hooks.github.clients import GitHubClients, PortBuilder
 from hooks.github.credentials import Credentials
 from hooks.github.port import GitHubPort
 from hooks.lifecycle.graceful_stop import StopTiming
-from hooks.memo import Memo
+from hooks.memo import Memo, ObjectMemo
 from hooks.settings import Settings
 
 if TYPE_CHECKING:
@@ -49,6 +49,9 @@ class HookDeps:
     parsed_problems: Memo[bytes, tuple[str, ...]] = field(init=False, compare=False, repr=False)
     # Children read before, by (uid, resourceVersion), which name one state of an object.
     observed_children: Memo[Hashable, Any] = field(init=False, compare=False, repr=False)
+    # Children read before, by the very object the request reader handed out (the same for
+    # the same JSON text): a set's sync finds its unchanged children without reading them.
+    children_by_object: ObjectMemo[Any] = field(init=False, compare=False, repr=False)
     # Statuses parsed before, by their JSON text: most syncs find the status they last wrote.
     parsed_statuses: Memo[Hashable, Any] = field(init=False, compare=False, repr=False)
     # Builds the port for a resource's own credentials Secret (None: the server has no way to).
@@ -68,6 +71,8 @@ class HookDeps:
             ("parsed_statuses", runners),
         ):
             object.__setattr__(self, name, Memo(entries))
+        by_object = ObjectMemo[Any](runners * CHILDREN_PER_RUNNER)
+        object.__setattr__(self, "children_by_object", by_object)
 
     def github_for(self, credentials: Credentials) -> GitHubPort:
         """The port for a resource: its own credentials Secret's, or (None) the server's."""

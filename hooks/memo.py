@@ -74,3 +74,30 @@ class Memo(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class ObjectMemo(Generic[V]):
+    """Values worked out from objects, looked up by the object itself (its `id`, checked with
+    `is`). The request reader hands out the very object again for the same JSON text
+    (`hooks.request_reader`), so a set's sync finds each unchanged child of thousands without
+    reading its fields. An entry keeps its object alive, so its id cannot be taken by another;
+    everything is forgotten past `max_entries`. Lock-free: each lookup and store is one dict
+    operation, and an entry found is checked against its object."""
+
+    def __init__(self, max_entries: int) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be at least 1")
+        self._max = max_entries
+        self._entries: dict[int, tuple[object, V]] = {}
+
+    def get(self, obj: object) -> V | None:
+        entry = self._entries.get(id(obj))
+        return entry[1] if entry is not None and entry[0] is obj else None
+
+    def put(self, obj: object, value: V) -> None:
+        if len(self._entries) >= self._max:
+            self._entries.clear()
+        self._entries[id(obj)] = (obj, value)
+
+    def __len__(self) -> int:
+        return len(self._entries)

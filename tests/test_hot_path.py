@@ -20,11 +20,12 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from hooks.app import create_app
+from hooks.children import read_once_per_state
 from hooks.clock import ManualClock, format_time
 from hooks.deps import HookDeps
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import GitHubRunner, RunnerListing, Scope
-from hooks.memo import Memo
+from hooks.memo import Memo, ObjectMemo
 from hooks.metacontroller import CompositeHookRequest, SharedChild, encode_answer
 from hooks.resources.runner import Runner
 from hooks.runner.controller import sync_runner
@@ -79,6 +80,51 @@ def test_memo_computes_on_a_miss_only() -> None:
     assert first is second and calls == ["x"]
     with pytest.raises(ValueError, match="at least 1"):
         Memo(0)
+
+
+def test_object_memo_finds_the_very_object_only() -> None:
+    memo: ObjectMemo[str] = ObjectMemo(2)
+    a, b = {"metadata": {"name": "a"}}, {"metadata": {"name": "a"}}
+    memo.put(a, "read a")
+
+    assert memo.get(a) == "read a"
+    assert memo.get(b) is None  # equal, but not the same object: its fields are not trusted
+    memo.put(b, "read b")
+    memo.put({"x": 1}, "third")  # past its size: it starts again
+    assert (memo.get(a), memo.get(b), len(memo)) == (None, None, 1)
+    with pytest.raises(ValueError, match="at least 1"):
+        ObjectMemo(0)
+
+
+def test_children_read_once_per_state_and_the_same_objects_not_looked_at_again() -> None:
+    memo: Memo[Any, Any] = Memo(16)
+    by_object: ObjectMemo[Any] = ObjectMemo(16)
+    reads: list[str] = []
+
+    def read(obj: dict[str, Any]) -> str:
+        reads.append(obj["metadata"]["name"])
+        return f"{obj['metadata']['name']}@{obj['metadata']['resourceVersion']}"
+
+    def child(name: str, version: str) -> dict[str, Any]:
+        return {"metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": version}}
+
+    a, b = child("a", "1"), child("b", "1")
+    assert read_once_per_state([a, b], "Runner", read, str, memo, by_object) == ["a@1", "b@1"]
+    # The same objects: found by identity, not read again.
+    a_seen = by_object.get(a)
+    assert read_once_per_state([a, b], "Runner", read, str, memo, by_object) == ["a@1", "b@1"]
+    # A copy of an unchanged state (decoded anew): found by uid and resourceVersion.
+    copy_of_a = child("a", "1")
+    changed_b = child("b", "2")
+    answer = read_once_per_state([copy_of_a, changed_b], "Runner", read, str, memo, by_object)
+    assert answer == ["a@1", "b@2"]
+    assert reads == ["a", "b", "b"]
+    assert a_seen == "a@1" and by_object.get(copy_of_a) == "a@1"
+    # Without a uid no state is named: only the very object is found again.
+    bare = {"metadata": {"name": "c", "resourceVersion": "1"}}
+    for obj in (bare, bare, dict(bare)):
+        read_once_per_state([obj], "Runner", read, str, memo, by_object)
+    assert reads[3:] == ["c", "c"]
 
 
 # ---------------------------------------------------------------- parsed-parent memo

@@ -220,6 +220,7 @@ def _observed_reservations(objects: list[KubeObject], deps: HookDeps) -> list[_O
         _ObservedReservation.read,
         _ObservedReservation,
         deps.observed_children,
+        deps.children_by_object,
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property, partial
+from functools import cached_property, lru_cache, partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -154,7 +154,9 @@ def read_child(obj: KubeObject) -> RunnerChild:
 
 def read_children(objects: list[KubeObject], deps: HookDeps) -> list[RunnerChild]:
     """Every child read, each state of a Runner once (`read_once_per_state`)."""
-    return read_once_per_state(objects, "Runner", read_child, RunnerChild, deps.observed_children)
+    return read_once_per_state(
+        objects, "Runner", read_child, RunnerChild, deps.observed_children, deps.children_by_object
+    )
 
 
 def _text(value: object) -> str:
@@ -214,21 +216,26 @@ class _ReplicaSetSync:
         self.conditions: dict[str, ConditionValue] = {"Valid": ("True", "Valid", "")}
 
     def answer(self) -> CompositeHookResponse:
-        live = [c for c in self.children if not c.terminating]
-        completed = [c for c in live if c.completed]
-        active = [c for c in live if not c.completed]
-        outdated = [c for c in active if c.template_hash not in (None, self.hash)]
-        keep = self._keep(active, outdated)
+        completed: list[RunnerChild] = []
+        active: list[RunnerChild] = []
+        outdated: list[RunnerChild] = []
         # A Runner being removed whose pod still runs (a busy one waits for its job) counts
         # as ARC counts its running pod (runner_pod_owner.go): a scale-up soon after a
         # scale-down waits for it rather than running more than `replicas` runners. An
         # outdated one does not count: a new template gets its own runners at once.
-        leaving = [
-            c
-            for c in self.children
-            if c.terminating and c.running and c.template_hash in (None, self.hash)
-        ]
-        new = self._new_runners(self.desired - len(keep) - len(leaving) - len(self.unobserved))
+        leaving = 0
+        current = (None, self.hash)
+        for c in self.children:  # one pass: a set may have thousands
+            if c.terminating:
+                leaving += c.running and c.template_hash in current
+            elif c.completed:
+                completed.append(c)
+            else:
+                active.append(c)
+                if c.template_hash not in current:
+                    outdated.append(c)
+        keep = self._keep(active, outdated)
+        new = self._new_runners(self.desired - len(keep) - leaving - len(self.unobserved))
         children = [c.kept for c in keep] + new
         # Running Runners being deleted, and those this answer leaves out (deleted next).
         kept = {c.name for c in keep}
@@ -356,13 +363,9 @@ class _ReplicaSetSync:
 
     def _next_index(self) -> int:
         """Monotonic over the set's life: the recorded counter, or past any name observed."""
-        index = max(self.status.next_runner_index or 0, 0)
         prefix = f"{self.replica_set.metadata.name}-{uid_tag(self.replica_set.metadata.uid)}"
-        for child in self.children:
-            suffix = child.name.removeprefix(prefix)
-            if suffix != child.name and BASE36_NAME.fullmatch(suffix):
-                index = max(index, int(suffix, 36) + 1)
-        return index
+        after_names = (_index_after(child.name, prefix) for child in self.children)
+        return max(self.status.next_runner_index or 0, 0, *after_names)
 
     def _name(self, index: int) -> str:
         return f"{self.replica_set.metadata.name}-{uid_tag(self.replica_set.metadata.uid)}" + (
@@ -400,10 +403,11 @@ class _ReplicaSetSync:
         left = grace_left(self.unobserved, self.now)
         if left is not None:  # looked at again when the grace ends, should they never appear
             self.resync.append(left)
+        ready = sum(1 for c in keep if c.ready)
         status = RunnerReplicaSetStatus(
             replicas=len(keep) + len(unobserved),
-            ready_replicas=sum(1 for c in keep if c.ready),
-            available_replicas=sum(1 for c in keep if c.ready),
+            ready_replicas=ready,
+            available_replicas=ready,
             registered_replicas=sum(1 for c in keep if c.registered),
             busy_replicas=sum(1 for c in keep if c.busy),
             stopping_replicas=stopping,
@@ -426,6 +430,16 @@ class _ReplicaSetSync:
         if recorded_at is not None and recorded_at > effective_at:
             return recorded
         return effective
+
+
+@lru_cache(maxsize=65536)
+def _index_after(name: str, prefix: str) -> int:
+    """One past the base-36 index a name the set gave carries after `prefix`, else 0. Kept:
+    a set reads every child's name at each sync."""
+    suffix = name.removeprefix(prefix)
+    if suffix != name and BASE36_NAME.fullmatch(suffix):
+        return int(suffix, 36) + 1
+    return 0
 
 
 def readable_time(text: str | None) -> bool:
