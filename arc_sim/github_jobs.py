@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal, Protocol
@@ -219,9 +219,10 @@ class JobBook:
     def jobs(self) -> list[SimJob]:
         return list(self._jobs.values())
 
-    def queued_ids(self) -> list[int]:
-        """Queued jobs, oldest first: their ids, cheap to take while thousands wait."""
-        return list(self._queued)
+    def queued_ids(self) -> Iterator[int]:
+        """Queued jobs, oldest first: their ids, not copied while thousands wait (store no job
+        while going through them)."""
+        return iter(self._queued)
 
     def has_queued(self) -> bool:
         return bool(self._queued)

@@ -1112,15 +1112,18 @@ class GitHubState:
         if not self._available or not self.job_book.has_queued():
             return  # most calls: nothing to hand out, or nobody to take it
         idle = [self._available[runner_id] for runner_id in sorted(self._available)]
-        for job_id in self.job_book.queued_ids():
+        starts: list[tuple[SimJob, RunnerRecord]] = []
+        for job_id in self.job_book.queued_ids():  # started after: starting stores the job
             job = self.job_book.job(job_id)
             runner = next((r for r in idle if self._can_take(r, job)), None)
             if runner is None:
                 continue
             idle.remove(runner)
-            self._start(job, runner)
+            starts.append((job, runner))
             if not idle:
-                return
+                break
+        for job, runner in starts:
+            self._start(job, runner)
 
     def _start(self, job: SimJob, runner: RunnerRecord) -> None:
         group = self._group(runner.scope, runner.runner_group_id)

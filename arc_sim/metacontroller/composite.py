@@ -227,9 +227,8 @@ class CompositeController:
         if hook is None:
             raise SyncFailure("invalid", "the controller has no sync hook")
         namespace = parent["metadata"].get("namespace") or ""
-        children, related_map = request_maps(
-            observed, related, parent_namespace=namespace, v2=hook.v2
-        )
+        _, related_map = request_maps({}, related, parent_namespace=namespace, v2=hook.v2)
+        children = self._encoded.children_map(observed, parent_namespace=namespace, v2=hook.v2)
         body = composite_request(
             self._controller_json, parent, children, related_map, finalizing, self._encoded
         )

@@ -38,7 +38,9 @@ class EncodedMembers:
     def __init__(self, limit: int = 20_000) -> None:
         self.limit = limit
         self._by_uid: dict[str, tuple[str, str, bytes]] = {}
-        self._by_object: IdentityMemo[tuple[str, bytes]] = IdentityMemo(limit)
+        # The object -> its key, the `children_map` keying it was made for (None: another
+        # caller's), its namespace, and its encoding under that key.
+        self._by_object: IdentityMemo[tuple[str, bool | None, str, bytes]] = IdentityMemo(limit)
 
     def object_map(self, objects: ObjectMap) -> bytes:
         """`encode(objects)`, byte for byte (but for nesting: each member may nest the 254
@@ -57,13 +59,49 @@ class EncodedMembers:
         parts.append(b"}" if parts else b"{}")
         return b"".join(parts)
 
+    def children_map(
+        self, observed: Mapping[str, Mapping[Any, KubeObject]], *, parent_namespace: str, v2: bool
+    ) -> bytes:
+        """`object_map(request_maps(observed, (), ...)[0])`, byte for byte, without building
+        the map: each member's key and encoding are found by the very object (a set of
+        thousands is synced again and again while few of them change). Observed children
+        have distinct keys, as a map of them would."""
+        qualify = v2 or not parent_namespace
+        local = bool(parent_namespace) and not v2
+        parts: list[bytes] = []
+        for group_key, members in observed.items():
+            parts.append(b"," if parts else b"{")
+            parts.append(orjson.dumps(group_key))
+            first = True
+            for obj in members.values():
+                known = self._by_object.get(obj)
+                if known is None or known[1] != qualify:
+                    metadata = obj["metadata"]
+                    namespace = metadata.get("namespace") or ""
+                    name = metadata["name"]
+                    key = f"{namespace}/{name}" if namespace and qualify else name
+                    known = self._remember(key, qualify, namespace, obj)
+                if local and known[2] != parent_namespace:
+                    continue
+                parts.append(b":{" if first else b",")
+                parts.append(known[3])
+                first = False
+            parts.append(b":{}" if first else b"}")
+        parts.append(b"}" if parts else b"{}")
+        return b"".join(parts)
+
     def _member(self, key: str, obj: KubeObject) -> bytes:
         known = self._by_object.get(obj)  # the very object: its fields are not read again
         if known is not None and known[0] == key:
-            return known[1]
-        encoded = self._by_version(key, obj)
-        self._by_object.put(obj, (key, encoded))
-        return encoded
+            return known[3]
+        return self._remember(key, None, obj["metadata"].get("namespace") or "", obj)[3]
+
+    def _remember(
+        self, key: str, qualify: bool | None, namespace: str, obj: KubeObject
+    ) -> tuple[str, bool | None, str, bytes]:
+        known = (key, qualify, namespace, self._by_version(key, obj))
+        self._by_object.put(obj, known)
+        return known
 
     def _by_version(self, key: str, obj: KubeObject) -> bytes:
         metadata = obj["metadata"]
@@ -132,7 +170,7 @@ def request_maps(
 def composite_request(
     controller_json: bytes,
     parent: KubeObject,
-    children: ObjectMap,
+    children: ObjectMap | bytes,
     related: ObjectMap,
     finalizing: bool,
     encoded: EncodedMembers,
@@ -164,11 +202,12 @@ def _request(
     parent_field: str,
     parent: KubeObject,
     children_field: str,
-    children: ObjectMap,
+    children: ObjectMap | bytes,
     related: ObjectMap,
     finalizing: bool,
     encoded: EncodedMembers,
 ) -> bytes:
+    """`children` as a map, or as encoded already (`EncodedMembers.children_map`)."""
     # The controller object is the same for every call: it is encoded once, by the caller.
     return b"".join(
         (
@@ -177,7 +216,7 @@ def _request(
             f',"{parent_field}":'.encode(),
             encode(parent),
             f',"{children_field}":'.encode(),
-            encoded.object_map(children),
+            children if isinstance(children, bytes) else encoded.object_map(children),
             b',"related":',
             encoded.object_map(related),
             b',"finalizing":true}' if finalizing else b',"finalizing":false}',
