@@ -312,6 +312,8 @@ def _identified(value: object, field: str) -> dict[str, Any]:
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
         raise ValueError(f"{field}.metadata.name is required")
+    if not metadata["name"]:  # no object is served without one
+        raise ValueError(f"{field}.metadata.name must not be empty")
     problem = _metadata_problem(metadata) or _kind_problem(obj)
     if problem:
         raise ValueError(f"{field}.{problem}")

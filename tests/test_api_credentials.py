@@ -154,6 +154,21 @@ def test_app_credentials_and_string_data_are_read() -> None:
             "not a PEM",
         ),
         ({"kind": "Secret", "data": {"github_token": "%%% not base64"}}, "SecretInvalid", "set"),
+        # Digits `str.isdigit` takes and `int` refuses: a condition, not a 500.
+        (
+            secret(
+                github_app_id="1", github_app_installation_id="\u00b2", github_app_private_key=PEM
+            ),
+            "SecretInvalid",
+            "github_app_installation_id",
+        ),
+        (
+            secret(
+                github_app_id="\u0661", github_app_installation_id="2", github_app_private_key=PEM
+            ),
+            "SecretInvalid",
+            "github_app_id",
+        ),
     ],
 )
 def test_unusable_secrets_are_problems_that_say_why(
@@ -166,6 +181,20 @@ def test_unusable_secrets_are_problems_that_say_why(
 
 
 SECRET_TEXT = st.text(min_size=4, alphabet=st.characters(min_codepoint=33, max_codepoint=126))
+
+
+@given(app_id=st.text(max_size=8), installation=st.text(max_size=8))
+def test_any_app_and_installation_id_reads_as_credentials_or_a_problem(
+    app_id: str, installation: str
+) -> None:
+    obj = secret(
+        github_app_id=app_id, github_app_installation_id=installation, github_app_private_key=PEM
+    )
+    read = read_credentials(obj, "team-a", "creds")
+    if isinstance(read, CredentialsProblem):
+        assert read.reason == "SecretInvalid"
+    else:
+        assert read is not None and read.installation_id == int(installation)
 
 
 @given(

@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from hooks.app import create_app
+from hooks.autoscaler.metrics import MAX_WORKFLOW_RUN_REPOSITORIES
 from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import GitHubError, Scope, WorkflowJob, WorkflowRun
@@ -898,6 +899,25 @@ def test_org_runners_without_repository_names_get_arcs_error_and_no_github_call(
 
     assert "repositoryNames is required" in failed_condition(answer)["message"]
     assert github.calls == []
+
+
+@pytest.mark.parametrize("names", [MAX_WORKFLOW_RUN_REPOSITORIES + 1, 3000])
+def test_more_repository_names_than_a_sync_reads_get_a_condition_and_no_github_call(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub, names: int
+) -> None:
+    metric = {
+        "type": "TotalNumberOfQueuedAndInProgressWorkflowRuns",
+        "repositoryNames": [f"repo{i}" for i in range(names)],
+    }
+    hra = autoscaler(metrics=[metric], minReplicas=1, maxReplicas=5)
+    cluster = Cluster(client, clock, hra, related=[deployment(organization="acme")])
+
+    answer = cluster.sync()
+
+    assert f"repositoryNames has {names} entries" in failed_condition(answer)["message"]
+    assert github.calls == []
+    metric["repositoryNames"] = metric["repositoryNames"][:MAX_WORKFLOW_RUN_REPOSITORIES]
+    assert condition(cluster.sync())["status"] == "True"
 
 
 # ------------------------------------------------------------------ scale-down delay

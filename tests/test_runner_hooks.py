@@ -196,6 +196,8 @@ def test_runner_made_invalid_keeps_its_pod(client: TestClient) -> None:
         (b"[1, 2]", 400, "JSON object"),
         (b'{"children": {}}', 422, "parent"),
         (b'{"parent": {"metadata": {}}}', 422, "parent.metadata.name"),
+        # No object is served without a name: nothing is asked of GitHub for one.
+        (b'{"parent": {"metadata": {"name": ""}}}', 422, "parent.metadata.name must not be"),
         (b'{"parent": {"metadata": {"name": "x"}}, "children": []}', 422, "children"),
         # Only a JSON bool finalizes: a string or number is not read as one.
         (b'{"parent": {"metadata": {"name": "x"}}, "finalizing": "yes"}', 422, "finalizing"),

@@ -1004,6 +1004,12 @@ def test_customize_relates_nothing_for_a_pod_that_is_not_a_runners(client: TestC
             422,
             "object.metadata.labels must map strings to strings",
         ),
+        (
+            "/sync/runnerpod",
+            b'{"object": {"metadata": {"name": ""}}}',
+            422,
+            "object.metadata.name must not be empty",
+        ),
         ("/customize/runnerpod", b'{"controller": {}}', 422, "parent"),
         ("/customize/runnerpod", b"null", 400, "JSON object"),
     ],

@@ -31,6 +31,7 @@ from hooks.clock import ManualClock, format_time
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
 from hooks.naming import SYNC_TIME_ANNOTATION
 from hooks.runner_seal import SEAL_ANNOTATION, seal_holds, seal_key
+from hooks.runnerset.decide import MAX_NEW_RUNNERS_PER_SYNC, NEXT_BATCH_SECONDS
 from hooks.settings import Settings
 from tests.call_log import record_calls
 from tests.in_memory_github import InMemoryGitHub, rate_limited
@@ -554,6 +555,18 @@ def test_scale_up_creates_one_statefulset_of_one_replica_per_runner(
     status = answer["status"]
     assert status["replicas"] == status["updatedReplicas"] == status["desiredReplicas"] == 3
     assert status["nextRunnerIndex"] == 3
+
+
+def test_a_scale_up_to_thousands_creates_a_bounded_batch_per_sync(world: RunnerSetWorld) -> None:
+    # replicas is any int32: one answer with two billion StatefulSets had run out of memory.
+    world.scale(2**31 - 1)
+    answer = world.sync()
+
+    assert len(of_kind(answer, "StatefulSet")) == MAX_NEW_RUNNERS_PER_SYNC
+    assert answer["resyncAfterSeconds"] == NEXT_BATCH_SECONDS
+    world.sync()
+    assert len(world.statefulsets()) == 2 * MAX_NEW_RUNNERS_PER_SYNC
+    assert world.github.count("registration_token") == 2  # one per batch
 
 
 def test_statefulset_names_stay_short_enough_for_their_pods_as_the_counter_grows(

@@ -11,6 +11,7 @@ from starlette.testclient import TestClient
 
 from hooks.clock import ManualClock, format_time
 from hooks.runner.registration import jit_labels
+from hooks.runnerset.decide import MAX_NEW_JIT_RUNNERS_PER_SYNC, NEXT_BATCH_SECONDS
 from tests import sim_scenarios
 from tests.in_memory_github import InMemoryGitHub
 from tests.test_runnerset_hooks import (
@@ -193,3 +194,40 @@ def test_a_jit_config_deleted_by_hand_replaces_the_runner_once_it_had_time_to_sh
     world.sync()
     recorded = json.loads(world.statefulsets()[name]["metadata"]["annotations"][stop])
     assert recorded["reason"] == "RegistrationLost"
+
+
+def test_a_large_jit_scale_up_grows_a_batch_a_sync_with_nothing_left_unused_on_github(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    # Each JIT runner is a GitHub call inside the sync: 98 at once had ended the sync in a
+    # 500 after registering 63 runners no StatefulSet would ever use.
+    world = jit_world(client, github, clock)
+    world.scale(100)
+    answer = world.sync()
+
+    assert len(of_kind(answer, "StatefulSet")) == MAX_NEW_JIT_RUNNERS_PER_SYNC
+    assert github.count("generate_jit_config") == MAX_NEW_JIT_RUNNERS_PER_SYNC
+    assert answer["resyncAfterSeconds"] == NEXT_BATCH_SECONDS
+    syncs = 1
+    while len(world.statefulsets()) < 100:
+        world.sync()
+        syncs += 1
+    assert syncs == -(-100 // MAX_NEW_JIT_RUNNERS_PER_SYNC)
+    registered = {r.name for r in github.runners[ORG]}
+    assert registered == {f"{name}-0" for name in world.statefulsets()}
+    assert github.count("generate_jit_config") == 100  # no config generated twice
+
+
+def test_a_large_jit_scale_down_is_answered(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    world = jit_world(client, github, clock)
+    world.scale(80)
+    world.settle(6)
+    for name in world.statefulsets():
+        world.start(name, register=False)  # registered by its JIT config already
+    world.sync()
+    world.scale(0)
+    world.settle(6)
+    assert world.runners() == []
+    assert not github.runners.get(ORG)

@@ -103,6 +103,12 @@ def suggest_by_busy_runners(
     return before
 
 
+MAX_WORKFLOW_RUN_REPOSITORIES = 50
+"""Repositories one TotalNumberOfQueuedAndInProgressWorkflowRuns metric may watch: a sync
+reads each of them (ARC has no limit, and 3,000 made one sync 6,000 GitHub calls, more than a
+token's hourly budget and far past Metacontroller's hook timeout)."""
+
+
 def suggest_by_workflow_runs(
     metric: MetricSpec, scope: RunnerScope, activity: ActivitySource
 ) -> JobCounts:
@@ -138,6 +144,12 @@ def workflow_run_repositories(metric: MetricSpec, scope: RunnerScope) -> list[st
         raise AutoscalingError(
             f"{_VALIDATING}.repositoryNames is required and must have one more more entries "
             "for organizational runner deployment"
+        )
+    if len(metric.repository_names) > MAX_WORKFLOW_RUN_REPOSITORIES:
+        raise AutoscalingError(
+            f"{_VALIDATING}.repositoryNames has {len(metric.repository_names)} entries, at most "
+            f"{MAX_WORKFLOW_RUN_REPOSITORIES} are read: each costs two GitHub calls and one per "
+            "run at every sync; webhook-driven scaling serves many repositories without them"
         )
     return [f"{scope.organization}/{name}" for name in metric.repository_names]
 

@@ -135,9 +135,9 @@ def _problem(
             f"has no usable credentials: set {TOKEN_KEY}, or {APP_ID_KEY}, "
             f"{INSTALLATION_ID_KEY} and {PRIVATE_KEY_KEY}"
         )
-    if not app_id.isdigit() and not app_id.startswith("Iv"):
+    if not _ascii_number(app_id) and not app_id.startswith("Iv"):
         return f"{APP_ID_KEY} is neither an App id nor a client id"
-    if not installation.isdigit():
+    if not _ascii_number(installation):
         return f"{INSTALLATION_ID_KEY} is not a number"
     # Never a path: a path would read a file of the hook server's, not the user's key.
     if not private_key.lstrip().startswith("-----BEGIN"):
@@ -145,6 +145,11 @@ def _problem(
     if not app_key_signs(private_key):
         return f"{PRIVATE_KEY_KEY} {UNUSABLE_APP_KEY}"
     return ""
+
+
+def _ascii_number(text: str) -> bool:
+    """Digits 0-9 only: `str.isdigit` also takes "²" and other digits `int` refuses."""
+    return text.isascii() and text.isdigit()
 
 
 UNUSABLE_APP_KEY = "is not an unencrypted RSA private key in PEM form (GitHub Apps sign with RS256)"

@@ -42,6 +42,15 @@ from hooks.scale_target import RECREATION_DELAY
 from hooks.settings import Settings
 from hooks.unobserved import UNOBSERVED_GRACE, asked_for, grace_left, still_unobserved
 
+MAX_NEW_RUNNERS_PER_SYNC = 500
+"""At most this many runners are created by one answer (as a RunnerReplicaSet's): a set
+scaled to thousands grows over the next syncs, each answer of a bounded size."""
+MAX_NEW_JIT_RUNNERS_PER_SYNC = 16
+"""With JIT registration each new runner is a GitHub call inside the sync, made before the
+answer that creates its StatefulSet: a few at a time keeps each sync short, and a sync that
+fails midway leaves few registrations for the next ones to remove."""
+NEXT_BATCH_SECONDS = 1.0
+
 RELEASE_RESYNC_SECONDS = 5.0
 """After scaling a runner's StatefulSet to 0, look again soon: the pod goes within seconds."""
 
@@ -425,14 +434,18 @@ class _Decision:
         shared_token = None if self.facts.jit else self._registration_token()
         if not self.facts.jit and shared_token is None:
             return
-        for offset in range(missing):
+        batch = MAX_NEW_JIT_RUNNERS_PER_SYNC if self.facts.jit else MAX_NEW_RUNNERS_PER_SYNC
+        for offset in range(min(missing, batch)):
             name = self._runner_prefix() + base36(index + offset)
             material = self._jit_material(f"{name}-0") if self.facts.jit else shared_token
             if material is None:
                 break  # the condition says why; the rest on a later sync
             self._add_runner(name, material, next(free_slots))
         else:
-            self._acted_on_count()
+            if missing > batch:
+                out.wait(NEXT_BATCH_SECONDS)  # the rest from the next sync, for the same count
+            else:
+                self._acted_on_count()
         if out.created:
             created = f"created {out.created} runner(s)"
             out.conditions.setdefault("Scaling", ("True", "Created", created))
