@@ -178,13 +178,17 @@ def read_once_per_state(
     read: Callable[[KubeObject], T],
     reading: type[T],
     memo: Memo[Hashable, Any],
-    by_object: ObjectMemo[Any],
+    by_object: ObjectMemo[Any] | None,
 ) -> list[T]:
     """Every object read, those read before taken from the memo: a parent with a thousand
     children, synced at every change of any of them, reads only what changed. The very
-    objects read before are found by identity (`by_object`), without reading even their
-    metadata; the others by uid and resourceVersion (`memo`)."""
-    readings: list[T | None] = [by_object.get(obj) for obj in objects]
+    objects read before are found by identity (`by_object`, for objects a request shares,
+    `CompositeHookRequest.members_shared`), without reading even their metadata; the others
+    by uid and resourceVersion (`memo`)."""
+    if by_object is None:
+        readings: list[T | None] = [None] * len(objects)
+    else:
+        readings = [by_object.get(obj) for obj in objects]
     missing = [i for i, known in enumerate(readings) if not isinstance(known, reading)]
     keys = [state_key(kind, objects[i]) for i in missing]
     for index, key, before in zip(missing, keys, memo.get_many(keys), strict=True):
@@ -195,6 +199,7 @@ def read_once_per_state(
             fresh = read(obj)
             if key is not None:
                 memo.put(key, fresh)
-        by_object.put(obj, fresh)
+        if by_object is not None:
+            by_object.put(obj, fresh)
         readings[index] = fresh
     return cast(list[T], readings)

@@ -323,11 +323,14 @@ _CHECKED_MEMBERS = {MEMBERS_CHECKED: True}
 def _validated(model: type[M], read: ReadRequest) -> M:
     context = _CHECKED_MEMBERS if read.members_checked else None
     try:
-        return model.model_validate(read.document, context=context)
+        validated = model.model_validate(read.document, context=context)
     except ValidationError as error:
         raise BadHookRequest(
             "not a Metacontroller hook request: " + _summarize(error), status=422
         ) from None
+    if read.members_checked and isinstance(validated, CompositeHookRequest | DecoratorHookRequest):
+        validated.share_members()
+    return validated
 
 
 def _summarize(error: ValidationError) -> str:

@@ -24,6 +24,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SkipValidation,
     StrictBool,
     ValidationInfo,
@@ -56,6 +57,18 @@ class _HookRequest(BaseModel):
     related: Annotated[ObjectGroups, SkipValidation] = {}
     # Go writes a bool; anything else ("yes", 1) is no hook call, not a request to finalize.
     finalizing: StrictBool = False
+    _members_shared: bool = PrivateAttr(default=False)
+
+    @property
+    def members_shared(self) -> bool:
+        """The observed objects are the request reader's own, the very ones every request
+        with the same JSON text gets (`hooks.request_reader`): what was read from one may be
+        found again by the object itself. Objects decoded with their request are new each
+        time, and are not worth remembering so."""
+        return self._members_shared
+
+    def share_members(self) -> None:
+        self._members_shared = True
 
     @field_validator("controller", mode="before")
     @classmethod

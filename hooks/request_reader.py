@@ -78,9 +78,9 @@ class RequestReader:
     event loop only (it takes no lock).
 
     A request with more members than that (a set larger than `HOOK_MEMO_RUNNERS` allows for)
-    keeps the ones it met first rather than evicting its own: least-recently-used alone would
-    evict each member before the set's next sync came back to it, and spare nothing. It is
-    logged as a warning, once for each new largest request."""
+    evicts nothing: it keeps what is kept and adds members while there is room. Least recently
+    used alone would evict each member before the set's next sync came back to it, and spare
+    nothing. It is logged as a warning, once for each new largest request."""
 
     def __init__(self, max_members: int) -> None:
         if max_members < 1:
@@ -91,6 +91,7 @@ class RequestReader:
         self._members: OrderedDict[bytes, KubeObject] = OrderedDict()
         # Members of the request being read met so far: the newest this many entries.
         self._touched = 0
+        self._oversized = False  # the request being read has more members than are kept
         self._largest_warned = max_members
 
     def read(self, body: bytes) -> ReadRequest:
@@ -131,7 +132,9 @@ class RequestReader:
         return document if length == len(body) else None
 
     def _groups(self, groups: dict[str, dict[str, msgspec.Raw]]) -> tuple[Any, int]:
-        self._warn_if_larger_than_kept(sum(map(len, groups.values())))
+        count = sum(map(len, groups.values()))
+        self._oversized = count > self._max
+        self._warn_if_larger_than_kept(count)
         decoded: dict[str, dict[str, KubeObject]] = {}
         length = _braces_and_commas(len(groups))
         for group_key, members in groups.items():
@@ -157,6 +160,10 @@ class RequestReader:
         value = _decoded(text, MEMBER_LEVEL)
         if not isinstance(value, dict) or member_problem(value):
             return None  # the plain reading says what is wrong
+        if self._oversized and (
+            len(members) >= self._max or self._bytes + len(text) > self._max_bytes
+        ):
+            return value  # no room: what is kept stays for the next sync of the same set
         members[text] = value
         self._bytes += len(text)
         self._touched += 1

@@ -905,18 +905,20 @@ def test_org_runners_without_repository_names_get_arcs_error_and_no_github_call(
 def test_more_repository_names_than_a_sync_reads_get_a_condition_and_no_github_call(
     client: TestClient, clock: ManualClock, github: InMemoryGitHub, names: int
 ) -> None:
-    metric = {
+    repositories = [f"repo{i}" for i in range(names)]
+    metric: dict[str, Any] = {
         "type": "TotalNumberOfQueuedAndInProgressWorkflowRuns",
-        "repositoryNames": [f"repo{i}" for i in range(names)],
+        "repositoryNames": repositories,
     }
     hra = autoscaler(metrics=[metric], minReplicas=1, maxReplicas=5)
     cluster = Cluster(client, clock, hra, related=[deployment(organization="acme")])
 
     answer = cluster.sync()
 
-    assert f"repositoryNames has {names} entries" in failed_condition(answer)["message"]
+    assert f"repositoryNames has {names} repositories" in failed_condition(answer)["message"]
     assert github.calls == []
-    metric["repositoryNames"] = metric["repositoryNames"][:MAX_WORKFLOW_RUN_REPOSITORIES]
+    # The same name twice is one repository: read once, through the cache.
+    metric["repositoryNames"] = repositories[:MAX_WORKFLOW_RUN_REPOSITORIES] * 2
     assert condition(cluster.sync())["status"] == "True"
 
 

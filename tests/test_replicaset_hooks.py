@@ -11,6 +11,7 @@ from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import GitHubError, Scope
+from hooks.replicaset.controller import MAX_NEW_RUNNERS_PER_SYNC
 from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub
 
@@ -262,6 +263,35 @@ def test_recreation_waits_after_a_webhook_scale_up(client: TestClient, clock: Ma
     assert held["children"] == []
     assert held["resyncAfterSeconds"] == pytest.approx(600)
     assert len(released["children"]) == 1
+
+
+def test_a_webhook_scale_up_made_in_batches_is_not_held_between_them(
+    client: TestClient, clock: ManualClock
+) -> None:
+    # Found in review: the second batch's runners were held as recreations for 10 minutes
+    # (ARC creates a scale-up at once, so its hold never splits one).
+    wanted = MAX_NEW_RUNNERS_PER_SYNC + 10
+    parent = replica_set(wanted, effectiveTime=format_time(clock.now()), ephemeral=True)
+    first = sync_set(client, parent, [])
+    assert len(first["children"]) == MAX_NEW_RUNNERS_PER_SYNC
+    assert first["status"]["scaleUpUnfinished"] is True
+    clock.advance(1)
+    created = [
+        runner(c["metadata"]["name"], format_time(clock.now()), sync_time=format_time(clock.now()))
+        for c in first["children"]
+    ]
+    second = sync_set(client, {**parent, "status": first["status"]}, created)
+    assert len(second["children"]) == wanted
+    assert "scaleUpUnfinished" not in second["status"]
+    # Done: a runner that finished its job is held as ARC holds it.
+    clock.advance(60)
+    done = [{**created[0], "status": {**created[0]["status"], "phase": "Completed"}}]
+    done += created[1:] + [
+        runner(c["metadata"]["name"], format_time(clock.now()))
+        for c in second["children"][MAX_NEW_RUNNERS_PER_SYNC:]
+    ]
+    held = sync_set(client, {**parent, "status": second["status"]}, done)
+    assert len(held["children"]) == wanted - 1
 
 
 def test_recreation_is_immediate_without_effective_time(client: TestClient) -> None:

@@ -197,6 +197,10 @@ def test_a_request_larger_than_the_memo_keeps_what_it_met_first_and_says_so(
     other = reader.read(alone).document["children"]["Runner.v1"]
     assert reader.read(alone).document["children"]["Runner.v1"]["g"] is other["g"]
     assert len(reader) == 4
+    # And the large set finds again what was not taken (found in review: each member it did
+    # not find evicted one it was to find later, down the whole set).
+    third = reader.read(body).document["children"]["Runner.v1"]
+    assert [third[n] is second[n] for n in names] == [False] + [True] * 3 + [False] * 2
 
 
 @pytest.mark.parametrize("where", ["member", "parent"])

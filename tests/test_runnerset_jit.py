@@ -231,3 +231,20 @@ def test_a_large_jit_scale_down_is_answered(
     world.settle(6)
     assert world.runners() == []
     assert not github.runners.get(ORG)
+
+
+def test_a_webhook_scale_up_made_in_batches_is_not_held_between_them(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    # Found in review: after the first batch, the rest was held 10 minutes as recreations of
+    # ephemeral runners (ARC #1180's delay, which applies to runners that finished a job).
+    world = jit_world(client, github, clock)
+    world.change_spec(effectiveTime=format_time(clock.now()))
+    world.scale(40)
+    counts = []
+    for _ in range(4):
+        world.sync()
+        counts.append(len(world.statefulsets()))
+        clock.advance(1)
+    assert counts == [16, 32, 40, 40]
+    assert "scaleUpUnfinished" not in world.parent["status"]

@@ -211,16 +211,18 @@ class _ObservedReservation:
         return cls(shared_kept(obj), name, reservation, completed, expiration, job_checked_at)
 
 
-def _observed_reservations(objects: list[KubeObject], deps: HookDeps) -> list[_ObservedReservation]:
+def _observed_reservations(
+    objects: list[KubeObject], deps: HookDeps, *, shared: bool
+) -> list[_ObservedReservation]:
     """Every reservation read, each state once: a burst syncs the HRA at every change of any
-    of its reservations (`read_once_per_state`)."""
+    of its reservations (`read_once_per_state`; `shared`: `members_shared`)."""
     return read_once_per_state(
         objects,
         RESERVATION_KIND,
         _ObservedReservation.read,
         _ObservedReservation,
         deps.observed_children,
-        deps.children_by_object,
+        deps.children_by_object if shared else None,
     )
 
 
@@ -256,7 +258,9 @@ class _Sync:
         self.deps = deps
         self.now = now
         self.previous = hra.status or HorizontalRunnerAutoscalerStatus()
-        self.observed = _observed_reservations(request.objects(RESERVATION_KIND), deps)
+        self.observed = _observed_reservations(
+            request.objects(RESERVATION_KIND), deps, shared=request.members_shared
+        )
         self.finished: set[str] = set()  # reservations whose job GitHub says is over
         self.not_over: set[str] = set()  # reservations whose job GitHub says is not over
         self.idle_since: datetime | None = None  # idle runners beyond minReplicas since then

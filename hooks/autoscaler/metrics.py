@@ -145,9 +145,10 @@ def workflow_run_repositories(metric: MetricSpec, scope: RunnerScope) -> list[st
             f"{_VALIDATING}.repositoryNames is required and must have one more more entries "
             "for organizational runner deployment"
         )
-    if len(metric.repository_names) > MAX_WORKFLOW_RUN_REPOSITORIES:
+    distinct = len(set(metric.repository_names))  # a name given twice is read once (cached)
+    if distinct > MAX_WORKFLOW_RUN_REPOSITORIES:
         raise AutoscalingError(
-            f"{_VALIDATING}.repositoryNames has {len(metric.repository_names)} entries, at most "
+            f"{_VALIDATING}.repositoryNames has {distinct} repositories, at most "
             f"{MAX_WORKFLOW_RUN_REPOSITORIES} are read: each costs two GitHub calls and one per "
             "run at every sync; webhook-driven scaling serves many repositories without them"
         )

@@ -152,10 +152,14 @@ def read_child(obj: KubeObject) -> RunnerChild:
     )
 
 
-def read_children(objects: list[KubeObject], deps: HookDeps) -> list[RunnerChild]:
-    """Every child read, each state of a Runner once (`read_once_per_state`)."""
+def read_children(
+    objects: list[KubeObject], deps: HookDeps, *, shared: bool = False
+) -> list[RunnerChild]:
+    """Every child read, each state of a Runner once (`read_once_per_state`); `shared`: the
+    request's objects are shared (`CompositeHookRequest.members_shared`)."""
+    by_object = deps.children_by_object if shared else None
     return read_once_per_state(
-        objects, "Runner", read_child, RunnerChild, deps.observed_children, deps.children_by_object
+        objects, "Runner", read_child, RunnerChild, deps.observed_children, by_object
     )
 
 
@@ -208,11 +212,14 @@ class _ReplicaSetSync:
         self.desired = spec.replicas if spec.replicas is not None else 1
         labels = replica_set.metadata.labels
         self.hash = labels.get(TEMPLATE_HASH_LABEL) or template_hash(spec.template)
-        self.children = read_children(request.objects("Runner"), deps)
+        self.children = read_children(
+            request.objects("Runner"), deps, shared=request.members_shared
+        )
         observed = {child.name for child in self.children}
         self.unobserved = still_unobserved(self.status.unobserved_runners, observed, now)
         self.resync: list[float] = []
         self.count_done = True  # every member the count asks for is created by this sync
+        self.scale_up_unfinished = False  # this answer creates one batch of a larger one
         self.conditions: dict[str, ConditionValue] = {"Valid": ("True", "Valid", "")}
 
     def answer(self) -> CompositeHookResponse:
@@ -298,7 +305,10 @@ class _ReplicaSetSync:
             missing = MAX_NEW_RUNNERS_PER_SYNC
             self.resync.append(NEXT_BURST_SECONDS)
             self.count_done = False  # the rest comes from the next sync, for the same count
+            self.scale_up_unfinished = True
         hold = self._recreation_hold()
+        if self.status.scale_up_unfinished:
+            hold = None  # the rest of a scale-up made in batches: no runner is recreated
         if hold is not None:
             self.resync.append(hold)
             self.conditions["Scaling"] = (
@@ -415,6 +425,7 @@ class _ReplicaSetSync:
             unobserved_runners=unobserved or None,
             conditions=merge_conditions(self.status.conditions, self.conditions, self.now),
             count_time=self._count_time(),
+            scale_up_unfinished=self.scale_up_unfinished or None,
         )
         return status.to_wire()
 

@@ -67,6 +67,9 @@ class RunnerReplicaSetStatus(ResourceModel):
     observed_generation: int | None = None
     # Scale-set members: the listener's count (`effectiveTime`) the set last acted on.
     count_time: DateTime | None = None
+    # The last answer created one batch of a larger scale-up: the next creates the rest,
+    # which no recreation delay holds.
+    scale_up_unfinished: bool | None = None
 
 
 class RunnerReplicaSet(ResourceModel):

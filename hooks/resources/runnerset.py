@@ -75,6 +75,9 @@ class RunnerSetStatus(ResourceModel):
     # Scale-set mode: the scale set kept, and the listener's count the set last acted on.
     scale_set: ScaleSetStatus | None = None
     count_time: DateTime | None = None
+    # The last answer created one batch of a larger scale-up: the next creates the rest,
+    # which no recreation delay holds.
+    scale_up_unfinished: bool | None = None
 
 
 class RunnerSet(ResourceModel):

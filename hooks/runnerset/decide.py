@@ -131,6 +131,7 @@ class RunnerSetPlan:
     next_index: int = 0
     finalized: bool | None = None
     count_time: str | None = None  # scale-set mode: the listener's count this sync acted on
+    scale_up_unfinished: bool = False  # this answer creates one batch of a larger scale-up
 
     def wait(self, seconds: float | None) -> None:
         if seconds is not None and seconds > 0:
@@ -422,6 +423,8 @@ class _Decision:
             self._acted_on_count()
             return
         hold = self._count_hold() if self.facts.scale_set else self._recreation_hold()
+        if self.facts.status.scale_up_unfinished:
+            hold = None  # the rest of a scale-up made in batches: no runner is recreated
         if hold is not None:
             out.wait(hold)
             out.conditions["Scaling"] = (
@@ -444,6 +447,7 @@ class _Decision:
         else:
             if missing > batch:
                 out.wait(NEXT_BATCH_SECONDS)  # the rest from the next sync, for the same count
+                out.scale_up_unfinished = True
             else:
                 self._acted_on_count()
         if out.created:

@@ -153,7 +153,8 @@ def find_scale_target(
     Under each key the first fit wins, by namespace and name. A fit is an HRA that is not
     being deleted, has exactly one scale-up trigger, a `workflowJob` one, and whose runners
     carry every job label but `self-hosted`. A job without labels (`runs-on` naming only a
-    runner group) fits any, as in ARC's webhook: its runner group picks the key.
+    runner group) fits any, as in ARC's webhook (getJobScaleTarget): the first HRA under the
+    repository's key, else under the first visible runner group's in the order above.
     """
     notes: list[str] = [] if event.labels else ["the job has no labels: any runner fits"]
     ordered = sorted(targets, key=lambda target: (target.namespace, target.name))
