@@ -1,5 +1,6 @@
 """How a runner set (RunnerDeployment, RunnerSet) learns its size from the
-HorizontalRunnerAutoscaler that targets it, and ARC's recreation delay after webhook scaling."""
+HorizontalRunnerAutoscaler that targets it, how fast it grows to it, and ARC's recreation delay
+after webhook scaling."""
 
 from __future__ import annotations
 
@@ -10,6 +11,13 @@ from hooks.metacontroller import KubeObject, object_or_empty, observed_time
 
 RECREATION_DELAY = timedelta(minutes=10)
 """ARC's DefaultRunnerPodRecreationDelayAfterWebhookScale (#1180)."""
+
+MAX_NEW_RUNNERS_PER_SYNC = 500
+"""At most this many Runners are created by one answer (Kubernetes' ReplicaSet controller
+creates pods in the same bursts): a set scaled to thousands grows over the next syncs, each
+answer of a bounded size, none held by the recreation delay (`scaleUpUnfinished`)."""
+NEXT_BATCH_SECONDS = 1.0
+"""When the set asks to be synced again for the next batch."""
 
 
 def autoscaler_targeting(

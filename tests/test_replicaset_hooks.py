@@ -11,7 +11,7 @@ from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import GitHubError, Scope
-from hooks.replicaset.controller import MAX_NEW_RUNNERS_PER_SYNC
+from hooks.scale_target import MAX_NEW_RUNNERS_PER_SYNC
 from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub
 

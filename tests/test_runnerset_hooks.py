@@ -31,7 +31,7 @@ from hooks.clock import ManualClock, format_time
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
 from hooks.naming import SYNC_TIME_ANNOTATION
 from hooks.runner_seal import SEAL_ANNOTATION, seal_holds, seal_key
-from hooks.runnerset.decide import MAX_NEW_RUNNERS_PER_SYNC, NEXT_BATCH_SECONDS
+from hooks.scale_target import MAX_NEW_RUNNERS_PER_SYNC, NEXT_BATCH_SECONDS
 from hooks.settings import Settings
 from tests.call_log import record_calls
 from tests.in_memory_github import InMemoryGitHub, rate_limited

@@ -11,7 +11,8 @@ from starlette.testclient import TestClient
 
 from hooks.clock import ManualClock, format_time
 from hooks.runner.registration import jit_labels
-from hooks.runnerset.decide import MAX_NEW_JIT_RUNNERS_PER_SYNC, NEXT_BATCH_SECONDS
+from hooks.runnerset.decide import MAX_NEW_JIT_RUNNERS_PER_SYNC
+from hooks.scale_target import NEXT_BATCH_SECONDS
 from tests import sim_scenarios
 from tests.in_memory_github import InMemoryGitHub
 from tests.test_runnerset_hooks import (

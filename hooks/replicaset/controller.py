@@ -62,14 +62,8 @@ from hooks.scale_set_mode import (
     SCALE_SET_ID_ANNOTATION,
     count_wait_left,
 )
-from hooks.scale_target import RECREATION_DELAY
+from hooks.scale_target import MAX_NEW_RUNNERS_PER_SYNC, NEXT_BATCH_SECONDS, RECREATION_DELAY
 from hooks.unobserved import asked_for, grace_left, still_unobserved
-
-MAX_NEW_RUNNERS_PER_SYNC = 500
-"""At most this many Runners are created by one answer (Kubernetes' ReplicaSet controller
-creates pods in the same bursts); a larger set grows over the next syncs."""
-
-NEXT_BURST_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -303,7 +297,7 @@ class _ReplicaSetSync:
             return []
         if missing > MAX_NEW_RUNNERS_PER_SYNC:
             missing = MAX_NEW_RUNNERS_PER_SYNC
-            self.resync.append(NEXT_BURST_SECONDS)
+            self.resync.append(NEXT_BATCH_SECONDS)
             self.count_done = False  # the rest comes from the next sync, for the same count
             self.scale_up_unfinished = True
         hold = self._recreation_hold()

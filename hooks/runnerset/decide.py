@@ -38,18 +38,14 @@ from hooks.runnerset.statefulset import (
 )
 from hooks.runnerset.trust import runner_prefix
 from hooks.scale_set_mode import count_wait_left
-from hooks.scale_target import RECREATION_DELAY
+from hooks.scale_target import MAX_NEW_RUNNERS_PER_SYNC, NEXT_BATCH_SECONDS, RECREATION_DELAY
 from hooks.settings import Settings
 from hooks.unobserved import UNOBSERVED_GRACE, asked_for, grace_left, still_unobserved
 
-MAX_NEW_RUNNERS_PER_SYNC = 500
-"""At most this many runners are created by one answer (as a RunnerReplicaSet's): a set
-scaled to thousands grows over the next syncs, each answer of a bounded size."""
 MAX_NEW_JIT_RUNNERS_PER_SYNC = 16
 """With JIT registration each new runner is a GitHub call inside the sync, made before the
 answer that creates its StatefulSet: a few at a time keeps each sync short, and a sync that
 fails midway leaves few registrations for the next ones to remove."""
-NEXT_BATCH_SECONDS = 1.0
 
 RELEASE_RESYNC_SECONDS = 5.0
 """After scaling a runner's StatefulSet to 0, look again soon: the pod goes within seconds."""
