@@ -868,7 +868,10 @@ def observed_children(draw: st.DrawFn) -> dict[str, dict[Any, KubeObject]]:
             child = _member(draw, index)
             namespace = draw(st.sampled_from(["", "default", "other"]))
             if namespace:
-                child = {**child, "metadata": {**child["metadata"], "namespace": namespace}}
+                # Versioned again: one content per uid and version, as an API server keeps.
+                child = _versioned(
+                    {**child, "metadata": {**child["metadata"], "namespace": namespace}}
+                )
             members[namespace, child["metadata"]["name"]] = child
         observed[group] = members
     return observed
