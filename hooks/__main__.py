@@ -217,7 +217,7 @@ def _serve(
                 credentials.not_ready_reason(),
             )
     serve(
-        create_app(settings),
+        create_app(settings, webhook_only=webhook_only),
         host,
         port,
         tls,

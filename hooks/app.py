@@ -51,6 +51,7 @@ def create_app(
     kube: KubePort | None = None,
     build_credentials_port: PortBuilder | None = None,
     scale_sets: ScaleSetPort | None = None,
+    webhook_only: bool = False,
 ) -> Starlette:
     """The hook server. `github_blocks=False` says the GitHub port never waits on I/O (the
     simulated world's in-process GitHub): hooks then run on the event loop, without threads.
@@ -58,7 +59,8 @@ def create_app(
     the shared runner lists (default: the cluster's, via the pod's service account or a
     kubeconfig).
     `build_credentials_port` makes the port for a resource's `githubAPICredentialsFrom` Secret
-    (default: PyGithub, when `github` is not given)."""
+    (default: PyGithub, when `github` is not given).
+    `webhook_only`: the app of `serve --webhook-only`, whose `/readyz` is the receiver's."""
     clock = clock or SystemClock()
     kube = kube if kube is not None else ClusterKube()
     if github is None:
@@ -95,7 +97,7 @@ def create_app(
         for h in hooks
     ]
     routes.append(webhook_route(settings, github, clock, kube, workers))
-    routes += health_routes(settings, credentials)
+    routes += health_routes(settings, credentials, webhook_only=webhook_only)
     # Only Metacontroller may call the hooks: refused before anything is read.
     app = Starlette(
         routes=routes,

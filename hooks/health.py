@@ -17,10 +17,15 @@ from hooks.metrics import REGISTRY
 from hooks.settings import Settings
 
 
-def health_routes(settings: Settings, credentials: HookCredentials) -> list[Route]:
+def health_routes(
+    settings: Settings, credentials: HookCredentials, *, webhook_only: bool = False
+) -> list[Route]:
+    """`webhook_only`: the webhook receiver's (`serve --webhook-only`), whose readiness is
+    its own: it serves no hook, and GitHub's credentials only refine what it decides."""
+    readyz = _receiver_readyz(settings) if webhook_only else _readyz(settings, credentials)
     return [
         Route("/healthz", _healthz, methods=["GET"]),
-        Route("/readyz", _readyz(settings, credentials), methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", _metrics, methods=["GET"]),
     ]
 
@@ -44,6 +49,29 @@ def _readyz(settings: Settings, credentials: HookCredentials) -> Callable[[Reque
                 "GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY)"
             )
         elif not app_key_usable:
+            reasons.append(f"GITHUB_APP_PRIVATE_KEY {UNUSABLE_APP_KEY}")
+        if reasons:
+            return PlainTextResponse("not ready: " + "; ".join(reasons), status_code=503)
+        return PlainTextResponse("ready")
+
+    return endpoint
+
+
+def _receiver_readyz(settings: Settings) -> Callable[[Request], Any]:
+    """Not ready while every delivery would be refused (no secret to check signatures with),
+    or while the runner-group lookups it is configured for could not sign in to GitHub."""
+
+    app_key_usable = _app_key_usable(settings)
+
+    async def endpoint(request: Request) -> Response:
+        reasons = []
+        if settings.github_webhook_secret_token is None and not settings.webhook_allow_unsigned:
+            reasons.append(
+                "no webhook secret (set GITHUB_WEBHOOK_SECRET_TOKEN, or "
+                "WEBHOOK_ALLOW_UNSIGNED=true to accept unsigned deliveries)"
+            )
+        looks_up_groups = settings.webhook_runner_group_visibility
+        if looks_up_groups and settings.has_github_credentials and not app_key_usable:
             reasons.append(f"GITHUB_APP_PRIVATE_KEY {UNUSABLE_APP_KEY}")
         if reasons:
             return PlainTextResponse("not ready: " + "; ".join(reasons), status_code=503)

@@ -915,7 +915,8 @@ def test_more_repository_names_than_a_sync_reads_get_a_condition_and_no_github_c
 
     answer = cluster.sync()
 
-    assert f"repositoryNames has {names} repositories" in failed_condition(answer)["message"]
+    message = failed_condition(answer)["message"]
+    assert f"spec.metrics[].repositoryNames has {names} repositories" in message
     assert github.calls == []
     # The same name twice is one repository: read once, through the cache.
     metric["repositoryNames"] = repositories[:MAX_WORKFLOW_RUN_REPOSITORIES] * 2

@@ -275,8 +275,12 @@ def test_the_graceful_stop_record_is_documented_field_by_field() -> None:
     outcomes = {s for s in spans(rows["outcome"]) if s[0].isupper()}
     assert outcomes == set(get_args(StopOutcome))
     runner_code = source("runner", "decide.py") + source("lifecycle", "graceful_stop.py")
+    stop_code = runner_code + source("runnerset", "decide.py")
     for reason in spans(rows["reason"]):
-        assert f'"{reason}"' in runner_code, reason
+        assert f'"{reason}"' in stop_code, reason
+    # Every reason a stop starts with, for a Runner or a RunnerSet's runner, is in the table.
+    started = set(re.findall(r'begin_stop\(\s*"(\w+)"', stop_code))
+    assert started and started <= set(spans(rows["reason"]))
     messages = [s for s in spans(rows["message"]) if " " in s]
     assert NOT_REGISTERED_YET in messages
     for message in messages:

@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from hypothesis import given
 from hypothesis import strategies as st
+from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from arc_sim.scenario import load_scenario
@@ -233,6 +234,60 @@ def test_the_webhook_receiver_serves_no_hook_whatever_its_environment_says(
         assert ping.status_code != 404
 
 
+@pytest.mark.parametrize(
+    ("env", "ready", "says"),
+    [
+        # No hook token and no GitHub credentials: neither is the receiver's to need.
+        ({"GITHUB_WEBHOOK_SECRET_TOKEN": "s3cret"}, True, ""),
+        ({"WEBHOOK_ALLOW_UNSIGNED": "true"}, True, ""),
+        # Every delivery would be refused.
+        ({}, False, "GITHUB_WEBHOOK_SECRET_TOKEN"),
+        ({"HOOK_BEARER_TOKEN": HOOK_TOKEN, "GITHUB_TOKEN": GITHUB_TOKEN}, False, "webhook secret"),
+        # Runner-group lookups configured with an App key that cannot sign.
+        (
+            {
+                "GITHUB_WEBHOOK_SECRET_TOKEN": "s3cret",
+                "GITHUB_APP_ID": "1",
+                "GITHUB_APP_INSTALLATION_ID": "2",
+                "GITHUB_APP_PRIVATE_KEY": "not a key",
+            },
+            False,
+            "GITHUB_APP_PRIVATE_KEY",
+        ),
+        (
+            {
+                "GITHUB_WEBHOOK_SECRET_TOKEN": "s3cret",
+                "GITHUB_APP_ID": "1",
+                "GITHUB_APP_INSTALLATION_ID": "2",
+                "GITHUB_APP_PRIVATE_KEY": "not a key",
+                "WEBHOOK_RUNNER_GROUP_VISIBILITY": "false",
+            },
+            True,
+            "",
+        ),
+    ],
+)
+def test_the_webhook_receivers_readiness_is_its_own(
+    env: dict[str, str], ready: bool, says: str
+) -> None:
+    """`serve --webhook-only` serves no hook: its /readyz does not wait for a hook token (its
+    Deployment has none), but says when every delivery would be refused."""
+    clock = ManualClock()
+    settings = Settings.model_validate(env)
+    app = create_app(settings, github=InMemoryGitHub(clock), clock=clock, webhook_only=True)
+    with TestClient(webhook_receiver(app)) as client:
+        answer = client.get("/readyz")
+    assert answer.status_code == (200 if ready else 503), answer.text
+    assert says in answer.text
+    assert "s3cret" not in answer.text and "not a key" not in answer.text
+    # The hook server with the same environment keeps its own rule: no hook token, not ready.
+    hooks_app = create_app(settings, github=InMemoryGitHub(clock), clock=clock)
+    with TestClient(hooks_app) as client:
+        assert client.get("/readyz").status_code == (
+            200 if "HOOK_BEARER_TOKEN" in env and "GITHUB_TOKEN" in env else 503
+        )
+
+
 def test_serve_webhook_only_is_passed_to_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
     import hooks.__main__ as cli
     import hooks.logs
@@ -242,6 +297,10 @@ def test_serve_webhook_only_is_passed_to_the_server(monkeypatch: pytest.MonkeyPa
 
     def record(*args: object, **kwargs: object) -> None:
         served.update(kwargs, health_port=args[4])
+        app = args[0]
+        assert isinstance(app, Starlette)
+        with TestClient(app) as client:  # the receiver's readiness, or the hooks'
+            served["readyz"] = client.get("/readyz").text
 
     monkeypatch.setattr(hooks.server, "serve", record)
     # The test session's logging stays as it is.
@@ -249,10 +308,16 @@ def test_serve_webhook_only_is_passed_to_the_server(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("GITHUB_TOKEN", GITHUB_TOKEN)
 
     assert cli.main(["serve", "--webhook-only", "--health-port", "8081"]) == 0
+    # The receiver's readiness asks for no hook token, only for what it needs itself.
+    assert served.pop("readyz") == (
+        "not ready: no webhook secret (set GITHUB_WEBHOOK_SECRET_TOKEN, "
+        "or WEBHOOK_ALLOW_UNSIGNED=true to accept unsigned deliveries)"
+    )
     assert served == {"webhook_only": True, "health_port": 8081}
     served.clear()
     assert cli.main(["serve"]) == 0
     assert served["webhook_only"] is False
+    assert "hook" in str(served["readyz"])
 
 
 def _refusals(metrics: str) -> float:

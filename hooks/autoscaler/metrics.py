@@ -21,6 +21,7 @@ from hooks.resources.autoscaler import (
 
 SUPPORTED_METRICS = (METRIC_PERCENTAGE_RUNNERS_BUSY, METRIC_QUEUED_AND_IN_PROGRESS_WORKFLOW_RUNS)
 SELF_HOSTED = "self-hosted"  # GitHub gives it to every self-hosted runner
+# ARC's own messages (autoscaling.go), its field path included.
 _VALIDATING = "validating autoscaling metrics: spec.autoscaling.metrics[]"
 _ALLOWED_TYPES = " or ".join(json.dumps(name) for name in SUPPORTED_METRICS)
 
@@ -148,7 +149,7 @@ def workflow_run_repositories(metric: MetricSpec, scope: RunnerScope) -> list[st
     distinct = len(set(metric.repository_names))  # a name given twice is read once (cached)
     if distinct > MAX_WORKFLOW_RUN_REPOSITORIES:
         raise AutoscalingError(
-            f"{_VALIDATING}.repositoryNames has {distinct} repositories, at most "
+            f"spec.metrics[].repositoryNames has {distinct} repositories, at most "
             f"{MAX_WORKFLOW_RUN_REPOSITORIES} are read: each costs two GitHub calls and one per "
             "run at every sync; webhook-driven scaling serves many repositories without them"
         )
