@@ -15,7 +15,7 @@ RECREATION_DELAY = timedelta(minutes=10)
 MAX_NEW_RUNNERS_PER_SYNC = 500
 """At most this many Runners are created by one answer (Kubernetes' ReplicaSet controller
 creates pods in the same bursts): a set scaled to thousands grows over the next syncs, each
-answer of a bounded size, none held by the recreation delay (`scaleUpUnfinished`)."""
+answer of a bounded size, none held by the recreation delay (`scaleUpRemaining`)."""
 NEXT_BATCH_SECONDS = 1.0
 """When the set asks to be synced again for the next batch."""
 

@@ -274,7 +274,7 @@ def test_a_webhook_scale_up_made_in_batches_is_not_held_between_them(
     parent = replica_set(wanted, effectiveTime=format_time(clock.now()), ephemeral=True)
     first = sync_set(client, parent, [])
     assert len(first["children"]) == MAX_NEW_RUNNERS_PER_SYNC
-    assert first["status"]["scaleUpUnfinished"] is True
+    assert first["status"]["scaleUpRemaining"] == 10
     clock.advance(1)
     created = [
         runner(c["metadata"]["name"], format_time(clock.now()), sync_time=format_time(clock.now()))
@@ -282,7 +282,7 @@ def test_a_webhook_scale_up_made_in_batches_is_not_held_between_them(
     ]
     second = sync_set(client, {**parent, "status": first["status"]}, created)
     assert len(second["children"]) == wanted
-    assert "scaleUpUnfinished" not in second["status"]
+    assert "scaleUpRemaining" not in second["status"]
     # Done: a runner that finished its job is held as ARC holds it.
     clock.advance(60)
     done = [{**created[0], "status": {**created[0]["status"], "phase": "Completed"}}]
@@ -292,6 +292,48 @@ def test_a_webhook_scale_up_made_in_batches_is_not_held_between_them(
     ]
     held = sync_set(client, {**parent, "status": second["status"]}, done)
     assert len(held["children"]) == wanted - 1
+
+
+def test_a_member_that_finishes_between_batches_is_replaced_as_any_recreation(
+    client: TestClient, clock: ManualClock
+) -> None:
+    # Found in review: the next batch replaced it at once, one runner more than the scale-up
+    # asked for, which ARC's 10-minute hold after a webhook scale-up exists to prevent.
+    wanted = MAX_NEW_RUNNERS_PER_SYNC + 10
+    parent = replica_set(wanted, effectiveTime=format_time(clock.now()), ephemeral=True)
+    first = sync_set(client, parent, [])
+    clock.advance(1)
+    now = format_time(clock.now())
+    created = [runner(c["metadata"]["name"], now, sync_time=now) for c in first["children"]]
+    created[0] = runner(created[0]["metadata"]["name"], now, phase="Completed", sync_time=now)
+
+    second = sync_set(client, {**parent, "status": first["status"]}, created)
+
+    # The 499 still running, and the scale-up's 10 left: the finished one's replacement waits.
+    assert len(second["children"]) == wanted - 1
+    assert created[0]["metadata"]["name"] not in names(second)
+    assert "scaleUpRemaining" not in second["status"]
+    assert second["resyncAfterSeconds"] == pytest.approx(600)
+
+
+def test_a_held_scale_up_larger_than_a_batch_stays_held(
+    client: TestClient, clock: ManualClock
+) -> None:
+    # Found in review: the batch limit was applied before the hold, so a held scale-up of more
+    # than a batch recorded a batch under way, and the next sync, a second later, created it.
+    effective = format_time(clock.now())
+    clock.advance(60)
+    recent = format_time(clock.now())
+    done = [runner("done", recent, phase="Completed", sync_time=recent)]
+    parent = replica_set(MAX_NEW_RUNNERS_PER_SYNC + 100, effectiveTime=effective, ephemeral=True)
+
+    held = sync_set(client, parent, done)
+    clock.advance(1)
+    again = sync_set(client, {**parent, "status": held["status"]}, done)
+
+    assert held["children"] == [] and again["children"] == []
+    assert "scaleUpRemaining" not in held["status"]
+    assert again["resyncAfterSeconds"] == pytest.approx(599)
 
 
 def test_recreation_is_immediate_without_effective_time(client: TestClient) -> None:

@@ -23,6 +23,7 @@ from tests.test_runnerset_hooks import (
     of_kind,
     runner_running,
     runner_set,
+    runner_terminated,
     validate,
 )
 
@@ -248,4 +249,32 @@ def test_a_webhook_scale_up_made_in_batches_is_not_held_between_them(
         counts.append(len(world.statefulsets()))
         clock.advance(1)
     assert counts == [16, 32, 40, 40]
-    assert "scaleUpUnfinished" not in world.parent["status"]
+    assert "scaleUpRemaining" not in world.parent["status"]
+
+
+def test_a_member_that_finishes_between_batches_is_replaced_as_any_recreation(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    # Found in review: the next batch replaced it at once, one runner more than the scale-up
+    # asked for, which ARC's 10-minute hold after a webhook scale-up exists to prevent.
+    world = jit_world(client, github, clock)
+    world.change_spec(effectiveTime=format_time(clock.now()))
+    world.scale(40)
+    clock.advance(1)  # created after the scale-up was asked for: ARC's hold then applies
+    world.sync()
+    first = sorted(world.statefulsets())[0]
+    world.start(first, register=False)  # registered by its JIT config already
+    clock.advance(1)
+    world.set_runner(first, runner_terminated(0, format_time(clock.now())))
+    for _ in range(6):
+        world.sync()
+        clock.advance(1)
+
+    assert github.count("generate_jit_config") == 40  # the scale-up's 40, no 41st
+    assert first not in world.statefulsets()
+    assert len(world.statefulsets()) == 39
+    assert "scaleUpRemaining" not in world.parent["status"]
+    # Its replacement waits for the hold, as any recreation after a webhook scale-up does.
+    clock.advance(600)
+    world.settle(3)
+    assert len(world.statefulsets()) == 40

@@ -213,7 +213,7 @@ class _ReplicaSetSync:
         self.unobserved = still_unobserved(self.status.unobserved_runners, observed, now)
         self.resync: list[float] = []
         self.count_done = True  # every member the count asks for is created by this sync
-        self.scale_up_unfinished = False  # this answer creates one batch of a larger one
+        self.scale_up_remaining: int | None = None  # when this answer creates one batch
         self.conditions: dict[str, ConditionValue] = {"Valid": ("True", "Valid", "")}
 
     def answer(self) -> CompositeHookResponse:
@@ -295,14 +295,14 @@ class _ReplicaSetSync:
     def _new_runners(self, missing: int) -> list[KubeObject]:
         if missing <= 0:
             return []
-        if missing > MAX_NEW_RUNNERS_PER_SYNC:
-            missing = MAX_NEW_RUNNERS_PER_SYNC
-            self.resync.append(NEXT_BATCH_SECONDS)
-            self.count_done = False  # the rest comes from the next sync, for the same count
-            self.scale_up_unfinished = True
         hold = self._recreation_hold()
-        if self.status.scale_up_unfinished:
-            hold = None  # the rest of a scale-up made in batches: no runner is recreated
+        rest = self.status.scale_up_remaining or 0
+        if hold is not None and rest > 0:
+            # The rest of a scale-up made in batches is not held, but is no more than that
+            # rest: a member that finished its job meanwhile is replaced as any is.
+            if missing > rest:
+                self.resync.append(hold)
+            hold, missing = None, min(missing, rest)
         if hold is not None:
             self.resync.append(hold)
             self.conditions["Scaling"] = (
@@ -311,6 +311,11 @@ class _ReplicaSetSync:
                 "waiting after a webhook scale-up before creating more ephemeral runners",
             )
             return []
+        if missing > MAX_NEW_RUNNERS_PER_SYNC:
+            self.resync.append(NEXT_BATCH_SECONDS)
+            self.count_done = False  # the rest comes from the next sync, for the same count
+            self.scale_up_remaining = missing - MAX_NEW_RUNNERS_PER_SYNC
+            missing = MAX_NEW_RUNNERS_PER_SYNC
         self.conditions["Scaling"] = ("True", "Created", f"created {missing} runner(s)")
         start = self._next_index()
         return [self._runner(self._name(start + i)) for i in range(missing)]
@@ -419,7 +424,7 @@ class _ReplicaSetSync:
             unobserved_runners=unobserved or None,
             conditions=merge_conditions(self.status.conditions, self.conditions, self.now),
             count_time=self._count_time(),
-            scale_up_unfinished=self.scale_up_unfinished or None,
+            scale_up_remaining=self.scale_up_remaining,
         )
         return status.to_wire()
 

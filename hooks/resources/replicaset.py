@@ -67,9 +67,10 @@ class RunnerReplicaSetStatus(ResourceModel):
     observed_generation: int | None = None
     # Scale-set members: the listener's count (`effectiveTime`) the set last acted on.
     count_time: DateTime | None = None
-    # The last answer created one batch of a larger scale-up: the next creates the rest,
-    # which no recreation delay holds.
-    scale_up_unfinished: bool | None = None
+    # The last answer created one batch of a larger scale-up (or could not create all of
+    # it): the runners of that scale-up still to create, which no recreation delay holds.
+    # A member that finished meanwhile is not among them: its replacement waits as any does.
+    scale_up_remaining: int | None = None
 
 
 class RunnerReplicaSet(ResourceModel):

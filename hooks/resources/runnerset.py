@@ -75,9 +75,10 @@ class RunnerSetStatus(ResourceModel):
     # Scale-set mode: the scale set kept, and the listener's count the set last acted on.
     scale_set: ScaleSetStatus | None = None
     count_time: DateTime | None = None
-    # The last answer created one batch of a larger scale-up: the next creates the rest,
-    # which no recreation delay holds.
-    scale_up_unfinished: bool | None = None
+    # The last answer created one batch of a larger scale-up (or could not create all of
+    # it): the runners of that scale-up still to create, which no recreation delay holds.
+    # A member that finished meanwhile is not among them: its replacement waits as any does.
+    scale_up_remaining: int | None = None
 
 
 class RunnerSet(ResourceModel):

@@ -127,7 +127,9 @@ class RunnerSetPlan:
     next_index: int = 0
     finalized: bool | None = None
     count_time: str | None = None  # scale-set mode: the listener's count this sync acted on
-    scale_up_unfinished: bool = False  # this answer creates one batch of a larger scale-up
+    # Runners of this answer's scale-up left for later answers (one batch created, or a
+    # JIT config refused).
+    scale_up_remaining: int | None = None
 
     def wait(self, seconds: float | None) -> None:
         if seconds is not None and seconds > 0:
@@ -419,8 +421,13 @@ class _Decision:
             self._acted_on_count()
             return
         hold = self._count_hold() if self.facts.scale_set else self._recreation_hold()
-        if self.facts.status.scale_up_unfinished:
-            hold = None  # the rest of a scale-up made in batches: no runner is recreated
+        rest = self.facts.status.scale_up_remaining or 0
+        if hold is not None and rest > 0:
+            # The rest of a scale-up made in batches is not held, but is no more than that
+            # rest: a member that finished its job meanwhile is replaced as any is.
+            if missing > rest:
+                out.wait(hold)
+            hold, missing = None, min(missing, rest)
         if hold is not None:
             out.wait(hold)
             out.conditions["Scaling"] = (
@@ -432,8 +439,10 @@ class _Decision:
         index, free_slots = self._next_index(), self._free_slots()
         shared_token = None if self.facts.jit else self._registration_token()
         if not self.facts.jit and shared_token is None:
+            out.scale_up_remaining = missing  # none made: the condition says why
             return
         batch = MAX_NEW_JIT_RUNNERS_PER_SYNC if self.facts.jit else MAX_NEW_RUNNERS_PER_SYNC
+        created_before = out.created
         for offset in range(min(missing, batch)):
             name = self._runner_prefix() + base36(index + offset)
             material = self._jit_material(f"{name}-0") if self.facts.jit else shared_token
@@ -443,9 +452,10 @@ class _Decision:
         else:
             if missing > batch:
                 out.wait(NEXT_BATCH_SECONDS)  # the rest from the next sync, for the same count
-                out.scale_up_unfinished = True
             else:
                 self._acted_on_count()
+        if (made := out.created - created_before) < missing:
+            out.scale_up_remaining = missing - made
         if out.created:
             created = f"created {out.created} runner(s)"
             out.conditions.setdefault("Scaling", ("True", "Created", created))

@@ -94,7 +94,7 @@ def _status(facts: RunnerSetFacts, plan: RunnerSetPlan) -> dict[str, Any]:
         conditions=merge_conditions(facts.status.conditions, plan.conditions, facts.now),
         scale_set=facts.scale_set or facts.status.scale_set,
         count_time=plan.count_time or facts.status.count_time,
-        scale_up_unfinished=plan.scale_up_unfinished or None,
+        scale_up_remaining=plan.scale_up_remaining,
     )
     return status.to_wire()
 
