@@ -292,6 +292,7 @@ def replica_set_requests() -> list[Json]:
             "replicas": 2,
             "readyReplicas": 1,
             "nextRunnerIndex": 3,
+            "scaleUpRemaining": 1,
             "conditions": [condition("Valid"), condition("Scaling")],
         },
     }
@@ -397,7 +398,12 @@ def runner_set_parent(finalizing: bool) -> KubeObject:
                 }
             ],
         },
-        "status": {"replicas": 2, "nextRunnerIndex": 2, "conditions": [condition("Valid")]},
+        "status": {
+            "replicas": 2,
+            "nextRunnerIndex": 2,
+            "scaleUpRemaining": 1,
+            "conditions": [condition("Valid")],
+        },
     }
     if finalizing:
         parent["metadata"]["deletionTimestamp"] = BEFORE
