@@ -95,7 +95,10 @@ def serve(
         reloader = CertificateReloader(
             config.ssl, tls["ssl_certfile"], tls["ssl_keyfile"], tls.get("ssl_ca_certs")
         )
-    asyncio.run(_serve_all(uvicorn.Server(config), companions, reloader))
+    # uvicorn shuts down cleanly, then raises the SIGINT it held back: `uvicorn.run` ends
+    # quietly there too, without a traceback.
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve_all(uvicorn.Server(config), companions, reloader))
 
 
 def without_paths(app: ASGIApp, paths: frozenset[str]) -> ASGIApp:
