@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
@@ -135,8 +136,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "listen":
         return _listen(args.namespace, args.metrics_port)
     if args.command in plugins:
-        return plugins[args.command](args)
+        return _until_interrupted(plugins[args.command], args)
     return _crds(args.dir, args.check)
+
+
+def _until_interrupted(command: Command, args: argparse.Namespace) -> int:
+    """A simulation stopped with Ctrl-C ends with a line saying so, not a traceback."""
+    try:
+        return command(args)
+    except KeyboardInterrupt:
+        # What was under way is abandoned: its unfinished coroutines would warn at exit.
+        warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
+        print(f"arc-hooks {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 def _version() -> str:

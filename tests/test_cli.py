@@ -44,6 +44,21 @@ def test_simulate_reports_an_unreadable_scenario_with_status_2(tmp_path: Path) -
     assert cli.main(["simulate", str(broken)]) == 2
 
 
+def test_a_simulation_stopped_with_ctrl_c_ends_with_a_line_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(_args: argparse.Namespace) -> int:
+        raise KeyboardInterrupt
+
+    offered = cli.plugin_commands
+    monkeypatch.setattr(
+        cli, "plugin_commands", lambda commands: {**offered(commands), "demo": interrupted}
+    )
+
+    assert cli.main(["demo"]) == 130
+    assert capsys.readouterr().err == "arc-hooks demo: interrupted\n"
+
+
 def test_a_command_whose_package_is_not_installed_is_left_out(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
