@@ -25,7 +25,8 @@ def add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="replay a scenario file in the simulated world (docs/scenarios.md)",
         description="Replay a scenario in virtual time and print its summary.",
         epilog="exit status: 0 when every invariant holds; 1 when one fails (named on "
-        "stderr); 2 for a usage error or a scenario file that cannot be read or is invalid",
+        "stderr); 2 for a usage error or a scenario file that cannot be read or is invalid; "
+        "130 when interrupted (Ctrl-C)",
     )
     parser.add_argument(
         "file",
@@ -72,7 +73,8 @@ def add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> C
         description="Run a RunnerDeployment with a HorizontalRunnerAutoscaler through a "
         "virtual hour in the simulated world (two bursts of jobs, a hook replica failing for "
         "five minutes, then the teardown), printing its progress and a summary.",
-        epilog="exit status: 0 when every invariant holds; 1 when one fails; 2 for a usage error",
+        epilog="exit status: 0 when every invariant holds; 1 when one fails; 2 for a usage "
+        "error; 130 when interrupted (Ctrl-C)",
     )
     demo.add_argument(
         "--scale-set",
