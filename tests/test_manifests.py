@@ -28,7 +28,7 @@ from hooks.resources.replicaset import RunnerDeployment, RunnerReplicaSet
 from hooks.resources.runner import Runner
 from hooks.resources.runnerset import RunnerSet
 from hooks.settings import Settings
-from tests.kubectl import kustomize_available
+from tests.kubectl import kustomize_available, kustomize_command
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "metacontroller"
@@ -185,15 +185,15 @@ def test_image_is_overridable_and_matches_the_release() -> None:
 
 
 def test_kustomize_builds() -> None:
-    # `kubectl apply -k metacontroller/` is the install command. .ci/run installs kubectl, so CI
-    # builds the kustomization for real; without kubectl, what can be checked here is that it
+    # `kubectl apply -k metacontroller/` is the install command. .ci/run installs kustomize, so
+    # CI builds the kustomization for real; without it, what can be checked here is that it
     # uses nothing beyond the resource list and image override this file reads itself.
     if not kustomize_available():
         assert set(_kustomization()) == {"apiVersion", "kind", "resources", "images"}
         assert all((MANIFESTS / resource).is_file() for resource in _kustomization()["resources"])
         return
     result = subprocess.run(
-        ["kubectl", "kustomize", str(MANIFESTS)],
+        [*_kustomize(), str(MANIFESTS)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -721,7 +721,7 @@ def _tls_build() -> list[dict[str, Any]] | None:
         }
         (user / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
         result = subprocess.run(
-            ["kubectl", "kustomize", str(user)],
+            [*_kustomize(), str(user)],
             capture_output=True,
             text=True,
             timeout=120,
@@ -733,7 +733,7 @@ def _tls_build() -> list[dict[str, Any]] | None:
 
 def test_tls_component_builds_https_hooks_with_metacontrollers_client_certificate() -> None:
     built = _tls_build()
-    if built is None:  # no kubectl: the component's own files are what can be checked
+    if built is None:  # no kustomize: the component's own files are what can be checked
         (component,) = _load(TLS_COMPONENT / "kustomization.yaml")
         assert component["kind"] == "Component"
         assert all((TLS_COMPONENT / r).is_file() for r in component["resources"])
@@ -839,7 +839,7 @@ def test_the_readmes_overlay_reaches_both_deployments_and_every_controller() -> 
         }
         (user / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
         result = subprocess.run(
-            ["kubectl", "kustomize", str(user)],
+            [*_kustomize(), str(user)],
             capture_output=True,
             text=True,
             timeout=120,
@@ -875,3 +875,9 @@ def _readme_resync_patches() -> list[dict[str, Any]]:
     (example,) = [b for b in blocks if "resyncPeriodSeconds" in b and "patches:" in b]
     patches: list[dict[str, Any]] = yaml.safe_load(textwrap.dedent(example))["patches"]
     return patches
+
+
+def _kustomize() -> tuple[str, ...]:
+    command = kustomize_command()
+    assert command is not None  # the callers check kustomize_available() first
+    return command
