@@ -65,7 +65,8 @@ def _receiver_readyz(settings: Settings) -> Callable[[Request], Any]:
 
     async def endpoint(request: Request) -> Response:
         reasons = []
-        if settings.github_webhook_secret_token is None and not settings.webhook_allow_unsigned:
+        # An empty secret is none, as the receiver reads it.
+        if not settings.github_webhook_secret_token and not settings.webhook_allow_unsigned:
             reasons.append(
                 "no webhook secret (set GITHUB_WEBHOOK_SECRET_TOKEN, or "
                 "WEBHOOK_ALLOW_UNSIGNED=true to accept unsigned deliveries)"

@@ -242,6 +242,7 @@ def test_the_webhook_receiver_serves_no_hook_whatever_its_environment_says(
         ({"WEBHOOK_ALLOW_UNSIGNED": "true"}, True, ""),
         # Every delivery would be refused.
         ({}, False, "GITHUB_WEBHOOK_SECRET_TOKEN"),
+        ({"GITHUB_WEBHOOK_SECRET_TOKEN": ""}, False, "webhook secret"),  # empty: none
         ({"HOOK_BEARER_TOKEN": HOOK_TOKEN, "GITHUB_TOKEN": GITHUB_TOKEN}, False, "webhook secret"),
         # Runner-group lookups configured with an App key that cannot sign.
         (

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from hooks.app import create_app
-from hooks.clock import ManualClock
+from hooks.clock import ManualClock, format_time
 from hooks.github.port import GitHubError, GitHubRunner, JitConfig, RateLimitedError, Scope
 from hooks.github.scaleset.service import ScaleSetRecord
 from hooks.scale_set_mode import (
@@ -30,9 +30,10 @@ from hooks.scale_set_mode import (
     declared_scale_set,
     member_of_scale_set,
 )
+from hooks.scale_target import MAX_NEW_RUNNERS_PER_SYNC
 from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub
-from tests.test_runnerset_hooks import RunnerSetWorld, runner_set
+from tests.test_runnerset_hooks import RunnerSetWorld, runner_set, runner_terminated
 
 API = "actions.summerwind.dev/v1alpha1"
 ORG = Scope(organization="acme")
@@ -465,3 +466,57 @@ def test_a_runner_set_keeps_its_scale_set_registers_members_and_deletes_it_last(
             break
     assert answer["finalized"] is True and scale_sets.deleted == [42]
     assert world.statefulsets() == {}
+
+
+# ------------------------------------------------------------------ counts made in batches
+# Found in review: a member that finished its job between two batches of one count was
+# replaced at once in a RunnerSet, a runner more than the count asked for; it waits for the
+# listener's next count, as any finished member does.
+
+
+def test_a_runner_set_member_finished_between_batches_waits_for_the_next_count(
+    clock: ManualClock, scale_sets: FakeScaleSets
+) -> None:
+    github = InMemoryGitHub(clock)
+    app = create_app(hook_settings(), github=github, clock=clock, scale_sets=scale_sets)
+    parent = runner_set(replicas=0)
+    parent["metadata"]["annotations"] = {SCALE_SET_ANNOTATION: "arc-builds"}
+    world = RunnerSetWorld(hook_client(app), github, clock, parent)
+    world.change_spec(effectiveTime=format_time(clock.now()))  # the listener counted 40 jobs
+    world.scale(40)
+    clock.advance(1)
+    world.sync()
+    assert len(scale_sets.generated) == 16
+    assert world.parent["status"]["scaleUpRemaining"] == 24
+    first = sorted(world.statefulsets())[0]
+    world.start(first, register=False)
+    clock.advance(1)
+    world.set_runner(first, runner_terminated(0, format_time(clock.now())))
+    for _ in range(6):
+        world.sync()
+        clock.advance(1)
+
+    assert len(scale_sets.generated) == 40
+    assert len(world.statefulsets()) == 39
+    assert "scaleUpRemaining" not in world.parent["status"]
+
+
+def test_a_replica_set_member_finished_between_batches_waits_for_the_next_count(
+    clock: ManualClock, scale_sets: FakeScaleSets
+) -> None:
+    app = create_app(
+        hook_settings(), github=InMemoryGitHub(clock), clock=clock, scale_sets=scale_sets
+    )
+    client = hook_client(app)
+    counted = "2026-01-01T00:00:00.000001Z"
+    parent = member_set(counted, MAX_NEW_RUNNERS_PER_SYNC + 10)
+    answer = call(client, "/sync/runnerreplicaset", parent, children={})
+    assert len(answer["children"]) == MAX_NEW_RUNNERS_PER_SYNC
+    assert answer["status"]["scaleUpRemaining"] == 10
+    runners = [member(c["metadata"]["name"], counted) for c in answer["children"]]
+    runners[0]["status"]["phase"] = "Completed"
+    parent["status"] = answer["status"]
+
+    again = call(client, "/sync/runnerreplicaset", parent, children={f"Runner.{API}": runners})
+
+    assert len(again["children"]) == MAX_NEW_RUNNERS_PER_SYNC - 1 + 10

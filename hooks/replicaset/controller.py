@@ -297,11 +297,12 @@ class _ReplicaSetSync:
             return []
         hold = self._recreation_hold()
         rest = self.status.scale_up_remaining or 0
-        if hold is not None and rest > 0:
+        if rest > 0:
             # The rest of a scale-up made in batches is not held, but is no more than that
-            # rest: a member that finished its job meanwhile is replaced as any is.
+            # rest: a member that finished its job meanwhile is replaced as any is, by the
+            # rules of a later sync (a hold, or the listener's next count).
             if missing > rest:
-                self.resync.append(hold)
+                self.resync.append(hold if hold is not None else NEXT_BATCH_SECONDS)
             hold, missing = None, min(missing, rest)
         if hold is not None:
             self.resync.append(hold)

@@ -422,11 +422,12 @@ class _Decision:
             return
         hold = self._count_hold() if self.facts.scale_set else self._recreation_hold()
         rest = self.facts.status.scale_up_remaining or 0
-        if hold is not None and rest > 0:
+        if rest > 0:
             # The rest of a scale-up made in batches is not held, but is no more than that
-            # rest: a member that finished its job meanwhile is replaced as any is.
+            # rest: a member that finished its job meanwhile is replaced as any is, by the
+            # rules of a later sync (a hold, or the listener's next count).
             if missing > rest:
-                out.wait(hold)
+                out.wait(hold if hold is not None else NEXT_BATCH_SECONDS)
             hold, missing = None, min(missing, rest)
         if hold is not None:
             out.wait(hold)
