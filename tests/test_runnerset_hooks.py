@@ -31,6 +31,7 @@ from hooks.clock import ManualClock, format_time
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
 from hooks.naming import SYNC_TIME_ANNOTATION
 from hooks.runner_seal import SEAL_ANNOTATION, seal_holds, seal_key
+from hooks.runnerset.decide import MAX_RUNNERS_CALLED_FOR_PER_SYNC
 from hooks.scale_target import MAX_NEW_RUNNERS_PER_SYNC, NEXT_BATCH_SECONDS
 from hooks.settings import Settings
 from tests.call_log import record_calls
@@ -1429,6 +1430,54 @@ def test_finalize_is_not_finished_while_a_statefulset_is_observed(
         if answer["finalized"]:
             break
     assert world.last["finalized"] is True
+
+
+def test_a_large_set_is_stopped_a_few_runners_a_hook_call_each_removed_once(
+    world: RunnerSetWorld,
+) -> None:
+    """Found by an independent scale run: deleting a set of 300 made 300 DELETEs in one
+    finalize call, past Metacontroller's 10-second timeout; the answer was lost and every
+    retry looked each runner up again (2,709 calls), and a scale-down did the same."""
+    world.scale(40)
+    world.settle(2)
+    for name in world.statefulsets():
+        world.start(name)
+    world.sync()
+    registered = len(world.github.runners[ORG])
+    assert registered == 40
+
+    per_call = []
+    for _ in range(20):
+        before = world.github.count("remove_runner")
+        answer = world.finalize()
+        per_call.append(world.github.count("remove_runner") - before)
+        if answer["finalized"]:
+            break
+        world.clock.advance(answer.get("resyncAfterSeconds", 1))
+
+    assert answer["finalized"] is True
+    assert max(per_call) <= MAX_RUNNERS_CALLED_FOR_PER_SYNC
+    assert world.github.count("remove_runner") == 40  # each once
+    assert not world.github.runners.get(ORG)
+
+
+def test_a_scale_down_by_many_stops_a_few_runners_a_sync(world: RunnerSetWorld) -> None:
+    world.scale(40)
+    world.settle(2)
+    for name in world.statefulsets():
+        world.start(name)
+    world.sync()
+
+    world.scale(2)
+    first = world.sync()
+    assert world.github.count("remove_runner") == MAX_RUNNERS_CALLED_FOR_PER_SYNC
+    assert first["resyncAfterSeconds"] == NEXT_BATCH_SECONDS
+    for _ in range(10):
+        world.clock.advance(NEXT_BATCH_SECONDS)
+        world.sync()
+    assert len(world.github.runners[ORG]) == 2
+    assert world.github.count("remove_runner") == 38
+    assert len(world.statefulsets()) == 2
 
 
 def test_finalize_waits_for_a_busy_ephemeral_runner(world: RunnerSetWorld) -> None:

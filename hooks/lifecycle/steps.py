@@ -214,6 +214,56 @@ class Answers:
         return answer
 
 
+class Deferred(BaseException):
+    """Raised by a `Ration`'s answers for a part whose own GitHub calls wait for a later hook
+    call. A BaseException, as `NeedAnswer` is, so that no `except GitHubError` swallows it."""
+
+
+class Ration:
+    """At most `limit` parts of one decision call GitHub about their own runner (a lookup by
+    name, a removal) in one hook call; the others wait for a later one (`Deferred`). Many
+    runners stopping at once (a set deleted or scaled down by hundreds) would otherwise make
+    hundreds of calls in one hook call, past Metacontroller's timeout, whose answer is then
+    lost and the calls made again.
+
+    A part counts from its first such call, answered or not, in the order the parts run. A
+    decision is run again with more answers until it asks nothing, always in the same order:
+    the same parts count at the same places each time, so no more than `limit` are admitted
+    over all runs, and a part once admitted is never deferred (its answers are used)."""
+
+    def __init__(self, answers: Answers, limit: int) -> None:
+        self.answers = answers
+        self.limit = limit
+        self.admitted = 0
+        self.deferred = False  # some part waits for a later hook call
+
+    def part(self) -> Answers:
+        """The answers one part reads, counted against the ration."""
+        return _RationedAnswers(self)
+
+
+_PER_RUNNER_STEPS = (FindRunner, RemoveRunner)
+
+
+class _RationedAnswers(Answers):
+    __slots__ = ("_admitted", "_ration")
+
+    def __init__(self, ration: Ration) -> None:
+        self._given = ration.answers._given  # shared, read-only here
+        self._ration = ration
+        self._admitted = False
+
+    def _answer(self, step: Step) -> Answer:
+        if isinstance(step, _PER_RUNNER_STEPS) and not self._admitted:
+            ration = self._ration
+            if step not in self._given and ration.admitted >= ration.limit:
+                ration.deferred = True
+                raise Deferred
+            self._admitted = True
+            ration.admitted += 1
+        return super()._answer(step)
+
+
 def _typed(answer: Answer, kind: type[T]) -> T:
     if not isinstance(answer, kind):
         raise TypeError(f"expected {kind.__name__}, the answer is {type(answer).__name__}")
