@@ -443,14 +443,20 @@ def test_a_count_no_listener_has_renewed_for_3_minutes_counts_for_nothing(
 # ------------------------------------------------------------------ RunnerSet
 
 
-def test_a_runner_set_keeps_its_scale_set_registers_members_and_deletes_it_last(
-    clock: ManualClock, scale_sets: FakeScaleSets
-) -> None:
+def scale_set_runner_set(clock: ManualClock, scale_sets: FakeScaleSets) -> RunnerSetWorld:
+    """A RunnerSet declaring the scale set `arc-builds`, no member yet."""
     github = InMemoryGitHub(clock)
     app = create_app(hook_settings(), github=github, clock=clock, scale_sets=scale_sets)
     parent = runner_set(replicas=0)
     parent["metadata"]["annotations"] = {SCALE_SET_ANNOTATION: "arc-builds"}
-    world = RunnerSetWorld(hook_client(app), github, clock, parent)
+    return RunnerSetWorld(hook_client(app), github, clock, parent)
+
+
+def test_a_runner_set_keeps_its_scale_set_registers_members_and_deletes_it_last(
+    clock: ManualClock, scale_sets: FakeScaleSets
+) -> None:
+    world = scale_set_runner_set(clock, scale_sets)
+    github = world.github
     world.scale(2)
     answer = world.sync()
     assert scale_sets.ensured == [(ORG_SCOPE, "arc-builds", None, ("linux",))]
@@ -477,11 +483,7 @@ def test_a_runner_set_keeps_its_scale_set_registers_members_and_deletes_it_last(
 def test_a_runner_set_member_finished_between_batches_waits_for_the_next_count(
     clock: ManualClock, scale_sets: FakeScaleSets
 ) -> None:
-    github = InMemoryGitHub(clock)
-    app = create_app(hook_settings(), github=github, clock=clock, scale_sets=scale_sets)
-    parent = runner_set(replicas=0)
-    parent["metadata"]["annotations"] = {SCALE_SET_ANNOTATION: "arc-builds"}
-    world = RunnerSetWorld(hook_client(app), github, clock, parent)
+    world = scale_set_runner_set(clock, scale_sets)
     world.change_spec(effectiveTime=format_time(clock.now()))  # the listener counted 40 jobs
     world.scale(40)
     clock.advance(1)
