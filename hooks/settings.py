@@ -153,6 +153,18 @@ class Settings(BaseSettings):
         ),
     )
     workflow_cache_ttl: float = Field(default=30.0, alias="GITHUB_WORKFLOW_CACHE_TTL")
+    workflow_budget_share: float = Field(
+        default=0.3,
+        gt=0.0,
+        le=1.0,
+        alias="GITHUB_WORKFLOW_BUDGET_SHARE",
+        description=(
+            "Share of a token's API budget that the pull metrics' workflow run and job reads "
+            "may take: each is reused longer than GITHUB_WORKFLOW_CACHE_TTL when reading all "
+            "those of the last ten minutes that often would take more of the hourly limit, "
+            "or of what is left of the current window."
+        ),
+    )
     runner_groups_cache_ttl: float = Field(default=60.0, alias="GITHUB_RUNNER_GROUPS_CACHE_TTL")
     github_request_timeout: float = Field(default=5.0, alias="GITHUB_REQUEST_TIMEOUT")
 

@@ -16,6 +16,7 @@ from hooks.github.list_pacing import (
     RateBudget,
     list_pages,
     list_period,
+    paced_period,
     rate_budget,
 )
 from hooks.github.port import GitHubRunner, Scope
@@ -191,3 +192,106 @@ def test_a_large_scope_is_listed_once_per_stretched_period() -> None:
 def test_a_small_scope_keeps_the_configured_period() -> None:
     cache, _, _ = cache_of(300, fresh_window())
     assert cache.list_runners(ORG).fresh_until == NOW + BASE
+
+
+# ------------------------------------------------------------------------- workflow reads
+# The pull metrics read a repository's queued and running runs, and each run's jobs, at every
+# HRA sync. Found by an independent scale run: fifty such HRAs on one 5,000-call token spent it
+# in about eight virtual minutes, after which runner lists and removals were refused too.
+
+
+def workflow_cache(budget: RateBudget | None) -> tuple[CachedGitHub, ScriptedPort, ManualClock]:
+    clock = ManualClock(NOW)
+    github = ScriptedPort(clock)
+    settings = Settings.model_validate({"GITHUB_TOKEN": "x", "GITHUB_WORKFLOW_CACHE_TTL": "30"})
+    return CachedGitHub(github, settings, clock, rate_budget=lambda: budget), github, clock
+
+
+def read_every_repository(cache: CachedGitHub, repositories: int) -> None:
+    for index in range(repositories):
+        for status in ("queued", "in_progress"):
+            cache.list_workflow_runs(f"acme/repo-{index}", status)
+
+
+def runs_read_per_hour(
+    cache: CachedGitHub, github: ScriptedPort, clock: ManualClock, n: int
+) -> int:
+    """HRAs reading `n` repositories' runs every minute for two hours: the reads of the
+    second hour, once the first reads of each are behind."""
+    for _ in range(60):
+        read_every_repository(cache, n)
+        clock.advance(60)
+    before = github.calls["runs"]
+    for _ in range(60):
+        read_every_repository(cache, n)
+        clock.advance(60)
+    return github.calls["runs"] - before
+
+
+@pytest.mark.parametrize(
+    ("repositories", "limit", "expected"),
+    [
+        # A few HRAs: every minute's sync reads anew (GITHUB_WORKFLOW_CACHE_TTL is 30 s).
+        (3, 5000, range(360, 361)),
+        # 200 reads a minute would be 12,000 an hour: kept within 30% of the budget.
+        (100, 5000, range(1000, 1501)),
+        (100, 15_000, range(3000, 4501)),  # an App installation's larger budget
+    ],
+)
+def test_workflow_reads_stay_within_their_share_of_the_budget(
+    repositories: int, limit: int, expected: range
+) -> None:
+    cache, github, clock = workflow_cache(fresh_window(limit))
+    assert runs_read_per_hour(cache, github, clock, repositories) in expected
+
+
+def test_without_a_known_budget_workflow_reads_keep_the_configured_period() -> None:
+    cache, github, clock = workflow_cache(None)
+    assert runs_read_per_hour(cache, github, clock, 100) == 200 * 60
+
+
+def test_with_the_budget_nearly_spent_workflow_reads_leave_the_rest_to_runners() -> None:
+    """Runner lists, registrations and removals keep most of what is left of the window."""
+    clock = ManualClock(NOW)
+    github = ScriptedPort(clock)
+    settings = Settings.model_validate({"GITHUB_TOKEN": "x", "GITHUB_WORKFLOW_CACHE_TTL": "30"})
+    reset = NOW + timedelta(minutes=30)
+
+    def budget() -> RateBudget:  # 100 calls left when it starts, as GitHub counts them down
+        return RateBudget(5000, 100 - github.calls["runs"], reset)
+
+    cache = CachedGitHub(github, settings, clock, rate_budget=budget)
+    for _ in range(29):
+        read_every_repository(cache, 3)
+        clock.advance(60)
+    # Every minute's syncs would have made 174 and spent the window. Paced, they stay near
+    # their share: the period is fixed when a read is made, and the first reads of a sync
+    # see fewer reads counted, so somewhat more than 30 (47 here), and half is left.
+    assert github.calls["runs"] <= 50
+
+
+def test_reads_not_asked_for_ten_minutes_no_longer_count() -> None:
+    """The jobs of runs that ended are read no more: they stop stretching the period."""
+    cache, github, clock = workflow_cache(fresh_window())
+    for run in range(200):
+        cache.list_workflow_jobs("acme/app", run)
+    clock.advance(601)
+    cache.list_workflow_runs("acme/app", "queued")
+    clock.advance(30)
+    cache.list_workflow_runs("acme/app", "queued")
+    assert github.calls["runs"] == 2
+
+
+@given(
+    reads=st.integers(1, 5000),
+    limit=st.integers(60, 50_000),
+    share=st.floats(0.05, 1.0),
+)
+def test_workflow_reads_at_their_period_stay_within_the_share_unless_capped(
+    reads: int, limit: int, share: float
+) -> None:
+    budget = fresh_window(limit)
+    period = paced_period(timedelta(seconds=30), reads, budget, NOW, share)
+    assert period >= timedelta(seconds=30)
+    if period < timedelta(hours=1):
+        assert reads * 3600 / period.total_seconds() <= share * limit + 1e-6

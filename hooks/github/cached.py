@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Generic, TypeVar, cast
 
 from hooks.clock import Clock
-from hooks.github.list_pacing import RateBudget, list_period
+from hooks.github.list_pacing import RateBudget, list_period, paced_period
 from hooks.github.offline import refuse_if_offline
 from hooks.github.port import (
     GitHubError,
@@ -135,6 +135,11 @@ class _Flight:
         self.done.wait()
 
 
+WORKFLOW_READS_WINDOW = timedelta(minutes=10)
+"""Workflow reads asked for within this window count as read again at every period: the
+metrics of every HRA read them at each sync; the jobs of a run that ended drop out."""
+
+
 class CachedGitHub(GitHubPort):
     """Caches list_runners, registration_token, runner_group_id, the workflow runs and jobs
     reads and visible_runner_groups, and deduplicates removals.
@@ -169,6 +174,11 @@ class CachedGitHub(GitHubPort):
         # Runs and jobs change by the second, so their answers are reused only briefly: enough to
         # spare the calls of autoscalers that share a repository and sync together.
         self._workflow_ttl = timedelta(seconds=settings.workflow_cache_ttl)
+        self._workflow_budget_share = settings.workflow_budget_share
+        # When each workflow read (runs of a repository and status, jobs of a run) was last
+        # asked for, answered from the cache or not: those of the last `WORKFLOW_READS_WINDOW`
+        # are what the metrics read again at every period (`_workflow_period`).
+        self._workflow_reads: dict[Hashable, datetime] = {}
         self._visible_groups_ttl = timedelta(seconds=settings.runner_groups_cache_ttl)
         self._lock = threading.Lock()
         self._flights: dict[Hashable, _Flight] = {}
@@ -327,21 +337,62 @@ class CachedGitHub(GitHubPort):
         )
 
     def list_workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
-        return self._cached_listing(
+        return self._paced_workflow_read(
             "runs",
             self._runs,
             (repository, status),
-            self._workflow_ttl,
             lambda: self._inner.list_workflow_runs(repository, status),
         )
 
     def list_workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
-        return self._cached_listing(
+        return self._paced_workflow_read(
             "jobs",
             self._jobs,
             (repository, run_id),
-            self._workflow_ttl,
             lambda: self._inner.list_workflow_jobs(repository, run_id),
+        )
+
+    def _paced_workflow_read(
+        self,
+        kind: str,
+        entries: _TTLMap[K, tuple[Item, ...]],
+        key: K,
+        call: Callable[[], Sequence[Item]],
+    ) -> tuple[Item, ...]:
+        """A workflow read, served for the period in effect when it was asked for
+        (`_workflow_period`), as a runner list is."""
+
+        def served() -> tuple[Item, ...] | None:
+            now = self._clock.now()
+            self._note_workflow_read((kind, key), now)
+            return entries.get(key, now)
+
+        def store(value: tuple[Item, ...], at: datetime) -> None:
+            entries.put(key, value, at + self._workflow_period(at), at)
+
+        return self._single_flight((kind, key), served, lambda: tuple(call()), store)
+
+    def _note_workflow_read(self, read: Hashable, now: datetime) -> None:
+        """Called under the lock."""
+        reads = self._workflow_reads
+        reads.pop(read, None)
+        reads[read] = now  # in the order last read: the oldest first
+        horizon = now - WORKFLOW_READS_WINDOW
+        while reads and next(iter(reads.values())) < horizon:
+            del reads[next(iter(reads))]
+
+    def _workflow_period(self, now: datetime) -> timedelta:
+        """How long a workflow read is served: each read of the last `WORKFLOW_READS_WINDOW`
+        asked again once a period stays within the token's share
+        (`hooks.github.list_pacing.paced_period`). A few HRAs keep
+        `GITHUB_WORKFLOW_CACHE_TTL`; fifty on one token read less often, rather than spend
+        the budget that runner lists and removals need."""
+        return paced_period(
+            self._workflow_ttl,
+            len(self._workflow_reads),
+            self._rate_budget(),
+            now,
+            self._workflow_budget_share,
         )
 
     def visible_runner_groups(

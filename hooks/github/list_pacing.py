@@ -86,18 +86,26 @@ def list_pages(runners: int) -> int:
 def list_period(
     base: timedelta, runners: int, budget: RateBudget | None, now: datetime, share: float
 ) -> timedelta:
-    """How long a list of `runners` is served before the next is asked for: the longest of
+    """How long a list of `runners` is served before the next is asked for (`paced_period`
+    of its pages)."""
+    return paced_period(base, list_pages(runners), budget, now, share)
+
+
+def paced_period(
+    base: timedelta, calls: int, budget: RateBudget | None, now: datetime, share: float
+) -> timedelta:
+    """How long answers that cost `calls` calls to ask again are served: the longest of
 
     1. `base`, the configured period;
-    2. what keeps lists within `share` of the token's hourly limit;
+    2. what keeps them within `share` of the token's hourly limit;
     3. what keeps them within `share` of the calls left until the window resets (none left:
        until the reset), when the window has not reset already;
 
-    at most `MAX_LIST_PERIOD`. Without a known budget, `base`.
+    at most `MAX_LIST_PERIOD`. Without a known budget, or with nothing to ask, `base`.
     """
-    if budget is None:
+    if budget is None or calls <= 0:
         return base
-    pages = list_pages(runners)
+    pages = calls
     seconds = HOUR_SECONDS * pages / (share * budget.limit)
     left = (budget.resets_at - now).total_seconds()
     if left > 0:
