@@ -24,6 +24,7 @@ from hooks.lifecycle.steps import (
     RemoveRunner,
     questions_of,
     resolve,
+    rotated,
 )
 from tests.in_memory_github import InMemoryGitHub
 
@@ -113,3 +114,43 @@ def test_a_part_answered_before_is_never_deferred() -> None:
         FindRunner(ORG, "runner-0", OBSERVED),  # admitted: the ration's one
         RemoveRunner(ORG, third[0].id),  # answered before: goes on
     )  # and runner-1 waits for a later hook call
+
+
+def test_a_part_waiting_for_a_shared_list_counts_too() -> None:
+    """Found in review: a part that waited for the scope's list (not counted then) was
+    admitted in the next run where it stands, and every later part admitted before kept its
+    place: 8 removals in one hook call for a ration of 4."""
+    github = registered(8)
+    ids = {runner.name: runner.id for runner in github.list_runners(ORG)}
+    limit = 4
+
+    def decide(answers: Answers) -> None:
+        ration = Ration(answers, limit)
+
+        def by_name(name: str) -> None:  # its id unknown: looked up in the scope's list
+            with suppress(Deferred):
+                part = ration.part()
+                found = part.find_runner(ORG, name)
+                assert found is not None
+                part.remove_runner(ORG, found.id)
+
+        def by_id(name: str) -> None:  # its id recorded: removed at once
+            with suppress(Deferred):
+                ration.part().remove_runner(ORG, ids[name])
+
+        names = sorted(ids)
+        questions_of(
+            [partial(by_name, name) for name in names[:4]]
+            + [partial(by_id, name) for name in names[4:]]
+        )
+
+    resolve(decide, github)  # one hook call, the list not asked for ahead
+
+    assert github.count("remove_runner") <= limit
+
+
+@given(parts=st.integers(1, 30), turn=st.integers(0, 10_000))
+def test_a_rotated_order_holds_every_part_once(parts: int, turn: int) -> None:
+    order = list(range(parts))
+    assert sorted(rotated(order, turn)) == order
+    assert rotated(order, turn)[0] == turn % parts

@@ -18,6 +18,7 @@ import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -1478,6 +1479,67 @@ def test_a_scale_down_by_many_stops_a_few_runners_a_sync(world: RunnerSetWorld) 
     assert len(world.github.runners[ORG]) == 2
     assert world.github.count("remove_runner") == 38
     assert len(world.statefulsets()) == 2
+
+
+def test_runners_whose_removal_keeps_failing_do_not_hold_the_others_back(
+    world: RunnerSetWorld,
+) -> None:
+    """Found in review: the first 16 members (by name) were admitted at every sync; killed
+    mid-job, GitHub kept refusing to remove their registrations (422), and the idle runners
+    after them were never stopped, while the set was synced every second."""
+    world.scale(20)
+    world.settle(3)
+    names = sorted(world.statefulsets())
+    killed, idle = names[:MAX_RUNNERS_CALLED_FOR_PER_SYNC], names[MAX_RUNNERS_CALLED_FOR_PER_SYNC:]
+    for name in names:
+        world.start(name, busy=name in killed)
+    world.sync()
+    for name in killed:  # OOM-killed: GitHub still holds their jobs for a while
+        world.set_runner(name, runner_terminated(137, format_time(world.clock.now())))
+    world.scale(0)
+
+    for _ in range(5):
+        answer = world.sync()
+        world.clock.advance(answer.get("resyncAfterSeconds", 30))
+
+    registered = {r.name for r in world.github.runners[ORG]}
+    assert not registered & {f"{name}-0" for name in idle}
+
+
+def test_a_rate_limited_scale_down_waits_for_the_reset_not_a_second(
+    world: RunnerSetWorld,
+) -> None:
+    """Found in review: while removals were rate limited, the members beyond the ration had
+    the set synced every second for the whole window (each time the same ones refused)."""
+    world.scale(40)
+    world.settle(2)
+    for name in world.statefulsets():
+        world.start(name)
+    world.sync()
+    reset_at = world.clock.now() + timedelta(seconds=600)
+    remove = world.github.remove_runner
+
+    def refused_until_reset(
+        scope: Scope, runner_id: int, *, not_before: datetime | None = None
+    ) -> RemoveResult:
+        left = (reset_at - world.clock.now()).total_seconds()
+        if left > 0:
+            return RemoveResult(RemoveOutcome.RATE_LIMITED, retry_after=left, message="limited")
+        return remove(scope, runner_id, not_before=not_before)
+
+    world.github.remove_runner = refused_until_reset  # type: ignore[method-assign]
+    world.scale(0)
+    syncs = 0
+    while world.clock.now() < reset_at:
+        answer = world.sync()
+        syncs += 1
+        world.clock.advance(answer.get("resyncAfterSeconds", 30))
+
+    assert syncs <= 3
+    for _ in range(8):  # after the reset, the set goes a batch a second
+        world.clock.advance(answer.get("resyncAfterSeconds", 1))
+        answer = world.sync()
+    assert not world.github.runners.get(ORG)
 
 
 def test_finalize_waits_for_a_busy_ephemeral_runner(world: RunnerSetWorld) -> None:

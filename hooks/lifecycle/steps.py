@@ -23,7 +23,9 @@ from hooks.github.port import (
     GitHubPort,
     GitHubRunner,
     JitConfig,
+    RateLimitedError,
     RegistrationToken,
+    RemoveOutcome,
     RemoveResult,
     RunnerListing,
     Scope,
@@ -220,26 +222,40 @@ class Deferred(BaseException):
 
 
 class Ration:
-    """At most `limit` parts of one decision call GitHub about their own runner (a lookup by
-    name, a removal) in one hook call; the others wait for a later one (`Deferred`). Many
-    runners stopping at once (a set deleted or scaled down by hundreds) would otherwise make
-    hundreds of calls in one hook call, past Metacontroller's timeout, whose answer is then
-    lost and the calls made again.
+    """At most `limit` parts of one decision call GitHub in one hook call; the others wait
+    for a later one (`Deferred`). Many runners stopping at once (a set deleted or scaled down
+    by hundreds) would otherwise make hundreds of calls in one hook call, past
+    Metacontroller's timeout, whose answer is then lost and the calls made again.
 
-    A part counts from its first such call, answered or not, in the order the parts run. A
-    decision is run again with more answers until it asks nothing, always in the same order:
-    the same parts count at the same places each time, so no more than `limit` are admitted
-    over all runs, and a part once admitted is never deferred (its answers are used)."""
+    A part counts from its first question (a step not answered yet, of any kind) or its first
+    step about its own runner (a lookup by name, a removal), answered or not, in the order the
+    parts run. A decision is run again with more answers until it asks nothing, in the same
+    order: a part that counts in a later run asked something in an earlier one, so it counted
+    there too, at the same place; no more than `limit` count in any run, and a part with
+    answers of its own goes on with them.
+
+    Callers choose the order: one that moves between hook calls (`rotated`) lets every part
+    have its turn, however long the first ones keep failing."""
 
     def __init__(self, answers: Answers, limit: int) -> None:
         self.answers = answers
         self.limit = limit
         self.admitted = 0
         self.deferred = False  # some part waits for a later hook call
+        self.rate_limited = False  # a part was told to wait for the rate limit's reset
 
     def part(self) -> Answers:
         """The answers one part reads, counted against the ration."""
         return _RationedAnswers(self)
+
+
+def rotated(parts: Sequence[T], turn: int) -> list[T]:
+    """`parts` starting at `turn` (modulo their number): a ration admits a different window
+    of them at each turn."""
+    if not parts:
+        return []
+    start = turn % len(parts)
+    return [*parts[start:], *parts[:start]]
 
 
 _PER_RUNNER_STEPS = (FindRunner, RemoveRunner)
@@ -254,14 +270,23 @@ class _RationedAnswers(Answers):
         self._admitted = False
 
     def _answer(self, step: Step) -> Answer:
-        if isinstance(step, _PER_RUNNER_STEPS) and not self._admitted:
+        answered = step in self._given
+        if not self._admitted and (not answered or isinstance(step, _PER_RUNNER_STEPS)):
             ration = self._ration
-            if step not in self._given and ration.admitted >= ration.limit:
+            if not answered and ration.admitted >= ration.limit:
                 ration.deferred = True
                 raise Deferred
             self._admitted = True
             ration.admitted += 1
+        if answered:
+            self._note_rate_limit(self._given[step])
         return super()._answer(step)
+
+    def _note_rate_limit(self, answer: Answer) -> None:
+        if isinstance(answer, RateLimitedError) or (
+            isinstance(answer, RemoveResult) and answer.outcome is RemoveOutcome.RATE_LIMITED
+        ):
+            self._ration.rate_limited = True
 
 
 def _typed(answer: Answer, kind: type[T]) -> T:

@@ -22,7 +22,15 @@ from hooks.lifecycle.incarnation import (
     retry_delay,
 )
 from hooks.lifecycle.leftover import LeftoverCheck, remove_leftover_registration
-from hooks.lifecycle.steps import Answers, Deferred, ListRunners, Ration, Step, questions_of
+from hooks.lifecycle.steps import (
+    Answers,
+    Deferred,
+    ListRunners,
+    Ration,
+    Step,
+    questions_of,
+    rotated,
+)
 from hooks.metacontroller import KubeObject, object_or_empty, observed_time
 from hooks.naming import BASE36_NAME, SYNC_TIME_ANNOTATION, base36, newest_first
 from hooks.resources.common import CreatedRunner, ScaleSetStatus
@@ -275,7 +283,7 @@ class _Decision:
         for check in checks:
             if not check.done:
                 self.out.wait(check.retry_after)
-        if ration.deferred:
+        if ration.deferred and not ration.rate_limited:
             self.out.wait(NEXT_BATCH_SECONDS)
         return not ration.deferred and all(check.done for check in checks)
 
@@ -331,15 +339,18 @@ class _Decision:
             self.out.wait(wait)
 
     def _advance_stops(self, stopping: list[Member], ration: Ration) -> None:
-        """Each member's next step; those whose GitHub calls exceed the ration wait for the
-        next sync, asked for a second later."""
+        """Each member's next step; those beyond the ration wait for the next sync, asked for
+        a second later (unless GitHub's rate limit says to wait for its reset). The window
+        of members admitted moves at each second, so that members whose calls keep failing
+        (a removal refused, GitHub down) do not hold it for ever."""
 
         def advance(member: Member) -> None:
-            with suppress(Deferred):  # as it was: its turn comes in a later hook call
+            with suppress(Deferred):  # its turn comes in a later hook call
                 self._advance_stop(member, ration.part())
 
-        questions_of(partial(advance, member) for member in stopping)
-        if ration.deferred:
+        turn = int(self.now.timestamp()) * ration.limit
+        questions_of(partial(advance, member) for member in rotated(stopping, turn))
+        if ration.deferred and not ration.rate_limited:
             self.out.wait(NEXT_BATCH_SECONDS)
 
     def _advance_stop(self, member: Member, github: Answers) -> None:
