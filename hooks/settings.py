@@ -161,8 +161,8 @@ class Settings(BaseSettings):
         description=(
             "Share of a token's API budget that the pull metrics' workflow run and job reads "
             "may take: each is reused longer than GITHUB_WORKFLOW_CACHE_TTL when reading all "
-            "those of the last ten minutes that often would take more of the hourly limit, "
-            "or of what is left of the current window."
+            "those asked for in the last three minutes that often would take more of the "
+            "hourly limit, or of what is left of the current window."
         ),
     )
     runner_groups_cache_ttl: float = Field(default=60.0, alias="GITHUB_RUNNER_GROUPS_CACHE_TTL")

@@ -270,12 +270,12 @@ def test_with_the_budget_nearly_spent_workflow_reads_leave_the_rest_to_runners()
     assert github.calls["runs"] <= 50
 
 
-def test_reads_not_asked_for_ten_minutes_no_longer_count() -> None:
+def test_reads_not_asked_for_three_minutes_no_longer_count() -> None:
     """The jobs of runs that ended are read no more: they stop stretching the period."""
     cache, github, clock = workflow_cache(fresh_window())
     for run in range(200):
         cache.list_workflow_jobs("acme/app", run)
-    clock.advance(601)
+    clock.advance(181)
     cache.list_workflow_runs("acme/app", "queued")
     clock.advance(30)
     cache.list_workflow_runs("acme/app", "queued")

@@ -135,9 +135,10 @@ class _Flight:
         self.done.wait()
 
 
-WORKFLOW_READS_WINDOW = timedelta(minutes=10)
+WORKFLOW_READS_WINDOW = timedelta(minutes=3)
 """Workflow reads asked for within this window count as read again at every period: the
-metrics of every HRA read them at each sync; the jobs of a run that ended drop out."""
+metrics of every HRA ask for them at each sync (at least once a minute), answered from the
+cache or not; the jobs of a run that ended drop out."""
 
 
 class CachedGitHub(GitHubPort):
