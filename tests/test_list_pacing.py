@@ -47,8 +47,9 @@ def fresh_window(limit: int = 5000) -> RateBudget:
         (100, RateBudget(5000, 0, NOW + timedelta(minutes=20)), 1200),
         # A window already reset (the reading is old): its remaining count says nothing.
         (1000, RateBudget(5000, 0, NOW - timedelta(seconds=1)), 90),
-        # Never longer than a window, however little is left.
-        (100_000, RateBudget(5000, 1, NOW + timedelta(minutes=59)), 3600),
+        # Never past the reset, however little is left: the budget is whole again then.
+        (100_000, RateBudget(5000, 1, NOW + timedelta(minutes=59)), 3540),
+        (100, RateBudget(5000, 1, NOW + timedelta(minutes=5)), 300),  # not an hour (review)
     ],
 )
 def test_the_list_period_keeps_lists_within_half_the_budget(
@@ -295,3 +296,43 @@ def test_workflow_reads_at_their_period_stay_within_the_share_unless_capped(
     assert period >= timedelta(seconds=30)
     if period < timedelta(hours=1):
         assert reads * 3600 / period.total_seconds() <= share * limit + 1e-6
+
+
+def calls_in_second_hour(sync_minutes: int, sync_period: float) -> int:
+    """200 repositories' HRAs synced every `sync_minutes`, spread evenly over that time."""
+    clock = ManualClock(NOW)
+    github = ScriptedPort(clock)
+    settings = Settings.model_validate(
+        {"GITHUB_TOKEN": "x", "GITHUB_WORKFLOW_CACHE_TTL": "30", "SYNC_PERIOD": sync_period}
+    )
+    budget = fresh_window()
+    cache = CachedGitHub(github, settings, clock, rate_budget=lambda: budget)
+    before = 0
+    for minute in range(120):
+        if minute == 60:
+            before = github.calls["runs"]
+        for repository in range(200):
+            if repository % sync_minutes == minute % sync_minutes:
+                for status in ("queued", "in_progress"):
+                    cache.list_workflow_runs(f"acme/repo-{repository}", status)
+        clock.advance(60)
+    return github.calls["runs"] - before
+
+
+@pytest.mark.parametrize("minutes", [1, 5, 10])
+def test_hras_synced_less_often_still_count_every_read(minutes: int) -> None:
+    """Found in review: with SYNC_PERIOD raised past three minutes (as the README advises
+    against this metric's cost), reads dropped out of the count between syncs, and 10-minute
+    syncs spent 48% of the limit."""
+    assert calls_in_second_hour(minutes, sync_period=60.0 * minutes) <= 0.3 * 5000 * 1.05
+
+
+def test_reads_that_stopped_no_longer_stretch_the_period() -> None:
+    cache, github, clock = workflow_cache(fresh_window())
+    for run in range(5000):
+        cache.list_workflow_jobs("acme/app", run)
+    clock.advance(3600)  # nothing read for an hour
+    cache.list_workflow_runs("acme/app", "queued")
+    clock.advance(30)
+    cache.list_workflow_runs("acme/app", "queued")
+    assert github.calls["runs"] == 2  # the configured 30 s again

@@ -10,6 +10,7 @@ call, never correctness.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -136,8 +137,8 @@ class _Flight:
 
 
 WORKFLOW_READS_WINDOW = timedelta(minutes=3)
-"""Workflow reads asked for within this window count as read again at every period: the
-metrics of every HRA ask for them at each sync (at least once a minute), answered from the
+"""Workflow reads asked for within this window (or three sync periods, if longer) count as read
+again at every period: the metrics of every HRA ask for them at each sync, answered from the
 cache or not; the jobs of a run that ended drop out."""
 
 
@@ -176,10 +177,14 @@ class CachedGitHub(GitHubPort):
         # spare the calls of autoscalers that share a repository and sync together.
         self._workflow_ttl = timedelta(seconds=settings.workflow_cache_ttl)
         self._workflow_budget_share = settings.workflow_budget_share
+        self._workflow_reads_window = max(
+            WORKFLOW_READS_WINDOW, timedelta(seconds=3 * settings.sync_period)
+        )
         # When each workflow read (runs of a repository and status, jobs of a run) was last
-        # asked for, answered from the cache or not: those of the last `WORKFLOW_READS_WINDOW`
+        # asked for, answered from the cache or not, the oldest first: those of the window
         # are what the metrics read again at every period (`_workflow_period`).
-        self._workflow_reads: dict[Hashable, datetime] = {}
+        self._workflow_reads: OrderedDict[Hashable, datetime] = OrderedDict()
+        self._max_workflow_reads = max_entries
         self._visible_groups_ttl = timedelta(seconds=settings.runner_groups_cache_ttl)
         self._lock = threading.Lock()
         self._flights: dict[Hashable, _Flight] = {}
@@ -376,11 +381,17 @@ class CachedGitHub(GitHubPort):
     def _note_workflow_read(self, read: Hashable, now: datetime) -> None:
         """Called under the lock."""
         reads = self._workflow_reads
-        reads.pop(read, None)
-        reads[read] = now  # in the order last read: the oldest first
-        horizon = now - WORKFLOW_READS_WINDOW
-        while reads and next(iter(reads.values())) < horizon:
-            del reads[next(iter(reads))]
+        reads[read] = now
+        reads.move_to_end(read)
+        self._forget_workflow_reads(now)
+
+    def _forget_workflow_reads(self, now: datetime) -> None:
+        """Reads older than the window no longer count; at most `max_entries` are kept."""
+        reads, horizon = self._workflow_reads, now - self._workflow_reads_window
+        while reads and (
+            len(reads) > self._max_workflow_reads or next(iter(reads.values())) < horizon
+        ):
+            reads.popitem(last=False)
 
     def _workflow_period(self, now: datetime) -> timedelta:
         """How long a workflow read is served: each read of the last `WORKFLOW_READS_WINDOW`
@@ -388,6 +399,7 @@ class CachedGitHub(GitHubPort):
         (`hooks.github.list_pacing.paced_period`). A few HRAs keep
         `GITHUB_WORKFLOW_CACHE_TTL`; fifty on one token read less often, rather than spend
         the budget that runner lists and removals need."""
+        self._forget_workflow_reads(now)
         return paced_period(
             self._workflow_ttl,
             len(self._workflow_reads),

@@ -98,8 +98,9 @@ def paced_period(
 
     1. `base`, the configured period;
     2. what keeps them within `share` of the token's hourly limit;
-    3. what keeps them within `share` of the calls left until the window resets (none left:
-       until the reset), when the window has not reset already;
+    3. what keeps them within `share` of the calls left until the window resets, when the
+       window has not reset already: never past the reset (none left: until the reset), when
+       the budget is whole again;
 
     at most `MAX_LIST_PERIOD`. Without a known budget, or with nothing to ask, `base`.
     """
@@ -112,7 +113,7 @@ def paced_period(
         if budget.remaining == 0:
             seconds = max(seconds, left)
         else:
-            seconds = max(seconds, left * pages / (share * budget.remaining))
+            seconds = max(seconds, min(left * pages / (share * budget.remaining), left))
     # Rounded up to the microsecond: never a hair shorter than the share allows.
     stretched = timedelta(microseconds=math.ceil(min(seconds, HOUR_SECONDS) * 1e6))
     return max(base, min(stretched, MAX_LIST_PERIOD))
