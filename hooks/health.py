@@ -50,9 +50,7 @@ def _readyz(settings: Settings, credentials: HookCredentials) -> Callable[[Reque
             )
         elif not app_key_usable:
             reasons.append(f"GITHUB_APP_PRIVATE_KEY {UNUSABLE_APP_KEY}")
-        if reasons:
-            return PlainTextResponse("not ready: " + "; ".join(reasons), status_code=503)
-        return PlainTextResponse("ready")
+        return _readiness(reasons)
 
     return endpoint
 
@@ -74,11 +72,15 @@ def _receiver_readyz(settings: Settings) -> Callable[[Request], Any]:
         looks_up_groups = settings.webhook_runner_group_visibility
         if looks_up_groups and settings.has_github_credentials and not app_key_usable:
             reasons.append(f"GITHUB_APP_PRIVATE_KEY {UNUSABLE_APP_KEY}")
-        if reasons:
-            return PlainTextResponse("not ready: " + "; ".join(reasons), status_code=503)
-        return PlainTextResponse("ready")
+        return _readiness(reasons)
 
     return endpoint
+
+
+def _readiness(reasons: list[str]) -> Response:
+    if reasons:
+        return PlainTextResponse("not ready: " + "; ".join(reasons), status_code=503)
+    return PlainTextResponse("ready")
 
 
 async def _metrics(request: Request) -> Response:

@@ -20,6 +20,20 @@ NEXT_BATCH_SECONDS = 1.0
 """When the set asks to be synced again for the next batch."""
 
 
+def rest_of_scale_up(
+    missing: int, hold: float | None, remaining: int | None
+) -> tuple[int, float | None, float | None]:
+    """The runners to create now, the hold on them, and when to look again, for a set whose
+    last answer left `remaining` runners of a scale-up for later (`scaleUpRemaining`). That
+    rest is not held, but is no more than it was: a member that finished its job meanwhile is
+    replaced by the rules of a later sync (a hold, or the listener's next count)."""
+    rest = remaining or 0
+    if rest <= 0:
+        return missing, hold, None
+    later = (hold if hold is not None else NEXT_BATCH_SECONDS) if missing > rest else None
+    return min(missing, rest), None, later
+
+
 def autoscaler_targeting(
     kind: str, name: str, related: list[KubeObject], *, answered: bool = True
 ) -> KubeObject | None:

@@ -62,7 +62,12 @@ from hooks.scale_set_mode import (
     SCALE_SET_ID_ANNOTATION,
     count_wait_left,
 )
-from hooks.scale_target import MAX_NEW_RUNNERS_PER_SYNC, NEXT_BATCH_SECONDS, RECREATION_DELAY
+from hooks.scale_target import (
+    MAX_NEW_RUNNERS_PER_SYNC,
+    NEXT_BATCH_SECONDS,
+    RECREATION_DELAY,
+    rest_of_scale_up,
+)
 from hooks.unobserved import asked_for, grace_left, still_unobserved
 
 
@@ -295,15 +300,11 @@ class _ReplicaSetSync:
     def _new_runners(self, missing: int) -> list[KubeObject]:
         if missing <= 0:
             return []
-        hold = self._recreation_hold()
-        rest = self.status.scale_up_remaining or 0
-        if rest > 0:
-            # The rest of a scale-up made in batches is not held, but is no more than that
-            # rest: a member that finished its job meanwhile is replaced as any is, by the
-            # rules of a later sync (a hold, or the listener's next count).
-            if missing > rest:
-                self.resync.append(hold if hold is not None else NEXT_BATCH_SECONDS)
-            hold, missing = None, min(missing, rest)
+        missing, hold, later = rest_of_scale_up(
+            missing, self._recreation_hold(), self.status.scale_up_remaining
+        )
+        if later is not None:
+            self.resync.append(later)
         if hold is not None:
             self.resync.append(hold)
             self.conditions["Scaling"] = (

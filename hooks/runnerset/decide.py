@@ -47,7 +47,12 @@ from hooks.runnerset.statefulset import (
 )
 from hooks.runnerset.trust import runner_prefix
 from hooks.scale_set_mode import count_wait_left
-from hooks.scale_target import MAX_NEW_RUNNERS_PER_SYNC, NEXT_BATCH_SECONDS, RECREATION_DELAY
+from hooks.scale_target import (
+    MAX_NEW_RUNNERS_PER_SYNC,
+    NEXT_BATCH_SECONDS,
+    RECREATION_DELAY,
+    rest_of_scale_up,
+)
 from hooks.settings import Settings
 from hooks.unobserved import UNOBSERVED_GRACE, asked_for, grace_left, still_unobserved
 
@@ -283,8 +288,7 @@ class _Decision:
         for check in checks:
             if not check.done:
                 self.out.wait(check.retry_after)
-        if ration.deferred and not ration.rate_limited:
-            self.out.wait(NEXT_BATCH_SECONDS)
+        self._next_batch_if_deferred(ration)
         return not ration.deferred and all(check.done for check in checks)
 
     # --------------------------------------------------------------- each runner
@@ -350,6 +354,11 @@ class _Decision:
 
         turn = int(self.now.timestamp()) * ration.limit
         questions_of(partial(advance, member) for member in rotated(stopping, turn))
+        self._next_batch_if_deferred(ration)
+
+    def _next_batch_if_deferred(self, ration: Ration) -> None:
+        """Parts the ration left for later: a second later, unless GitHub's rate limit has
+        them wait for its reset (their own retry says when)."""
         if ration.deferred and not ration.rate_limited:
             self.out.wait(NEXT_BATCH_SECONDS)
 
@@ -454,14 +463,8 @@ class _Decision:
             self._acted_on_count()
             return
         hold = self._count_hold() if self.facts.scale_set else self._recreation_hold()
-        rest = self.facts.status.scale_up_remaining or 0
-        if rest > 0:
-            # The rest of a scale-up made in batches is not held, but is no more than that
-            # rest: a member that finished its job meanwhile is replaced as any is, by the
-            # rules of a later sync (a hold, or the listener's next count).
-            if missing > rest:
-                out.wait(hold if hold is not None else NEXT_BATCH_SECONDS)
-            hold, missing = None, min(missing, rest)
+        missing, hold, later = rest_of_scale_up(missing, hold, self.facts.status.scale_up_remaining)
+        out.wait(later)
         if hold is not None:
             out.wait(hold)
             out.conditions["Scaling"] = (
