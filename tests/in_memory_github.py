@@ -105,6 +105,7 @@ class InMemoryGitHub(GitHubPort):
         remove_answers: list[RemoveResult] | None = None,
         list_error: GitHubError | None = None,
         token_error: GitHubError | None = None,
+        jit_error: GitHubError | None = None,
         next_id: int = 100,
         tokens_issued: int = 0,
         # Set by tests: runs per (repository, status filter), jobs per (repository, run id), and
@@ -123,6 +124,7 @@ class InMemoryGitHub(GitHubPort):
         self.remove_answers: list[RemoveResult] = [] if remove_answers is None else remove_answers
         self.list_error = list_error
         self.token_error = token_error
+        self.jit_error = jit_error
         self.tokens_issued = tokens_issued
         self.workflow_runs = {} if workflow_runs is None else workflow_runs
         self.workflow_jobs = {} if workflow_jobs is None else workflow_jobs
@@ -210,6 +212,8 @@ class InMemoryGitHub(GitHubPort):
         work_folder: str,
     ) -> JitConfig:
         self.calls.append(("generate_jit_config", str(scope)))
+        if self.jit_error is not None:
+            raise self.jit_error
         return self.port.generate_jit_config(scope, name, labels, runner_group_id, work_folder)
 
     def runner_group_id(self, scope: Scope, group_name: str) -> int:

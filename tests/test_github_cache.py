@@ -50,6 +50,7 @@ class ScriptedPort:
         self.groups = {"": 1, "gpu": 7}
         self.list_hook: Callable[[], None] | None = None
         self.list_error: GitHubError | None = None
+        self.jit_error: GitHubError | None = None
         self.runs: dict[tuple[str, str], list[WorkflowRun]] = {}
         self.jobs: dict[tuple[str, int], list[WorkflowJob]] = {}
         self.visible_groups: dict[tuple[str, str], list[RunnerGroupInfo]] = {}
@@ -94,6 +95,8 @@ class ScriptedPort:
         work_folder: str,
     ) -> JitConfig:
         self.calls["jit"] += 1
+        if self.jit_error is not None:
+            raise self.jit_error
         runner = GitHubRunner(id=100 + self.calls["jit"], name=name, status="offline", busy=False)
         self.runners.setdefault(scope, []).append(runner)
         return JitConfig(runner=runner, encoded_jit_config="config")
@@ -578,6 +581,50 @@ def test_jit_config_is_not_cached_and_evicts_the_list(
     assert port.calls["jit"] == 2
     assert [r.name for r in cache.list_runners(ORG)] == ["r1", "r2", "a", "b"]
     assert port.calls["list"] == 2
+
+
+def test_a_rate_limited_jit_config_is_refused_locally_until_the_wait_is_over(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    # Found by an independent run: a JIT RunnerSet whose runners kept finishing asked GitHub
+    # at each of their syncs through a 12-minute rate limit (682 refused calls).
+    cache = make_cache(port, clock)
+    port.jit_error = RateLimitedError("slow down", retry_after=120, status=429)
+    with pytest.raises(RateLimitedError):
+        cache.generate_jit_config(ORG, "a", ["self-hosted"], 1, "_work")
+    port.jit_error = None
+    clock.advance(100)
+    with pytest.raises(RateLimitedError) as raised:
+        cache.generate_jit_config(ORG, "b", ["self-hosted"], 1, "_work")
+    assert raised.value.retry_after == pytest.approx(20)
+    assert port.calls["jit"] == 1
+    # Another scope's configs are not held back by this one's refusal.
+    cache.generate_jit_config(REPO, "c", ["self-hosted"], 1, "_work")
+    clock.advance(20)
+    assert cache.generate_jit_config(ORG, "b", ["self-hosted"], 1, "_work").runner.name == "b"
+    assert port.calls["jit"] == 3
+
+
+@pytest.mark.parametrize(("status", "remembered"), [(None, True), (502, True), (422, False)])
+def test_a_jit_config_that_failed_on_githubs_side_is_not_asked_again_for_a_while(
+    port: ScriptedPort, clock: ManualClock, status: int | None, remembered: bool
+) -> None:
+    """A server error (or no answer) is GitHub's: the next syncs would meet it too, so they
+    do not ask for 30 s. A refusal of this request (422: the name is taken) says nothing of
+    the next, which asks at once."""
+    cache = make_cache(port, clock)
+    port.jit_error = GitHubError("broken", status)
+    with pytest.raises(GitHubError):
+        cache.generate_jit_config(ORG, "a", ["self-hosted"], 1, "_work")
+    port.jit_error = None
+    clock.advance(FAILED_READ_MEMORY.total_seconds() - 1)
+    if remembered:
+        with pytest.raises(GitHubError, match="broken"):
+            cache.generate_jit_config(ORG, "a", ["self-hosted"], 1, "_work")
+        assert port.calls["jit"] == 1
+        clock.advance(1)
+    assert cache.generate_jit_config(ORG, "a", ["self-hosted"], 1, "_work").runner.name == "a"
+    assert port.calls["jit"] == 2
 
 
 def test_entries_are_bounded(port: ScriptedPort, clock: ManualClock) -> None:

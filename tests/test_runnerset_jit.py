@@ -14,7 +14,7 @@ from hooks.runner.registration import jit_labels
 from hooks.runnerset.decide import MAX_NEW_JIT_RUNNERS_PER_SYNC
 from hooks.scale_target import NEXT_BATCH_SECONDS
 from tests import sim_scenarios
-from tests.in_memory_github import InMemoryGitHub
+from tests.in_memory_github import InMemoryGitHub, rate_limited
 from tests.test_runnerset_hooks import (
     ORG,
     RunnerSetWorld,
@@ -278,3 +278,35 @@ def test_a_member_that_finishes_between_batches_is_replaced_as_any_recreation(
     clock.advance(600)
     world.settle(3)
     assert len(world.statefulsets()) == 40
+
+
+def test_the_rest_of_a_scale_up_waits_for_the_rate_limit_not_for_a_next_batch(
+    client: TestClient, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    # Found by an independent run: with a refused config's runner left for later
+    # (`scaleUpRemaining`) and another member finished meanwhile, each sync asked to be synced
+    # again a second later for a next batch, and asked GitHub for a config again: 682 refused
+    # calls in a 12-minute rate limit.
+    world = jit_world(client, github, clock)
+    world.scale(3)
+    world.settle(3)
+    for name in world.statefulsets():
+        world.start(name, register=False)  # registered by its JIT config already
+    world.sync()
+    github.jit_error = rate_limited(600)
+    resyncs = []
+    for name in sorted(world.statefulsets())[:2]:  # two finish, one after the other
+        clock.advance(30)
+        world.set_runner(name, runner_terminated(0, format_time(clock.now())))
+        for _ in range(4):
+            resyncs.append(world.sync()["resyncAfterSeconds"])
+            clock.advance(1)
+    assert len(world.statefulsets()) == 1
+    assert world.parent["status"]["scaleUpRemaining"] == 1  # the first one's replacement
+    assert min(resyncs[-3:]) > NEXT_BATCH_SECONDS  # the refusal's wait, not a next batch's
+
+    github.jit_error = None
+    clock.advance(600)
+    world.settle(3)
+    assert len(world.statefulsets()) == 3
+    assert "scaleUpRemaining" not in world.parent["status"]

@@ -204,7 +204,8 @@ class CachedGitHub(GitHubPort):
         self._visible_groups: _TTLMap[tuple[str, str], tuple[RunnerGroupInfo, ...]] = _TTLMap(
             max_entries
         )
-        # Reads that GitHub rate-limited: answered locally until the wait is over.
+        # Reads (and JIT configs) that GitHub rate-limited: refused locally until the wait is
+        # over.
         self._backoff: _TTLMap[Hashable, str] = _TTLMap(max_entries)
         # Reads that failed (not rate-limited) and are not asked again for a while.
         self._failed_reads: _TTLMap[Hashable, tuple[str, int | None]] = _TTLMap(max_entries)
@@ -432,11 +433,29 @@ class CachedGitHub(GitHubPort):
         runner_group_id: int,
         work_folder: str,
     ) -> JitConfig:
+        key = ("jit", scope)
+        with self._lock:
+            # Refused a moment ago: every sync would ask again (a set's runners that finish,
+            # each an event) and be refused again, through the rate limit or the outage.
+            self._raise_if_backing_off(key)
+            self._raise_if_failed_lately(key)
         refuse_if_offline("a JIT config")
         try:
             return self._inner.generate_jit_config(
                 scope, name, labels, runner_group_id, work_folder
             )
+        except RateLimitedError as error:
+            with self._lock:
+                now = self._clock.now()
+                self._backoff.put(key, str(error), now + timedelta(seconds=error.retry_after), now)
+            raise
+        except GitHubError as error:
+            if error.status is None or error.status >= 500:  # not a refusal of this request
+                with self._lock:
+                    now = self._clock.now()
+                    failure = (str(error), error.status)
+                    self._failed_reads.put(key, failure, now + FAILED_READ_MEMORY, now)
+            raise
         finally:
             # Whatever the answer, a runner may now exist that the cached list lacks.
             with self._lock:

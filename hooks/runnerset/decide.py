@@ -464,7 +464,6 @@ class _Decision:
             return
         hold = self._count_hold() if self.facts.scale_set else self._recreation_hold()
         missing, hold, later = rest_of_scale_up(missing, hold, self.facts.status.scale_up_remaining)
-        out.wait(later)
         if hold is not None:
             out.wait(hold)
             out.conditions["Scaling"] = (
@@ -493,6 +492,11 @@ class _Decision:
                 self._acted_on_count()
         if (made := out.created - created_before) < missing:
             out.scale_up_remaining = missing - made
+        else:
+            # Only once the rest is made: a refused config's own retry delay governs until
+            # then (found by an independent run: a JIT set asked GitHub every second through
+            # a rate limit, its rest waiting at each sync for a next batch).
+            out.wait(later)
         if out.created:
             created = f"created {out.created} runner(s)"
             out.conditions.setdefault("Scaling", ("True", "Created", created))
