@@ -25,7 +25,7 @@ from hooks.app import create_app
 from hooks.autoscaler.metrics import MAX_WORKFLOW_RUN_REPOSITORIES
 from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
-from hooks.github.port import GitHubError, Scope, WorkflowJob, WorkflowRun
+from hooks.github.port import GitHubError, RateLimitedError, Scope, WorkflowJob, WorkflowRun
 from hooks.settings import Settings
 from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub, rate_limited
@@ -841,18 +841,30 @@ def test_a_runner_the_list_shows_idle_counts_idle_unless_its_status_is_newer(
     assert answer["status"]["desiredReplicas"] == desired  # none busy: down by the factor 0.5
 
 
-def test_without_the_list_the_runners_status_alone_counts(
-    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+@pytest.mark.parametrize(
+    "error", [GitHubError("boom", 502), RateLimitedError("slow down", retry_after=900, status=429)]
+)
+def test_without_the_list_the_answer_stands(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub, error: GitHubError
 ) -> None:
+    # Found by an independent run: the Runners' status alone had counted the Runners made
+    # since their last list as idle, and an outage while every runner was busy scaled the
+    # target down step by step to its minimum (9 -> 8 -> 4 -> 2) as jobs queued up. ARC's
+    # reconcile fails on the list's error and changes nothing.
     hra = autoscaler(status={"desiredReplicas": 4}, minReplicas=1, metrics=[BUSY_METRIC])
     del hra["spec"]["scaleUpTriggers"]
-    runners = [runner(f"{TARGET}-{index}", index < 3) for index in range(4)]
-    github.list_error = GitHubError("boom", 502)
+    runners = [runner(f"{TARGET}-{index}", False) for index in range(4)]  # none listed busy yet
+    github.list_error = error
     cluster = Cluster(client, clock, hra, related=[deployment(), *runners])
 
     answer = cluster.sync()
 
-    assert answer["status"]["desiredReplicas"] == 8
+    assert answer["status"]["desiredReplicas"] == 4
+    active = {c["type"]: c for c in answer["status"]["conditions"]}["ScalingActive"]
+    assert active["status"] == "False"
+    assert "boom" in active["message"] or "slow down" in active["message"]
+    if isinstance(error, RateLimitedError):
+        assert answer["resyncAfterSeconds"] == pytest.approx(900)
 
 
 def test_queued_and_in_progress_runs_are_read_from_github_for_org_runners(

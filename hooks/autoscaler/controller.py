@@ -631,14 +631,16 @@ class _HookActivity:
         reads now is usually newer, and counts for each Runner it lists (ARC reads the list).
         A Runner it does not list (an ephemeral runner whose short job ended, gone before
         its Runner's next sync) counts as its status says, as does one whose status reports
-        a list newer than this one (another replica's)."""
+        a list newer than this one (another replica's).
+
+        A list GitHub refuses raises, and the HRA's answer stands (ARC's reconcile fails):
+        the Runners' status alone counts every Runner made since their last list as idle, so
+        an outage while all of them were busy had scaled the target down to its minimum
+        (found by an independent run)."""
         self.counted_busy = self.busy
         listing = self.listing
         if listing is not None and listing.names:
-            try:
-                listed = RunnerListing.of(self.github.list_runners(listing.scope))
-            except GitHubError:
-                return self.counted_busy  # the Runners' status alone, as before the list
+            listed = RunnerListing.of(self.github.list_runners(listing.scope))
             self.counted_busy = sum(
                 listed.busy_now(name, name in listing.busy_in_status, listing.reported_at.get(name))
                 for name in listing.names
