@@ -619,3 +619,27 @@ def test_form_encoded_deliveries_are_read_from_their_payload_field(world: World)
 
     assert (reply.status, reply.outcome) == (200, SCALED)
     assert world.reservation()["spec"]["job"]["id"] == JOB_ID
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "GITHUB_TOKEN=ghp_" + "Ab3dEf6hIj9lMn2pQr5tUv8xYz1bCd4fGh7j",
+        "github_pat_11ABCDEFG0" + "Q7w8E9r0T1" * 7 + "Zz",
+    ],
+)
+def test_a_target_the_webhook_cannot_use_is_logged_without_its_values(
+    value: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Found by a hostile probe: the log quoted pydantic's text, which abbreviates a long
+    # value ('ghp_Ab3dEf6...n2pQr5t...') past what the token mask recognizes: 30 of a
+    # classic token's 36 secret characters reached the log.
+    world = make_world(autoscaler(), deployment(repository=f"{OWNER}/{REPOSITORY}", labels=value))
+    with caplog.at_level("WARNING"):
+        world.deliver(job_payload("queued"))
+    records = [r for r in caplog.records if "cannot use" in r.getMessage()]
+    assert records
+    logged = " ".join(f"{r.getMessage()} {vars(r)}" for r in records)
+    assert "labels" in logged  # what is wrong, where
+    secret = value.split("_", 2)[-1] if value.startswith("github_pat") else value[-36:]
+    assert not any(secret[i : i + 6] in logged for i in range(len(secret) - 5))

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from hooks.children import label_value
+from pydantic import ValidationError
+
+from hooks.children import describe_validation_error, label_value
 from hooks.clock import Clock, format_time
 from hooks.github.port import GitHubError
 from hooks.kube.port import (
@@ -425,11 +427,18 @@ def join_targets(
         try:
             joined.append(ScaleTarget.from_objects(hra, target))
         except ValueError as error:  # pydantic's ValidationError included
+            # Where and what, never the value: pydantic's own text abbreviates a long value
+            # (a token pasted into the wrong field) past what the log's mask recognizes.
+            detail = (
+                describe_validation_error(error, "target")
+                if isinstance(error, ValidationError)
+                else str(error)
+            )
             log.warning(
                 "skipping an autoscaler the webhook cannot use",
                 extra={
                     "autoscaler": f"{metadata.get('namespace')}/{metadata.get('name')}",
-                    "detail": str(error)[:300],
+                    "detail": detail[:300],
                 },
             )
     return joined
