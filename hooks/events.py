@@ -101,8 +101,9 @@ def event_object(involved: KubeObject, event: LifecycleEvent, now: datetime) -> 
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
-            # As client-go names them: the object's name and a time-derived suffix.
-            "name": f"{name[:200]}.{int(now.timestamp() * 1e9):x}{_tag(event.reason)}",
+            # As client-go names them: the object's name and a time-derived suffix. A name
+            # cut short ends as a DNS label must, never in '-' or '.'.
+            "name": f"{name[:200].rstrip('-.')}.{int(now.timestamp() * 1e9):x}{_tag(event.reason)}",
             "namespace": namespace,
         },
         "involvedObject": reference,

@@ -4,6 +4,7 @@ objects are Events the API server accepts."""
 from __future__ import annotations
 
 import json
+import re
 
 import kubernetes_validate
 import pytest
@@ -83,6 +84,30 @@ def test_an_event_object_is_a_valid_core_v1_event() -> None:
     assert event["involvedObject"]["uid"] == runner["metadata"]["uid"]
     assert len(event["message"]) == 1024
     assert event["type"] == "Normal"
+
+
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?"
+
+
+@given(
+    name=st.one_of(
+        # '-' or '.' where the name is cut short, and anywhere else
+        st.sampled_from(["-", "."]).map(lambda sep: "a" * 199 + sep + "b" * 40),
+        st.lists(st.from_regex(DNS_LABEL, fullmatch=True), min_size=1, max_size=12)
+        .map(".".join)
+        .filter(lambda name: len(name) <= 253),
+    )
+)
+def test_an_event_of_any_valid_name_has_a_name_the_api_server_takes(name: str) -> None:
+    # Found by a hostile probe: a name whose 200th character is '-' or '.' gave an Event
+    # name that is no DNS subdomain, and the Event was refused.
+    runner = new_runner({"organization": "acme"})
+    runner["metadata"]["name"] = name
+    event = event_object(runner, LifecycleEvent("PodCreated", "x"), ManualClock().now())
+    event_name = event["metadata"]["name"]
+    assert len(event_name) <= 253
+    assert DNS_SUBDOMAIN.fullmatch(event_name), event_name
 
 
 # ------------------------------------------------------------------ over HTTP
