@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 
 TEMPLATE_HASH_LABEL = "runner-template-hash"
 """On a set's runners: the hash of the template they were made from."""
@@ -62,6 +63,19 @@ def claim_names_problem(set_name: str, template_names: list[str]) -> str | None:
             f"characters together (the claims are named <template>-<set>-<slot>, and a name "
             f"has at most {MAX_OBJECT_NAME})"
         )
+    return None
+
+
+def ephemeral_claims_problem(longest_pod_name: int, volumes: Iterable[str]) -> str | None:
+    """Kubernetes names the claim of a pod's generic ephemeral volume `<pod>-<volume>`: a pod
+    whose name leaves no room for it never starts (the claim cannot be created)."""
+    for volume in volumes:
+        if longest_pod_name + 1 + len(volume) > MAX_OBJECT_NAME:
+            return (
+                f"metadata.name: too long for the runner pod's ephemeral volume {volume!r} "
+                f"(Kubernetes names its claim <pod>-{volume}, and a name has at most "
+                f"{MAX_OBJECT_NAME} characters)"
+            )
     return None
 
 

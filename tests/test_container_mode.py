@@ -558,3 +558,37 @@ def test_the_readme_documents_the_rules_the_role_has() -> None:
                 K8S_VERSION,
                 strict=True,
             )
+
+
+CACHE_SPEC = {
+    "organization": "acme",
+    "volumes": [{"name": "cache", "ephemeral": {"volumeClaimTemplate": {"spec": CLAIM}}}],
+}
+
+
+@pytest.mark.parametrize(
+    ("length", "spec"),
+    [
+        (248, K8S_SPEC),
+        (249, K8S_SPEC),
+        (253, K8S_SPEC),
+        (244, CACHE_SPEC),
+        (247, CACHE_SPEC),
+    ],
+)
+def test_a_runner_named_too_long_for_its_ephemeral_claims_is_invalid_and_gets_no_pod(
+    client: TestClient, length: int, spec: dict[str, Any]
+) -> None:
+    # Found by a hostile probe: a valid name of 249-253 characters was accepted in kubernetes
+    # mode, and its pod never started: Kubernetes names the work volume's claim
+    # `<pod>-work`, over the 253 characters a name may have.
+    volume = "work" if spec.get("containerMode") else "cache"
+    fits = length + 1 + len(volume) <= 253
+    driver = HookDriver(client, new_runner(spec, name="r" * length))
+    driver.sync()  # kubernetes mode: the service account first
+    answer = driver.sync()
+    valid = {c["type"]: c for c in answer["status"]["conditions"]}["Valid"]
+    assert valid["status"] == ("True" if fits else "False")
+    assert ("Pod" in kinds(answer)) is fits
+    if not fits:
+        assert f"<pod>-{volume}" in valid["message"]

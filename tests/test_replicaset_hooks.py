@@ -649,3 +649,20 @@ def test_invalid_deployment_keeps_its_sets(client: TestClient) -> None:
     assert [c["metadata"]["name"] for c in answer["children"]] == [existing["metadata"]["name"]]
     valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
     assert valid["status"] == "False"
+
+
+@pytest.mark.parametrize(("length", "fits"), [(230, True), (231, False), (235, False)])
+def test_a_set_named_too_long_for_its_runners_ephemeral_claims_is_invalid(
+    client: TestClient, length: int, fits: bool
+) -> None:
+    # Its Runners are named `<set>-<tag><counter>` (18 more characters), their pods after
+    # them, and the work volume's claim `<pod>-work`: at most 253 characters.
+    claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    spec = {**SPEC, "containerMode": "kubernetes", "workVolumeClaimTemplate": claim}
+    parent = replica_set(2)
+    parent["metadata"]["name"] = "p" * length
+    parent["spec"]["template"]["spec"] = spec
+    answer = sync_set(client, parent, [])
+    valid = {c["type"]: c for c in answer["status"]["conditions"]}["Valid"]
+    assert valid["status"] == ("True" if fits else "False")
+    assert len(answer["children"]) == (2 if fits else 0)

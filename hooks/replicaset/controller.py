@@ -43,9 +43,11 @@ from hooks.metacontroller import (
 )
 from hooks.naming import (
     BASE36_NAME,
+    RUNNER_NAME_SUFFIX,
     SYNC_TIME_ANNOTATION,
     TEMPLATE_HASH_LABEL,
     base36,
+    ephemeral_claims_problem,
     replica_set_name_problem,
     uid_tag,
 )
@@ -55,6 +57,7 @@ from hooks.resources.replicaset import (
     RunnerTemplate,
 )
 from hooks.resources.runner import API_VERSION
+from hooks.runner.pod import ephemeral_volume_names
 from hooks.runner.validation import validate_runner_template
 from hooks.scale_set_mode import (
     COUNT_VERSION_ANNOTATION,
@@ -185,6 +188,13 @@ def sync_runner_replica_set(request: CompositeHookRequest, deps: HookDeps) -> Co
     problems = validate_runner_template(replica_set.spec.template)
     if (name_problem := replica_set_name_problem(replica_set.metadata.name)) is not None:
         problems.append(name_problem)
+    elif (
+        claims := ephemeral_claims_problem(
+            len(replica_set.metadata.name) + RUNNER_NAME_SUFFIX,
+            ephemeral_volume_names(replica_set.spec.template.spec),
+        )
+    ) is not None:
+        problems.append(claims)
     if replica_set.spec.replicas is not None and replica_set.spec.replicas < 0:
         problems.append("spec.replicas must not be negative")
     if not readable_time(replica_set.spec.effective_time):

@@ -18,10 +18,11 @@ from hooks.github.credentials import requested_credentials, spec_secret_name
 from hooks.github.port import Scope
 from hooks.memo import PLAIN_JSON
 from hooks.metacontroller import CompositeHookRequest, KubeObject, object_or_empty
+from hooks.naming import ephemeral_claims_problem
 from hooks.resources.readable_part import readable_fields, readable_part
 from hooks.resources.runner import Runner, RunnerStatus
 from hooks.runner.container_mode import pod_service_account
-from hooks.runner.pod import PodDefaults, build_runner_pod, pod_defaults
+from hooks.runner.pod import PodDefaults, build_runner_pod, ephemeral_volume_names, pod_defaults
 from hooks.runner.registration import registration_mode
 from hooks.runner.secret import registration_secret_name
 from hooks.runner.validation import validate_runner_spec
@@ -152,6 +153,10 @@ def _parse_now(
     scale_set_id, jit = _registered_as(runner, mode)
     if problems is None:
         problems = tuple(validate_runner_spec(runner.spec, jit=jit, metadata=runner.metadata))
+    volumes = ephemeral_volume_names(runner.spec)
+    claims = ephemeral_claims_problem(len(runner.metadata.name), volumes)
+    if claims is not None:
+        problems = (*problems, claims)
     return ParsedRunner(runner, problems, jit=jit, defaults=defaults, scale_set_id=scale_set_id)
 
 

@@ -556,6 +556,17 @@ def _var_run_volume(spec: RunnerSpec) -> Manifest:
     return {"name": VAR_RUN_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": size_limit}}
 
 
+def ephemeral_volume_names(spec: RunnerSpec) -> list[str]:
+    """The pod's generic ephemeral volumes, each given a claim named after the pod: the
+    work volume in kubernetes container mode, and the spec's own."""
+    names = [WORK_VOLUME] if spec.container_mode == KUBERNETES_MODE else []
+    for volume in spec.volumes:
+        name = volume.get("name") if isinstance(volume, dict) else None
+        if isinstance(name, str) and "ephemeral" in volume:
+            names.append(name)
+    return names
+
+
 def _work_claim_volume(template: WorkVolumeClaimTemplate | None) -> Manifest:
     """The generic ephemeral volume whose PVC (`<pod>-work`) the container hooks share with jobs."""
     if template is None:
