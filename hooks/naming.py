@@ -66,6 +66,15 @@ def claim_names_problem(set_name: str, template_names: list[str]) -> str | None:
     return None
 
 
+def without_controller_uid(labels: dict[str, str]) -> dict[str, str]:
+    """A child's labels, less `controller-uid`: Metacontroller's generated selector puts the
+    parent's uid there and refuses a child whose label says otherwise (a template's labels
+    copied from a Job's pod carry one)."""
+    if CONTROLLER_UID_LABEL not in labels:
+        return labels
+    return {key: value for key, value in labels.items() if key != CONTROLLER_UID_LABEL}
+
+
 def ephemeral_claims_problem(longest_pod_name: int, volumes: Iterable[str]) -> str | None:
     """Kubernetes names the claim of a pod's generic ephemeral volume `<pod>-<volume>`: a pod
     whose name leaves no room for it never starts (the claim cannot be created)."""

@@ -1125,3 +1125,29 @@ def test_signed_random_deliveries_never_get_a_5xx() -> None:
         }
         response = client.post("/webhook/github", content=body, headers=headers)
         assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize(
+    ("path", "requests"),
+    [
+        ("/sync/runnerdeployment", lambda: deployment_requests()[1]),
+        ("/sync/runnerreplicaset", lambda: replica_set_requests()[1]),
+        ("/sync/runnerset", lambda: runner_set_requests(False)[1]),
+    ],
+)
+def test_a_templates_controller_uid_label_is_not_given_to_children(
+    path: str, requests: Any
+) -> None:
+    # Found by a hostile probe: template labels copied from a Job's pod carry
+    # `controller-uid`; the children carried it too, and Metacontroller's generated selector
+    # (controller-uid=<parent uid>, added only where missing) refused the whole answer.
+    request = copy.deepcopy(requests())
+    template = request["parent"]["spec"]["template"]
+    template.setdefault("metadata", {}).setdefault("labels", {})["controller-uid"] = "job-pod"
+    with hook_server() as (client, _):
+        response = post(client, path, orjson.dumps(request))
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["children"]
+    for child in answer["children"]:
+        assert "controller-uid" not in (child["metadata"].get("labels") or {}), child["kind"]

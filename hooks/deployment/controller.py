@@ -43,7 +43,12 @@ from hooks.metacontroller import (
     KubeObject,
     object_or_empty,
 )
-from hooks.naming import DEPLOYMENT_NAME_LABEL, TEMPLATE_HASH_LABEL, deployment_name_problem
+from hooks.naming import (
+    DEPLOYMENT_NAME_LABEL,
+    TEMPLATE_HASH_LABEL,
+    deployment_name_problem,
+    without_controller_uid,
+)
 from hooks.replicaset.controller import readable_time, template_hash
 from hooks.resources.common import ScaleSetStatus
 from hooks.resources.replicaset import (
@@ -380,7 +385,7 @@ def _replica_set(
             "namespace": deployment.metadata.namespace,
             # As ARC's: the template's labels with the two above, so that the deployment's
             # selector (which matches its template) finds its sets.
-            "labels": dict(template_metadata["labels"]),
+            "labels": without_controller_uid(dict(template_metadata["labels"])),
         },
         "spec": spec,
     }

@@ -50,6 +50,7 @@ from hooks.naming import (
     ephemeral_claims_problem,
     replica_set_name_problem,
     uid_tag,
+    without_controller_uid,
 )
 from hooks.resources.replicaset import (
     RunnerReplicaSet,
@@ -396,6 +397,7 @@ class _ReplicaSetSync:
     def _runner(self, name: str) -> KubeObject:
         template = self.replica_set.spec.template
         labels = {**template.metadata.labels, TEMPLATE_HASH_LABEL: self.hash}
+        labels = without_controller_uid(labels)
         annotations = {**template.metadata.annotations, SYNC_TIME_ANNOTATION: format_time(self.now)}
         effective = self.replica_set.spec.effective_time
         if SCALE_SET_ID_ANNOTATION in annotations and effective:

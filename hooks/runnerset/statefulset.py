@@ -25,7 +25,7 @@ import orjson
 from hooks.children import label_value
 from hooks.github.port import Scope
 from hooks.metacontroller import list_or_empty, object_or_empty
-from hooks.naming import SYNC_TIME_ANNOTATION, TEMPLATE_HASH_LABEL
+from hooks.naming import SYNC_TIME_ANNOTATION, TEMPLATE_HASH_LABEL, without_controller_uid
 from hooks.resources.common import ObjectMeta
 from hooks.resources.runner import Runner, RunnerConfig, RunnerSpec
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec
@@ -162,11 +162,9 @@ def statefulset(
             "namespace": runner_set.metadata.namespace,
             # The RunnerSet's own labels, as ARC gives them (tools select by them), under the
             # template's, which the RunnerSet's selector (Metacontroller's claim) reads.
-            "labels": {
-                **runner_set.metadata.labels,
-                **spec.template.metadata.labels,
-                **own_labels,
-            },
+            "labels": without_controller_uid(
+                {**runner_set.metadata.labels, **spec.template.metadata.labels, **own_labels}
+            ),
             "annotations": {SYNC_TIME_ANNOTATION: created_at},
         },
         "spec": sts_spec,
