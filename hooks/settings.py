@@ -139,9 +139,10 @@ class Settings(BaseSettings):
         le=1.0,
         alias="GITHUB_LIST_RUNNERS_BUDGET_SHARE",
         description=(
-            "Share of a token's API budget that runner lists may take: a scope's list is "
-            "served longer than GITHUB_LIST_RUNNERS_CACHE_TTL when listing it that often would "
-            "take more of the hourly limit, or of what is left of the current window."
+            "Share of a token's API budget that runner lists may take, those of every scope it "
+            "lists together: a scope's list is served longer than "
+            "GITHUB_LIST_RUNNERS_CACHE_TTL when listing all of them that often would take more "
+            "of the hourly limit, or of what is left of the current window."
         ),
     )
     shared_runner_lists_namespace: str = Field(

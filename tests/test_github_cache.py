@@ -570,9 +570,11 @@ def test_remove_dedupe_is_per_scope_and_runner(port: ScriptedPort, clock: Manual
     assert port.calls["remove"] == 3
 
 
-def test_jit_config_is_not_cached_and_evicts_the_list(
+def test_jit_config_is_not_cached_and_its_registration_joins_the_cached_list(
     port: ScriptedPort, clock: ManualClock
 ) -> None:
+    # A fleet of JIT runners had its scope listed anew after every config (the list was
+    # evicted): the registration GitHub answered with is what the next list would show.
     cache = make_cache(port, clock)
     cache.list_runners(ORG)
     first = cache.generate_jit_config(ORG, "a", ["self-hosted"], 1, "_work")
@@ -580,6 +582,20 @@ def test_jit_config_is_not_cached_and_evicts_the_list(
     assert first.runner.id != second.runner.id
     assert port.calls["jit"] == 2
     assert [r.name for r in cache.list_runners(ORG)] == ["r1", "r2", "a", "b"]
+    assert port.calls["list"] == 1
+
+
+@pytest.mark.parametrize("error", [GitHubError("timeout", None), GitHubError("broken", 502)])
+def test_a_jit_config_without_an_answer_evicts_the_list(
+    port: ScriptedPort, clock: ManualClock, error: GitHubError
+) -> None:
+    """The registration may exist all the same: the next read lists anew."""
+    cache = make_cache(port, clock)
+    cache.list_runners(ORG)
+    port.jit_error = error
+    with pytest.raises(GitHubError):
+        cache.generate_jit_config(ORG, "a", ["self-hosted"], 1, "_work")
+    cache.list_runners(ORG)
     assert port.calls["list"] == 2
 
 

@@ -227,7 +227,9 @@ def test_a_leftover_check_after_a_stop_asks_for_the_runners_name_not_the_whole_l
     [
         (2, 60, "on-this-list"),  # listed after the stop: decided on it
         (-30, 60, "wait"),  # listed before; the next list is due within the patience
-        (-30, 200, "by-name"),  # the next list is too far off: asked by name
+        (-30, 200, "wait"),  # lists paced 233 s apart: the next is waited for
+        (-30, 700, "by-name"),  # paced farther apart than 10 minutes: asked by name
+        (-500, 200, "wait"),  # the next of lists paced beyond 10 minutes comes within them
         (None, None, "by-name"),  # a list of unknown age
     ],
 )

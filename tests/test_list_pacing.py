@@ -338,3 +338,25 @@ def test_reads_that_stopped_no_longer_stretch_the_period() -> None:
     clock.advance(30)
     cache.list_workflow_runs("acme/app", "queued")
     assert github.calls["runs"] == 2  # the configured 30 s again
+
+
+def test_the_lists_of_many_scopes_on_one_token_share_its_budget() -> None:
+    """Found by an independent scale run: a hundred repositories' small lists, each paced as
+    if it were the token's only one, took about 80% of a 5,000-call token's budget."""
+    clock = ManualClock(NOW)
+    github = ScriptedPort(clock)
+    scopes = [Scope(repository=f"acme/repo-{index}") for index in range(100)]
+    for scope in scopes:
+        github.runners[scope] = [GitHubRunner(1, "runner-1", "online", False)]
+    settings = Settings.model_validate({"GITHUB_TOKEN": "x", "GITHUB_LIST_RUNNERS_CACHE_TTL": "90"})
+    budget = fresh_window()
+    cache = CachedGitHub(github, settings, clock, rate_budget=lambda: budget)
+    before = 0
+    for minute in range(120):  # every Runner's sync reads its scope's list each minute
+        if minute == 60:
+            before = github.calls["list"]
+        for scope in scopes:
+            cache.list_runners(scope)
+        clock.advance(60)
+    # One page each: at the configured 90 s, 3,000 lists an hour; half the budget allows 2,500.
+    assert github.calls["list"] - before <= 0.5 * 5000

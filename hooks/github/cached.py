@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Generic, TypeVar, cast
 
 from hooks.clock import Clock
-from hooks.github.list_pacing import RateBudget, list_period, paced_period
+from hooks.github.list_pacing import MAX_LIST_PERIOD, RateBudget, list_pages, paced_period
 from hooks.github.offline import refuse_if_offline
 from hooks.github.port import (
     GitHubError,
@@ -192,6 +192,11 @@ class CachedGitHub(GitHubPort):
         # How many runners each scope's last list had (kept past the list's expiry): what a
         # fresh list would cost in pages.
         self._list_sizes: dict[Scope, int] = {}
+        # The pages of each scope's last list and when it was made, and their sum over the
+        # scopes listed within the last hour: every scope's list comes due again within it,
+        # so all of them together are what the budget's share must cover (`_list_period`).
+        self._scope_pages: dict[Scope, tuple[int, datetime]] = {}
+        self._listed_pages = 0
         # When this replica last learnt something of a scope's runners that a list asked for
         # before then lacks (a removal, a busy answer, a new registration): an older shared
         # list is not taken.
@@ -230,14 +235,16 @@ class CachedGitHub(GitHubPort):
                     return RunnerListing(found[0].runners, found[0].asked_at, found[1])
             asked_at = self._clock.now()
             runners = tuple(self._inner.list_runners(scope))
-            return RunnerListing(runners, asked_at, asked_at + self._list_period(len(runners)))
+            period = self._list_period(scope, len(runners))
+            return RunnerListing(runners, asked_at, asked_at + period)
 
         def store(value: RunnerListing, asked_at: datetime) -> None:
             asked_at = value.asked_at or asked_at
-            expires = value.fresh_until or asked_at + self._list_period(len(value))
+            expires = value.fresh_until or asked_at + self._list_period(scope, len(value))
             self._lists.put(scope, value, expires, asked_at)
             GITHUB_RUNNER_LIST_PERIOD.labels(str(scope)).set((expires - asked_at).total_seconds())
             self._list_sizes[scope] = len(value)
+            self._record_list_pages(scope, len(value), asked_at)
 
         return self._single_flight(
             ("list", scope), cached, fetch, store, not_before=not_before, remember_failure=True
@@ -277,20 +284,39 @@ class CachedGitHub(GitHubPort):
             return None
         asked_at = self._clock.now()
         runners = tuple(self._inner.list_runners(scope))
-        period = self._list_period(len(runners))
+        period = self._list_period(scope, len(runners))
         fresh = SharedList(asked_at, runners, period)
         board.publish(scope, fresh)
         return fresh, asked_at + period
 
-    def _list_period(self, runners: int) -> timedelta:
-        """How long a list of this many runners is served (`hooks.github.list_pacing`)."""
-        return list_period(
+    def _list_period(self, scope: Scope, runners: int) -> timedelta:
+        """How long a list of this many runners is served: long enough that the lists of
+        every scope this replica listed within the hour, each made once a period, stay within
+        the token's share (`hooks.github.list_pacing.paced_period`). Found by an independent
+        scale run: a hundred repositories' small lists, each paced as if alone, took 80% of a
+        token's budget. Read without the lock: an approximate sum is good enough here."""
+        own = list_pages(runners)
+        recorded = self._scope_pages.get(scope)
+        others = self._listed_pages - (recorded[0] if recorded is not None else 0)
+        return paced_period(
             self._list_ttl,
-            runners,
+            own + max(others, 0),
             self._rate_budget(),
             self._clock.now(),
             self._list_budget_share,
         )
+
+    def _record_list_pages(self, scope: Scope, runners: int, at: datetime) -> None:
+        """Called under the lock."""
+        previous = self._scope_pages.pop(scope, None)
+        if previous is not None:
+            self._listed_pages -= previous[0]
+        pages = list_pages(runners)
+        self._scope_pages[scope] = (pages, at)
+        self._listed_pages += pages
+        horizon = at - MAX_LIST_PERIOD
+        for stale in [s for s, (_, when) in self._scope_pages.items() if when < horizon]:
+            self._listed_pages -= self._scope_pages.pop(stale)[0]
 
     def runners_named(
         self, scope: Scope, name: str, *, not_before: datetime | None = None
@@ -440,10 +466,12 @@ class CachedGitHub(GitHubPort):
             self._raise_if_backing_off(key)
             self._raise_if_failed_lately(key)
         refuse_if_offline("a JIT config")
+        config: JitConfig | None = None
         try:
-            return self._inner.generate_jit_config(
+            config = self._inner.generate_jit_config(
                 scope, name, labels, runner_group_id, work_folder
             )
+            return config
         except RateLimitedError as error:
             with self._lock:
                 now = self._clock.now()
@@ -457,9 +485,14 @@ class CachedGitHub(GitHubPort):
                     self._failed_reads.put(key, failure, now + FAILED_READ_MEMORY, now)
             raise
         finally:
-            # Whatever the answer, a runner may now exist that the cached list lacks.
             with self._lock:
-                self._invalidate_list(scope)
+                if config is not None:
+                    # The registration GitHub made, added to the cached list: a fleet of JIT
+                    # runners had its scope listed anew after every config.
+                    self._add_to_list(scope, config.runner)
+                else:
+                    # No answer: a runner may now exist that the cached list lacks.
+                    self._invalidate_list(scope)
 
     def remove_runner(
         self, scope: Scope, runner_id: int, *, not_before: datetime | None = None
@@ -566,6 +599,12 @@ class CachedGitHub(GitHubPort):
         if runners is None:
             return
         self._lists.amend(scope, runners.marked_busy(runner_id))
+
+    def _add_to_list(self, scope: Scope, runner: GitHubRunner) -> None:
+        self._mark_scope_reads_stale(scope)
+        runners = self._lists.get(scope, self._clock.now())
+        if runners is not None:
+            self._lists.amend(scope, runners.corrected(runner.name, (runner,)))
 
     def _invalidate_list(self, scope: Scope) -> None:
         self._lists.pop(scope)

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from hooks.clock import format_time
-from hooks.github.port import GitHubError, GitHubRunner, RateLimitedError, RemoveOutcome, Scope
+from hooks.github.port import (
+    GitHubError,
+    GitHubRunner,
+    RateLimitedError,
+    RemoveOutcome,
+    RunnerListing,
+    Scope,
+)
 from hooks.lifecycle.graceful_stop import StopTiming
 from hooks.lifecycle.steps import Answers
 from hooks.metacontroller import observed_time
@@ -29,7 +36,10 @@ from hooks.resources.runner import GracefulStopStatus
 
 LIST_PATIENCE = timedelta(minutes=2)
 """How long a leftover check waits for the scope's next runner list rather than ask by name
-(the lists of a busy scope come every 90 s by default, GITHUB_LIST_RUNNERS_CACHE_TTL)."""
+(the lists of a busy scope come every 90 s by default, GITHUB_LIST_RUNNERS_CACHE_TTL), or
+for as long as the lists are paced apart (`hooks.github.list_pacing`), up to
+`MAX_LIST_PATIENCE`: asking anew is what the pacing spares the budget."""
+MAX_LIST_PATIENCE = timedelta(minutes=10)
 LIST_PATIENCE_MARGIN = 1.0  # seconds past the list's expiry: the next call lists anew
 
 
@@ -65,7 +75,7 @@ def remove_leftover_registration(
             if asked_at is not None and asked_at >= stopped_at:
                 found = listing.named(name)
                 return _remove_found(github, scope, _unless(found, keep), timing, stopped_at)
-            if next_list is not None and now < next_list <= now + LIST_PATIENCE:
+            if next_list is not None and now < next_list <= now + _patience(listing):
                 wait = (next_list - now).total_seconds() + LIST_PATIENCE_MARGIN
                 return LeftoverCheck(False, wait, "looking in the next list of the scope's runners")
         found = github.find_runner(scope, name, not_before=stopped_at)
@@ -74,6 +84,16 @@ def remove_leftover_registration(
     except GitHubError as error:
         return LeftoverCheck(False, timing.retry_delay, str(error))
     return _remove_found(github, scope, _unless(found, keep), timing, stopped_at)
+
+
+def _patience(listing: RunnerListing) -> timedelta:
+    """How long to wait for the scope's next list: at least `LIST_PATIENCE`, and as long as
+    lists are paced apart (found in a fleet of 100 repositories on one token: each list paced
+    to 144 s, the checks of runners leaving asked anew once that passed two minutes)."""
+    paced = timedelta(0)
+    if listing.asked_at is not None and listing.fresh_until is not None:
+        paced = listing.fresh_until - listing.asked_at
+    return min(max(LIST_PATIENCE, paced), MAX_LIST_PATIENCE)
 
 
 def _unless(found: GitHubRunner | None, keep: int | None) -> GitHubRunner | None:
