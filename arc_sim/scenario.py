@@ -321,6 +321,44 @@ class Scenario(_Model):
                 _check_manifest(entry.apply, f"timeline[{index}].apply")
         return self
 
+    @model_validator(mode="after")
+    def _timeline_can_happen(self) -> Scenario:
+        """A typo in the timeline would otherwise test nothing, silently: an action after the
+        end, a hook or listener replica or a node the run does not have."""
+        nodes = {f"node-{i + 1}" for i in range(self.cluster.nodes)}
+        for index, entry in sorted(enumerate(self.timeline), key=lambda pair: pair[1].at):
+            where = f"timeline[{index}]"
+            if entry.at > self.duration:
+                raise ValueError(
+                    f"{where}: at {entry.at:g} s, after the scenario's duration "
+                    f"({self.duration:g} s): it would never happen"
+                )
+            outage = entry.hook_outage
+            if outage is not None and outage.replica >= self.hook_replicas:
+                raise ValueError(
+                    f"{where}.hookOutage.replica: {outage.replica}, but hook replicas are "
+                    f"numbered from 0 to {self.hook_replicas - 1} (hookReplicas)"
+                )
+            restart = entry.restart_listener
+            if restart is not None and restart.replica >= self.listeners.replicas:
+                raise ValueError(
+                    f"{where}.restartListener.replica: {restart.replica}, but the run has "
+                    f"{self.listeners.replicas} listener replica(s) (listeners.replicas)"
+                )
+            for field in ("lose_node", "drain_node"):
+                node = getattr(entry, field)
+                if node is not None and node not in nodes:
+                    known = ", ".join(sorted(nodes)) or "none"
+                    raise ValueError(
+                        f"{where}.{to_camel(field)}: no node {node!r} at that time "
+                        f"(nodes: {known}; cluster.nodes and addNode make them)"
+                    )
+            if entry.add_node is not None:
+                nodes.add(entry.add_node)
+            if entry.lose_node is not None:
+                nodes.discard(entry.lose_node)
+        return self
+
 
 def stressed(scenario: Scenario) -> Scenario:
     """`simulate --stress`: the same scenario with Metacontroller's stress profile on top."""

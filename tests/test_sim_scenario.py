@@ -54,12 +54,35 @@ def test_the_documented_example_loads() -> None:
         ("name: x\ngithub: {errorRate: 2}", "github.errorRate"),
         ("- a\n- b", "a YAML mapping"),
         ("name: [", "not valid YAML"),
+        # A timeline that would test nothing, silently (found by an independent run):
+        (
+            "name: x\nduration: 1h\ntimeline: [{at: 2h, loseNode: node-1}]",
+            "timeline[0]: at 7200 s, after the scenario's duration (3600 s)",
+        ),
+        (
+            "name: x\ntimeline: [{at: 1m, hookOutage: {replica: 5, duration: 1m}}]",
+            "timeline[0].hookOutage.replica: 5, but hook replicas are numbered from 0 to 1",
+        ),
+        (
+            "name: x\ntimeline: [{at: 1m, restartListener: {replica: 3}}]",
+            "timeline[0].restartListener.replica: 3, but the run has 0 listener replica(s)",
+        ),
+        ("name: x\ntimeline: [{at: 1m, loseNode: node-77}]", "no node 'node-77' at that time"),
+        (
+            "name: x\ntimeline: [{at: 1m, loseNode: node-1}, {at: 2m, drainNode: node-1}]",
+            "timeline[1].drainNode: no node 'node-1' at that time",
+        ),
     ],
 )
 def test_mistakes_name_the_field(text: str, message: str) -> None:
     with pytest.raises(ScenarioError) as error:
         load_scenario(text + "\n")
     assert message in str(error.value)
+
+
+def test_a_node_added_on_the_timeline_can_be_drained_later() -> None:
+    text = "name: x\ntimeline: [{at: 2m, drainNode: extra}, {at: 1m, addNode: extra}]\n"
+    assert [entry.action for entry in load_scenario(text).timeline] == ["drain_node", "add_node"]
 
 
 def test_durations() -> None:
