@@ -31,6 +31,7 @@ from hooks.lifecycle.incarnation import (
     MIN_LIST_WAIT_SECONDS,
     STEADY_WATCH_MAX_SECONDS,
     next_list_wait,
+    registration_timed_out,
     steady_watch_wait,
 )
 from hooks.lifecycle.leftover import remove_leftover_registration, remove_stopped_runner
@@ -170,6 +171,31 @@ RUNNING = ObservedPod(
     ephemeral=True,
     scope=Scope(organization="acme"),
 )
+
+
+@given(
+    ready_for=st.integers(0, 7200),  # whole seconds: no rounding at the boundary
+    listed_after_ready=st.none() | st.integers(-600, 7200),
+    seen=st.sampled_from(["online", "offline", "absent"]),
+)
+def test_a_registration_times_out_only_on_a_list_asked_after_the_timeout(
+    ready_for: int, listed_after_ready: int | None, seen: str
+) -> None:
+    """Ready for the whole timeout, not online, and a list asked after the timeout ran out
+    (when its time is known) that says so: a paced list may predate the registration."""
+    timeout = 600.0
+    ready_since = NOW - timedelta(seconds=ready_for)
+    pod = replace(RUNNING, ready_since=ready_since)
+    listed_at = (
+        None if listed_after_ready is None else ready_since + timedelta(seconds=listed_after_ready)
+    )
+    found = None if seen == "absent" else GitHubRunner(7, NAME, seen, busy=False)
+    expected = (
+        ready_for >= timeout
+        and seen != "online"
+        and (listed_after_ready is None or listed_after_ready >= timeout)
+    )
+    assert registration_timed_out(pod, found, NOW, timeout, listed_at) is expected
 
 
 def runner(runner_id: int = 7, *, busy: bool = False) -> GitHubRunner:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import json
 import logging
+from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import kubernetes_validate
@@ -15,6 +18,7 @@ from starlette.testclient import TestClient
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
+from hooks.github.list_pacing import RateBudget
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
 from hooks.runner.decide import NAME_CONFLICT_PATIENCE
 from hooks.settings import Settings
@@ -664,6 +668,55 @@ def test_runner_that_never_registers_is_replaced_after_the_timeout(
     assert driver.pod() is None
     driver.sync()
     assert driver.pod() is not None
+
+
+@contextlib.contextmanager
+def paced_runner(clock: ManualClock, github: InMemoryGitHub) -> Iterator[HookDriver]:
+    """A ready Runner whose scope's lists are paced 649 s apart: the token also lists 450
+    repositories of one page each (`hooks.github.list_pacing`)."""
+    budget = RateBudget(5000, 5000, clock.now() + timedelta(hours=1))
+    cached = CachedGitHub(github, hook_settings(), clock, rate_budget=lambda: budget)
+    for index in range(450):
+        cached.list_runners(Scope(repository=f"acme/repo-{index}"))
+    with hook_client(create_app(hook_settings(), github=cached, clock=clock)) as client:
+        driver = HookDriver(client, new_runner(ORG_SPEC))
+        driver.sync()
+        driver.sync()
+        driver.set_pod_status(running_status(format_time(clock.now())))
+        driver.sync()  # reads the scope's list: not registered yet
+        listing = cached.list_runners(ORG)
+        assert listing.fresh_until is not None and listing.asked_at is not None
+        assert (listing.fresh_until - listing.asked_at).total_seconds() > 600
+        yield driver
+
+
+def test_a_runner_online_since_a_list_paced_past_the_timeout_is_not_taken_for_unregistered(
+    clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    # Found by review: with lists paced longer than the registration timeout, the list read
+    # at the timeout predated the runner's registration, and a runner online since 15 s after
+    # its pod was ready was stopped and unregistered as never registered.
+    with paced_runner(clock, github) as driver:
+        clock.advance(15)
+        github.register(ORG, "example-runner")
+        for _ in range(24):  # 720 s
+            clock.advance(30)
+            driver.sync()
+        assert github.count("remove_runner") == 0
+        assert driver.pod() is not None
+    assert [r.name for r in github.runners[ORG]] == ["example-runner"]
+
+
+def test_a_runner_that_never_registers_is_replaced_on_the_first_list_after_the_timeout(
+    clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    with paced_runner(clock, github) as driver:
+        clock.advance(601)
+        driver.sync()  # the list is from before the timeout ran out: it does not decide
+        assert driver.pod() is not None
+        clock.advance(60)  # the list paced 649 s apart is replaced
+        driver.sync()
+        assert driver.pod() is None  # stopped: not registered in a list asked after the timeout
 
 
 def test_a_busy_runner_is_not_let_go_when_github_forbids_its_removal(

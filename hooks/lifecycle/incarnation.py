@@ -8,7 +8,7 @@ that give a new pod its registration material (a token, or a just-in-time config
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from hooks.github.list_pacing import MAX_LIST_PERIOD
 from hooks.github.port import (
@@ -25,14 +25,26 @@ from hooks.settings import Settings
 
 
 def registration_timed_out(
-    pod: ObservedPod | None, found: GitHubRunner | None, now: datetime, timeout: float
+    pod: ObservedPod | None,
+    found: GitHubRunner | None,
+    now: datetime,
+    timeout: float,
+    listed_at: datetime | None = None,
 ) -> bool:
-    """Ready for the whole registration timeout and still not online on GitHub."""
+    """Ready for the whole registration timeout and still not online on GitHub, in a list
+    asked for after the timeout ran out (`listed_at`, when known). A list paced longer than
+    the timeout (a token shared by many scopes, or nearly spent) may predate the runner's
+    registration: found by review, a runner online since shortly after its pod was ready was
+    taken for never registered, and unregistered. The next list after the timeout decides:
+    no call of its own."""
     if pod is None or pod.ready_since is None:
         return False
-    if (now - pod.ready_since).total_seconds() < timeout:
+    deadline = pod.ready_since + timedelta(seconds=timeout)
+    if now < deadline:
         return False
-    return found is None or not found.online
+    if found is not None and found.online:
+        return False
+    return listed_at is None or listed_at >= deadline
 
 
 def registration_checks(

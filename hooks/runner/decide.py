@@ -255,7 +255,7 @@ class _Decision:
         if outdated and not (found is not None and found.busy):
             return "TemplateChanged"
         timeout = self.facts.settings.registration_timeout
-        if registration_timed_out(pod, found, self.facts.now, timeout):
+        if registration_timed_out(pod, found, self.facts.now, timeout, self.out.github_listed_at):
             return "RegistrationTimeout"
         return None
 

@@ -201,6 +201,7 @@ class _Decision:
         self.github_available = True
         self.listed: tuple[GitHubRunner, ...] = ()
         self.list_fresh_until: datetime | None = None  # until when that list is served
+        self.listed_at: dict[Scope, datetime | None] = {}  # when each scope's list was asked
         observed = {member.name for member in facts.members}
         self.out.unobserved = still_unobserved(facts.status.unobserved_runners, observed, facts.now)
         self.out.wait(grace_left(self.out.unobserved, facts.now))
@@ -255,6 +256,7 @@ class _Decision:
                 self.out.wait(retry_delay(error, self.settings.unregistration_retry_delay))
                 return
             listed[scope] = {r.name: r for r in listing}
+            self.listed_at[scope] = listing.asked_at
             if listing.fresh_until is not None:
                 fresh_until.append(listing.fresh_until)
         self.out.conditions["GitHubAvailable"] = ("True", "Listed", "")
@@ -336,7 +338,8 @@ class _Decision:
         if not self.github_available:
             return
         found, timeout = member.github_runner, self.settings.registration_timeout
-        if registration_timed_out(pod, found, self.now, timeout):
+        listed_at = self.listed_at.get(self._scope_of(member))
+        if registration_timed_out(pod, found, self.now, timeout, listed_at):
             member.stop = begin_stop("RegistrationTimeout", self._subject(member), self.now)
             return
         for wait in registration_checks(pod, found, self.now, self.settings, self.list_fresh_until):
