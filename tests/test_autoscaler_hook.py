@@ -867,6 +867,33 @@ def test_without_the_list_the_answer_stands(
         assert answer["resyncAfterSeconds"] == pytest.approx(900)
 
 
+def test_what_job_checks_learnt_stays_when_the_list_is_refused(
+    clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    # Found by review: the HRA asked GitHub about reserved jobs, then the refused list left
+    # its answer as it was, reservations included: every sync of the outage asked again.
+    cached = CachedGitHub(github, hook_settings(), clock)
+    with hook_client(create_app(hook_settings(), github=cached, clock=clock)) as client:
+        hra = autoscaler(
+            {"desiredReplicas": 2, "idleBeyondMinSince": format_time(ago(clock, 120))},
+            minReplicas=0,
+            metrics=[BUSY_METRIC],
+        )
+        idle = [runner(f"{TARGET}-{i}", False) for i in range(2)]
+        cluster = Cluster(client, clock, hra, related=[deployment(), *idle])
+        cluster.add(reservation("job-1", ago(clock, 600)), reservation("job-2", ago(clock, 600)))
+        github.workflow_jobs[("example/myrepo", 1)] = [WorkflowJob("completed", ("linux",), 1)]
+        github.workflow_jobs[("example/myrepo", 2)] = [WorkflowJob("completed", ("linux",), 2)]
+        github.list_error = GitHubError("list runners: HTTP 502", 502)
+        for _ in range(5):
+            answer = cluster.sync()
+            clock.advance(60)
+    assert answer["status"]["desiredReplicas"] == 2  # the answer stands
+    settled = [c["spec"].get("completionTime") for c in answer["children"]]
+    assert len(settled) == 2 and all(settled)
+    assert github.count("list_workflow_jobs") == 2  # each run asked about once
+
+
 def test_queued_and_in_progress_runs_are_read_from_github_for_org_runners(
     client: TestClient, clock: ManualClock, github: InMemoryGitHub
 ) -> None:

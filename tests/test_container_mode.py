@@ -592,3 +592,8 @@ def test_a_runner_named_too_long_for_its_ephemeral_claims_is_invalid_and_gets_no
     assert ("Pod" in kinds(answer)) is fits
     if not fits:
         assert f"<pod>-{volume}" in valid["message"]
+        # Said once, also when the problems are remembered (found by review: a Runner given a
+        # finalizer was parsed again and the problem appended a second time).
+        driver.parent["metadata"]["finalizers"] = ["example.com/keep"]
+        again = {c["type"]: c for c in driver.sync()["status"]["conditions"]}["Valid"]
+        assert again["message"].count(f"<pod>-{volume}") == 1

@@ -13,6 +13,7 @@ from hooks.clock import ManualClock
 from hooks.github.cached import CachedGitHub
 from hooks.github.list_pacing import (
     LatestRateBudget,
+    ListedPages,
     RateBudget,
     list_pages,
     list_period,
@@ -360,3 +361,47 @@ def test_the_lists_of_many_scopes_on_one_token_share_its_budget() -> None:
         clock.advance(60)
     # One page each: at the configured 90 s, 3,000 lists an hour; half the budget allows 2,500.
     assert github.calls["list"] - before <= 0.5 * 5000
+
+
+def test_scopes_no_longer_listed_stop_stretching_the_period() -> None:
+    """Found by review: a scope listed once (a deleted RunnerDeployment, a one-off look) counted
+    for an hour, and after a lull even older ones counted towards the first list's period."""
+    clock = ManualClock(NOW)
+    github = ScriptedPort(clock)
+    settings = Settings.model_validate({"GITHUB_TOKEN": "x", "GITHUB_LIST_RUNNERS_CACHE_TTL": "90"})
+    budget = fresh_window()
+    cache = CachedGitHub(github, settings, clock, rate_budget=lambda: budget)
+    for index in range(300):
+        cache.list_runners(Scope(repository=f"acme/repo-{index}"))
+    active = Scope(repository="acme/app")
+    stretched = cache.list_runners(active)
+    assert stretched.fresh_until is not None and stretched.asked_at is not None
+    assert (stretched.fresh_until - stretched.asked_at).total_seconds() > 300
+    clock.advance(3 * 3600)  # budget and lists long since renewed, the 300 never read again
+    budget = RateBudget(5000, 5000, clock.now() + timedelta(hours=1))
+    listing = cache.list_runners(active)
+    assert listing.fresh_until is not None and listing.asked_at is not None
+    assert listing.fresh_until - listing.asked_at == timedelta(seconds=90)
+
+
+@given(
+    events=st.lists(
+        st.tuples(st.integers(0, 20), st.integers(1, 30), st.integers(0, 600)), max_size=60
+    )
+)
+def test_the_pages_counted_are_those_of_scopes_listed_lately(
+    events: list[tuple[int, int, int]],
+) -> None:
+    """Whatever the order of lists: the pages counted for the others are exactly those of
+    the other scopes last listed within two periods (at least two configured TTLs)."""
+    base = timedelta(seconds=90)
+    pages = ListedPages(base)
+    now = NOW
+    last: dict[int, tuple[int, datetime]] = {}
+    for scope, count, wait in events:
+        now += timedelta(seconds=wait)
+        pages.record(scope, count, now, base)
+        last[scope] = (count, now)
+        horizon = now - 2 * base
+        expected = sum(c for s, (c, at) in last.items() if s != 0 and at >= horizon)
+        assert pages.of_others(0, now) == expected

@@ -494,18 +494,25 @@ class _Sync:
                     continue
             elif observed.name in expired and observed.name not in self.finished:
                 continue
-            kept = observed.kept
-            updates = {}
-            if observed.name in self.finished:
-                updates["completionTime"] = format_time(self.now)
-            if observed.name in self.not_over:
-                updates["jobCheckTime"] = format_time(self.now)
-            if observed.name in started:
-                updates["startTime"] = format_time(self.now)
-            if updates:  # a copy: the memo's stays as observed
-                kept = {**kept, "spec": {**object_or_empty(kept.get("spec")), **updates}}
-            children.append(kept)
+            children.append(self._with_job_checks(observed, started=observed.name in started))
         return children
+
+    def _with_job_checks(
+        self, observed: _ObservedReservation, *, started: bool = False
+    ) -> KubeObject:
+        """The reservation as observed, with what GitHub said of its job in this sync (and
+        its start): kept also when the HRA's answer stands, so the calls count."""
+        kept: KubeObject = observed.kept
+        updates = {}
+        if observed.name in self.finished:
+            updates["completionTime"] = format_time(self.now)
+        if observed.name in self.not_over:
+            updates["jobCheckTime"] = format_time(self.now)
+        if started:
+            updates["startTime"] = format_time(self.now)
+        if updates:  # a copy: the memo's stays as observed
+            kept = {**kept, "spec": {**object_or_empty(kept.get("spec")), **updates}}
+        return kept
 
     # ------------------------------------------------------------------ status
 
@@ -580,7 +587,9 @@ class _Sync:
         )
         return CompositeHookResponse(
             status=status.to_wire(),
-            children=[observed.kept for observed in self.observed],
+            # What the job checks of this sync learnt stays (found by review: through a list
+            # outage every sync asked GitHub about the same jobs again and settled nothing).
+            children=[self._with_job_checks(observed) for observed in self.observed],
             resync_after_seconds=retry_after or self.deps.sync_period,
         )
 

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Generic, TypeVar, cast
 
 from hooks.clock import Clock
-from hooks.github.list_pacing import MAX_LIST_PERIOD, RateBudget, list_pages, paced_period
+from hooks.github.list_pacing import ListedPages, RateBudget, list_pages, paced_period
 from hooks.github.offline import refuse_if_offline
 from hooks.github.port import (
     GitHubError,
@@ -192,11 +192,9 @@ class CachedGitHub(GitHubPort):
         # How many runners each scope's last list had (kept past the list's expiry): what a
         # fresh list would cost in pages.
         self._list_sizes: dict[Scope, int] = {}
-        # The pages of each scope's last list and when it was made, and their sum over the
-        # scopes listed within the last hour: every scope's list comes due again within it,
-        # so all of them together are what the budget's share must cover (`_list_period`).
-        self._scope_pages: dict[Scope, tuple[int, datetime]] = {}
-        self._listed_pages = 0
+        # The pages of every scope's last list: all of them together are what the budget's
+        # share must cover (`_list_period`).
+        self._listed_pages = ListedPages(self._list_ttl)
         # When this replica last learnt something of a scope's runners that a list asked for
         # before then lacks (a removal, a busy answer, a new registration): an older shared
         # list is not taken.
@@ -244,7 +242,7 @@ class CachedGitHub(GitHubPort):
             self._lists.put(scope, value, expires, asked_at)
             GITHUB_RUNNER_LIST_PERIOD.labels(str(scope)).set((expires - asked_at).total_seconds())
             self._list_sizes[scope] = len(value)
-            self._record_list_pages(scope, len(value), asked_at)
+            self._listed_pages.record(scope, list_pages(len(value)), asked_at, expires - asked_at)
 
         return self._single_flight(
             ("list", scope), cached, fetch, store, not_before=not_before, remember_failure=True
@@ -291,32 +289,15 @@ class CachedGitHub(GitHubPort):
 
     def _list_period(self, scope: Scope, runners: int) -> timedelta:
         """How long a list of this many runners is served: long enough that the lists of
-        every scope this replica listed within the hour, each made once a period, stay within
-        the token's share (`hooks.github.list_pacing.paced_period`). Found by an independent
-        scale run: a hundred repositories' small lists, each paced as if alone, took 80% of a
-        token's budget. Read without the lock: an approximate sum is good enough here."""
-        own = list_pages(runners)
-        recorded = self._scope_pages.get(scope)
-        others = self._listed_pages - (recorded[0] if recorded is not None else 0)
+        every scope this replica lists, each made once a period, stay within the token's share
+        (`hooks.github.list_pacing.paced_period`). Found by an independent scale run: a
+        hundred repositories' small lists, each paced as if alone, took 80% of a token's
+        budget."""
+        now = self._clock.now()
+        pages = list_pages(runners) + self._listed_pages.of_others(scope, now)
         return paced_period(
-            self._list_ttl,
-            own + max(others, 0),
-            self._rate_budget(),
-            self._clock.now(),
-            self._list_budget_share,
+            self._list_ttl, pages, self._rate_budget(), now, self._list_budget_share
         )
-
-    def _record_list_pages(self, scope: Scope, runners: int, at: datetime) -> None:
-        """Called under the lock."""
-        previous = self._scope_pages.pop(scope, None)
-        if previous is not None:
-            self._listed_pages -= previous[0]
-        pages = list_pages(runners)
-        self._scope_pages[scope] = (pages, at)
-        self._listed_pages += pages
-        horizon = at - MAX_LIST_PERIOD
-        for stale in [s for s, (_, when) in self._scope_pages.items() if when < horizon]:
-            self._listed_pages -= self._scope_pages.pop(stale)[0]
 
     def runners_named(
         self, scope: Scope, name: str, *, not_before: datetime | None = None
@@ -472,17 +453,22 @@ class CachedGitHub(GitHubPort):
                 scope, name, labels, runner_group_id, work_folder
             )
             return config
+        # Remembered in words of the scope's, not of this request's (its runner's name, which
+        # may be another namespace's, would reach the status of every set asking meanwhile).
         except RateLimitedError as error:
             with self._lock:
                 now = self._clock.now()
-                self._backoff.put(key, str(error), now + timedelta(seconds=error.retry_after), now)
+                until = now + timedelta(seconds=error.retry_after)
+                self._backoff.put(key, f"JIT configs of {scope} ({_status(error)})", until, now)
             raise
         except GitHubError as error:
             if error.status is None or error.status >= 500:  # not a refusal of this request
                 with self._lock:
                     now = self._clock.now()
-                    failure = (str(error), error.status)
-                    self._failed_reads.put(key, failure, now + FAILED_READ_MEMORY, now)
+                    failed = f"a JIT config of {scope} failed a moment ago ({_status(error)})"
+                    self._failed_reads.put(
+                        key, (failed, error.status), now + FAILED_READ_MEMORY, now
+                    )
             raise
         finally:
             with self._lock:
@@ -705,3 +691,7 @@ class CachedGitHub(GitHubPort):
         if message is not None and expiry is not None:
             left = (expiry - now).total_seconds()
             raise RateLimitedError(f"still rate limited: {message}", retry_after=left, status=None)
+
+
+def _status(error: GitHubError) -> str:
+    return f"HTTP {error.status}" if error.status is not None else "no answer"

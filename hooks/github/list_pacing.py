@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -117,3 +118,46 @@ def paced_period(
     # Rounded up to the microsecond: never a hair shorter than the share allows.
     stretched = timedelta(microseconds=math.ceil(min(seconds, HOUR_SECONDS) * 1e6))
     return max(base, min(stretched, MAX_LIST_PERIOD))
+
+
+class ListedPages:
+    """The pages of the runner lists one token's scopes cost, each scope's as last listed:
+    their sum is what a list period must cover, every scope being listed once a period.
+    Thread-safe, O(1) a call.
+
+    A scope no one has listed for two periods (a deleted RunnerDeployment, a one-off look)
+    no longer counts: an active scope is listed again as soon as its list is read after
+    expiring, and its Runners read it every period."""
+
+    def __init__(self, base: timedelta) -> None:
+        self._lock = threading.Lock()
+        self._base = base
+        self._period = base  # the latest period chosen, which sets when a scope is idle
+        self._pages: OrderedDict[Hashable, tuple[int, datetime]] = OrderedDict()  # oldest first
+        self._total = 0
+
+    def of_others(self, scope: Hashable, now: datetime) -> int:
+        """The pages of every other scope still listed."""
+        with self._lock:
+            self._forget_idle(now)
+            own = self._pages.get(scope)
+            return self._total - (own[0] if own is not None else 0)
+
+    def record(self, scope: Hashable, pages: int, at: datetime, period: timedelta) -> None:
+        with self._lock:
+            previous = self._pages.pop(scope, None)
+            if previous is not None:
+                self._total -= previous[0]
+            self._pages[scope] = (pages, at)  # last: the newest
+            self._total += pages
+            self._period = period
+            self._forget_idle(at)
+
+    def _forget_idle(self, now: datetime) -> None:
+        horizon = now - 2 * max(self._period, self._base)
+        while self._pages:
+            scope, (pages, at) = next(iter(self._pages.items()))
+            if at >= horizon:
+                return
+            del self._pages[scope]
+            self._total -= pages

@@ -151,12 +151,12 @@ def _parse_now(
             None, (describe_validation_error(error, "Runner"),), jit=False, defaults=defaults
         )
     scale_set_id, jit = _registered_as(runner, mode)
-    if problems is None:
+    if problems is None:  # else remembered by a digest of the spec and the name
         problems = tuple(validate_runner_spec(runner.spec, jit=jit, metadata=runner.metadata))
-    volumes = ephemeral_volume_names(runner.spec)
-    claims = ephemeral_claims_problem(len(runner.metadata.name), volumes)
-    if claims is not None:
-        problems = (*problems, claims)
+        volumes = ephemeral_volume_names(runner.spec)
+        claims = ephemeral_claims_problem(len(runner.metadata.name), volumes)
+        if claims is not None:
+            problems = (*problems, claims)
     return ParsedRunner(runner, problems, jit=jit, defaults=defaults, scale_set_id=scale_set_id)
 
 
