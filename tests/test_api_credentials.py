@@ -35,6 +35,7 @@ from hooks.github.credentials import (
 )
 from hooks.github.port import GitHubError, GitHubPort, Scope
 from hooks.runner.controller import customize_runner
+from hooks.runner.pod import pod_defaults
 from hooks.runnerpod.controller import customize_runner_pod
 from hooks.runnerset.controller import customize_runner_set
 from hooks.settings import Settings
@@ -118,7 +119,45 @@ def test_a_token_wins_over_an_app_and_urls_override_only_what_they_name() -> Non
     assert read.app_id is None and read.private_key is None
     overrides = read.settings_overrides()
     assert overrides["github_enterprise_url"] == "https://ghe.example.com"
-    assert "github_url" not in overrides  # the server's, as ARC falls back to its own
+    # A Secret naming a GitHub Enterprise Server takes both other URLs from it, as ARC's
+    # client does (not the server's github_url or runner URL: another host).
+    assert overrides["github_url"] is None and overrides["github_runner_github_url"] is None
+
+
+@pytest.mark.parametrize(
+    ("server", "data", "api", "runner"),
+    [
+        # The Secret's GHES, whatever the server's URLs (found by conformance tests: its runners
+        # registered at the server's GITHUB_RUNNER_GITHUB_URL).
+        (
+            {"github_runner_github_url": "https://proxy.example/", "github_url": "https://p/api"},
+            {"github_enterprise_url": "https://ghe.example.com"},
+            "https://ghe.example.com/api/v3",
+            "https://ghe.example.com/",
+        ),
+        # URLs it leaves out are the server's (documented: ARC would use github.com's).
+        (
+            {"github_runner_github_url": "https://proxy.example/"},
+            {},
+            "https://api.github.com",
+            "https://proxy.example/",
+        ),
+        (
+            {"github_enterprise_url": "https://ghe.example.com"},
+            {"github_runner_url": "https://other.example/"},
+            "https://ghe.example.com/api/v3",
+            "https://other.example/",
+        ),
+    ],
+)
+def test_the_urls_of_a_resources_credentials(
+    server: dict[str, str], data: dict[str, str], api: str, runner: str
+) -> None:
+    read = read_credentials(secret(github_token=ACME_PAT, **data), "default", "acme-github")
+    assert isinstance(read, ApiCredentials)
+    settings = hook_settings().model_copy(update=server)
+    assert settings.model_copy(update=read.settings_overrides()).api_base_url == api
+    assert pod_defaults(settings, read).runner_github_url == runner
 
 
 def test_app_credentials_and_string_data_are_read() -> None:

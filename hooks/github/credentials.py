@@ -65,8 +65,19 @@ class ApiCredentials:
             "github_app_id": self.app_id,
             "github_app_installation_id": self.installation_id,
             "github_app_private_key": SecretStr(self.private_key) if self.private_key else None,
-            **self.urls,
+            **self.url_overrides(),
         }
+
+    def url_overrides(self) -> dict[str, str | None]:
+        """The URL settings these credentials replace: those the Secret names. One naming a
+        GitHub Enterprise Server takes its API and runner URLs from it, as ARC's client does,
+        never the server's (found by conformance tests: such runners registered at the
+        server's `GITHUB_RUNNER_GITHUB_URL`, another host)."""
+        urls: dict[str, str | None] = dict(self.urls)
+        if "github_enterprise_url" in urls:
+            urls.setdefault("github_url", None)
+            urls.setdefault("github_runner_github_url", None)
+        return urls
 
 
 @dataclass(frozen=True)

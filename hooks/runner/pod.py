@@ -132,7 +132,7 @@ def pod_defaults(settings: Settings, credentials: Credentials) -> PodDefaults:
     gives the pod the URL of the client those credentials make. A runner of a GHES instance
     must register there, not at the server's GitHub."""
     if isinstance(credentials, ApiCredentials) and credentials.urls:
-        settings = settings.model_copy(update=dict(credentials.urls))
+        settings = settings.model_copy(update=credentials.url_overrides())
     return PodDefaults.from_settings(settings)
 
 
