@@ -15,6 +15,7 @@ COMMANDS = ("serve", "listen", "crds", "simulate", "demo")
 BENCHMARKS = (
     "bench_breakdown",
     "bench_many_autoscalers",
+    "bench_many_repositories",
     "bench_replicaset",
     "bench_runner_hooks",
     "bench_scale",
