@@ -148,6 +148,14 @@ def test_a_token_wins_over_an_app_and_urls_override_only_what_they_name() -> Non
             "https://ghe.example.com/api/v3",
             "https://other.example/",
         ),
+        # Its own API on a GHES server: github.com's runners (found in review: they were sent
+        # to the server's GHES host, where their registration token is no good).
+        (
+            {"github_enterprise_url": "https://ghe.example.com"},
+            {"github_url": "https://api.github.com"},
+            "https://api.github.com",
+            "https://github.com/",
+        ),
     ],
 )
 def test_the_urls_of_a_resources_credentials(

@@ -656,3 +656,20 @@ def test_a_target_the_webhook_cannot_use_is_logged_without_its_values(
     assert "labels" in logged  # what is wrong, where
     secret = value.split("_", 2)[-1] if value.startswith("github_pat") else value[-36:]
     assert not any(secret[i : i + 6] in logged for i in range(len(secret) - 5))
+
+
+def test_a_completed_reservation_keeps_a_late_queued_delivery_out_for_a_lifetime(
+    world: World,
+) -> None:
+    # Found in review: a completion only marked the reservation, which the HRA deletes at its
+    # first expiry; a `queued` delivery after that (a duplicate, one sent again) reserved anew.
+    world.deliver(job_payload("queued", created_at=T0))
+    world.clock.advance(LIFETIME.total_seconds() - 60)
+    world.deliver(completed(created_at=T0))
+    kept = world.reservation()
+    now = world.clock.now()
+    assert kept["spec"]["expirationTime"] == format_time(now + LIFETIME)
+    world.clock.advance(120)  # past the reservation's first expiry
+    late = world.deliver(job_payload("queued", created_at=T0))
+    assert late.outcome == UNCHANGED
+    assert world.reserved_by_the_hook() == 0

@@ -72,11 +72,17 @@ class ApiCredentials:
         """The URL settings these credentials replace: those the Secret names. One naming a
         GitHub Enterprise Server takes its API and runner URLs from it, as ARC's client does,
         never the server's (found by conformance tests: such runners registered at the
-        server's `GITHUB_RUNNER_GITHUB_URL`, another host)."""
+        server's `GITHUB_RUNNER_GITHUB_URL`, another host); one naming an API URL alone is
+        not on the server's GHES."""
         urls: dict[str, str | None] = dict(self.urls)
         if "github_enterprise_url" in urls:
             urls.setdefault("github_url", None)
             urls.setdefault("github_runner_github_url", None)
+        elif "github_url" in urls:
+            # Its own API, not the server's GitHub Enterprise Server: runners register at
+            # github.com (or its `github_runner_url`), not at the server's GHES host (found in
+            # review). ARC would let the server's enterprise URL outrank the Secret's.
+            urls["github_enterprise_url"] = None
         return urls
 
 

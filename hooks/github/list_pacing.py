@@ -123,17 +123,19 @@ def paced_period(
 class ListedPages:
     """The pages of the runner lists one token's scopes cost, each scope's as last listed:
     their sum is what a list period must cover, every scope being listed once a period.
-    Thread-safe, O(1) a call.
+    Thread-safe, O(1) a call (amortized).
 
-    A scope no one has listed for two periods (a deleted RunnerDeployment, a one-off look)
-    no longer counts: an active scope is listed again as soon as its list is read after
-    expiring, and its Runners read it every period."""
+    A scope no one has listed for two of its periods (a deleted RunnerDeployment, a one-off
+    look) no longer counts: an active scope is listed again as soon as its list is read after
+    expiring, and its Runners read it every period. Scopes are forgotten oldest first, each
+    by its own period, so none is forgotten early (one behind an older scope of a longer
+    period may count a little longer)."""
 
     def __init__(self, base: timedelta) -> None:
         self._lock = threading.Lock()
         self._base = base
-        self._period = base  # the latest period chosen, which sets when a scope is idle
-        self._pages: OrderedDict[Hashable, tuple[int, datetime]] = OrderedDict()  # oldest first
+        # scope -> (pages, listed at, forgotten after), in the order last listed
+        self._pages: OrderedDict[Hashable, tuple[int, datetime, datetime]] = OrderedDict()
         self._total = 0
 
     def of_others(self, scope: Hashable, now: datetime) -> int:
@@ -148,16 +150,14 @@ class ListedPages:
             previous = self._pages.pop(scope, None)
             if previous is not None:
                 self._total -= previous[0]
-            self._pages[scope] = (pages, at)  # last: the newest
+            self._pages[scope] = (pages, at, at + 2 * max(period, self._base))  # newest last
             self._total += pages
-            self._period = period
             self._forget_idle(at)
 
     def _forget_idle(self, now: datetime) -> None:
-        horizon = now - 2 * max(self._period, self._base)
         while self._pages:
-            scope, (pages, at) = next(iter(self._pages.items()))
-            if at >= horizon:
+            scope, (pages, _, forgotten_after) = next(iter(self._pages.items()))
+            if now <= forgotten_after:
                 return
             del self._pages[scope]
             self._total -= pages

@@ -42,6 +42,7 @@ from hooks.kube.port import (
     KubePort,
     NotFound,
 )
+from hooks.metacontroller import observed_time
 from hooks.naming import CONTROLLER_UID_LABEL
 from hooks.resources.reservation import API_VERSION as RESERVATION_API_VERSION
 from hooks.resources.reservation import AUTOSCALER_LABEL
@@ -240,13 +241,26 @@ class WebhookReceiver:
 
     async def _complete(self, event: WorkflowJobEvent, decision: Decision, now: datetime) -> Reply:
         target, name = _target_of(decision)
-        completed = {"spec": {"completionTime": format_time(now)}}
+        lifetime, _ = target.reservation_duration()
         for _ in range(2):  # a create racing with ours is read again once
             try:
                 current = await self.kube.get(CAPACITY_RESERVATIONS, target.namespace, name)
             except NotFound:
                 return await self._tombstone(event, decision, now)
-            if (current.get("spec") or {}).get("completionTime"):
+            spec = current.get("spec") or {}
+            # Kept, completed, a lifetime from now, as a tombstone is: a `queued` delivery that
+            # late (a duplicate, one sent again) would otherwise reserve anew once the HRA
+            # deleted it at its first expiry (found in review: a reservation that had waited
+            # beyond maxReplicas was past it already).
+            expires = observed_time(spec.get("expirationTime"))
+            keep_until = max(expires, now + lifetime) if expires is not None else now + lifetime
+            completed = {
+                "spec": {
+                    "completionTime": format_time(now),
+                    "expirationTime": format_time(keep_until),
+                }
+            }
+            if spec.get("completionTime"):
                 return Reply(
                     200,
                     f"{target.reference}: reservation {name} already completed, nothing changed",
