@@ -29,6 +29,7 @@ from arc_sim.store import ObjectStore
 from arc_sim.webhooks import signature_256
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
+from hooks.github.port import WorkflowJob
 from hooks.kube.kr8s_adapter import Kr8sKube
 from hooks.kube.port import CAPACITY_RESERVATIONS
 from hooks.settings import Settings
@@ -267,3 +268,21 @@ def test_an_oversized_body_is_413_and_not_read_as_a_delivery(client: TestClient)
     assert response.status_code == 413
     assert_no_secret(response.text)
     assert sample(client.get("/metrics").text, DELIVERIES, rejected) == before + 1
+
+
+def test_a_late_queued_delivery_of_a_job_github_says_is_over_reserves_nothing(
+    github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """The server's own GitHub answers the receiver's question about a late delivery (the
+    cached, paced workflow-job read the HRA's job checks use)."""
+    store = cluster_store(clock)
+    app = create_app(settings(), github=github, clock=clock, kube=StoreKube(store))
+    headers, body = queued_delivery(7, "late-1")
+    run_id = json.loads(body)["workflow_job"]["run_id"]
+    github.workflow_jobs[("octo-org/octo-repo", run_id)] = [WorkflowJob("completed", ("k8s",), 7)]
+    clock.advance(3 * 3600)
+    with TestClient(app) as test_client:
+        response = test_client.post(WEBHOOK, content=body, headers=headers)
+    assert response.status_code == 200, response.text
+    assert "GitHub says it is completed" in response.text
+    assert store.list_objects(CAPACITY_RESERVATIONS.kind) == []

@@ -30,7 +30,7 @@ from hooks.github.port import GitHubError
 from hooks.kube.port import CAPACITY_RESERVATIONS, KubeError, KubeObject, Resource
 from hooks.metacontroller import CompositeHookRequest
 from hooks.webhook import NO_TARGET_MESSAGE, GroupScope, RunnerGroup
-from hooks.webhook.receiver import Reply, WebhookReceiver
+from hooks.webhook.receiver import JobStatusLookup, Reply, WebhookReceiver
 from tests.hook_app import hook_settings
 from tests.in_memory_github import InMemoryGitHub
 
@@ -202,6 +202,7 @@ def make_world(
     allow_unsigned: bool = False,
     visible: list[RunnerGroup] | GitHubError | None = None,
     targets_ttl: float = 5.0,
+    job_status: JobStatusLookup | None = None,
 ) -> World:
     clock = ManualClock(T0)
     store = ObjectStore(clock)
@@ -222,6 +223,7 @@ def make_world(
         allow_unsigned=allow_unsigned,
         targets_ttl=targets_ttl,
         runner_group_visibility=visibility if visible is not None else None,
+        job_status=job_status,
     )
     return World(clock, store, receiver, calls)
 
@@ -673,3 +675,50 @@ def test_a_completed_reservation_keeps_a_late_queued_delivery_out_for_a_lifetime
     late = world.deliver(job_payload("queued", created_at=T0))
     assert late.outcome == UNCHANGED
     assert world.reserved_by_the_hook() == 0
+
+
+@pytest.mark.parametrize(
+    ("on_github", "outcome"),
+    [
+        ("completed", IGNORED),
+        ("in_progress", IGNORED),
+        ("queued", SCALED),
+        ("waiting", SCALED),
+        (None, SCALED),  # the run does not list it
+        (GitHubError("boom", 502), SCALED),  # unknown: reserved, as ARC does
+    ],
+)
+def test_a_late_queued_delivery_reserves_only_for_a_job_github_says_still_waits(
+    on_github: str | GitHubError | None, outcome: str
+) -> None:
+    # Found in review: resent deliveries of jobs over meanwhile each held a runner until the
+    # HRA's job checks settled them (60 of them kept a target at its maximum for 41 minutes).
+    asked: list[tuple[str, int, int]] = []
+
+    async def status(repository: str, run_id: int, job_id: int) -> str | None:
+        asked.append((repository, run_id, job_id))
+        if isinstance(on_github, GitHubError):
+            raise on_github
+        return on_github
+
+    world = make_world(autoscaler(), deployment(), job_status=status)
+    world.clock.advance(3 * 3600)
+    reply = world.deliver(job_payload("queued", created_at=T0))
+    assert reply.outcome == outcome
+    assert len(asked) == 1
+    assert len(world.reservations()) == (1 if outcome == SCALED else 0)
+    if outcome == IGNORED:
+        assert f"GitHub says it is {on_github}" in reply.message
+
+
+def test_a_timely_queued_delivery_asks_github_nothing() -> None:
+    asked = []
+
+    async def status(repository: str, run_id: int, job_id: int) -> str | None:
+        asked.append(job_id)
+        return "completed"
+
+    world = make_world(autoscaler(), deployment(), job_status=status)
+    world.clock.advance(60)
+    assert world.deliver(job_payload("queued", created_at=T0)).outcome == SCALED
+    assert asked == []

@@ -78,6 +78,9 @@ def _receiver(
     async def run_blocking(call: Callable[[], Decision]) -> Decision:
         return await workers.run(call)
 
+    async def job_status(repository: str, run_id: int, job_id: int) -> str | None:
+        return await workers.run(_job_status, github, repository, run_id, job_id)
+
     return WebhookReceiver(
         kube,
         clock,
@@ -88,7 +91,13 @@ def _receiver(
         runner_group_visibility=visibility,
         # Only the visibility lookup blocks; without it, deciding needs no thread hop.
         run_blocking=run_blocking if visibility is not None else None,
+        job_status=job_status if settings.has_github_credentials else None,
     )
+
+
+def _job_status(github: GitHubPort, repository: str, run_id: int, job_id: int) -> str | None:
+    jobs = github.list_workflow_jobs(repository, run_id)
+    return next((job.status for job in jobs if job.id == job_id), None)
 
 
 def _visible_runner_groups(
