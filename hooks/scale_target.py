@@ -20,6 +20,12 @@ NEXT_BATCH_SECONDS = 1.0
 """When the set asks to be synced again for the next batch."""
 
 
+MAX_COUNT = 2**31 - 1
+"""The largest replica count a status reports: Kubernetes' counts are int32. A larger one (a
+hand's edit) is not read: a sum of such had passed what JSON numbers hold, and the answer
+could not be written (found by the hostile-input fuzzer)."""
+
+
 def rest_of_scale_up(
     missing: int, hold: float | None, remaining: int | None
 ) -> tuple[int, float | None, float | None]:

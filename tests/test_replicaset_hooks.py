@@ -666,3 +666,14 @@ def test_a_set_named_too_long_for_its_runners_ephemeral_claims_is_invalid(
     valid = {c["type"]: c for c in answer["status"]["conditions"]}["Valid"]
     assert valid["status"] == ("True" if fits else "False")
     assert len(answer["children"]) == (2 if fits else 0)
+
+
+@pytest.mark.parametrize("huge", [2**31, 2**64 - 1, 2**70])
+def test_a_count_beyond_what_kubernetes_holds_is_not_summed(client: TestClient, huge: int) -> None:
+    # Found by the hostile-input fuzzer: two sets' readyReplicas summed past what JSON
+    # numbers hold, and the deployment's answer could not be written (a 500).
+    (desired,) = sync_deployment(client, deployment(2))["children"]
+    first = observed(desired, replicas=2, ready=huge)
+    second = {**first, "metadata": {**first["metadata"], "name": "web-other"}}
+    answer = sync_deployment(client, deployment(2), [first, second])
+    assert answer["status"]["readyReplicas"] == 0  # unreadable: none ready

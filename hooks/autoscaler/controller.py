@@ -79,6 +79,7 @@ from hooks.resources.replicaset import RunnerDeployment
 from hooks.resources.reservation import KIND as RESERVATION_KIND
 from hooks.resources.runner import API_VERSION, RunnerConfig
 from hooks.scale_set_mode import assigned_jobs, assigned_jobs_time, declared_scale_set
+from hooks.scale_target import MAX_COUNT
 
 RUNNER_DEPLOYMENT = "RunnerDeployment"
 RUNNER_SET = "RunnerSet"
@@ -711,7 +712,7 @@ def _in_scale_set_mode(target: KubeObject) -> bool:
 
 
 def _count(value: object) -> int:
-    return value if isinstance(value, int) and value > 0 else 0
+    return value if isinstance(value, int) and 0 < value <= MAX_COUNT else 0
 
 
 def _runner_config(kind: str, target: KubeObject) -> RunnerConfig:

@@ -71,7 +71,12 @@ from hooks.scale_set_mode import (
     SCALE_SET_ID_ANNOTATION,
     declared_scale_set,
 )
-from hooks.scale_target import autoscaler_targeting, later_effective_time, scaled_replicas
+from hooks.scale_target import (
+    MAX_COUNT,
+    autoscaler_targeting,
+    later_effective_time,
+    scaled_replicas,
+)
 
 FINALIZE_RESYNC_SECONDS = 5.0
 
@@ -153,7 +158,7 @@ class _Set:
 
 
 def _is_count(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
 
 
 def autoscaler_of(deployment: RunnerDeployment, related: list[KubeObject]) -> KubeObject | None:
