@@ -16,7 +16,6 @@ from hooks.github.list_pacing import (
     ListedPages,
     RateBudget,
     list_pages,
-    list_period,
     paced_period,
     rate_budget,
 )
@@ -56,13 +55,13 @@ def fresh_window(limit: int = 5000) -> RateBudget:
 def test_the_list_period_keeps_lists_within_half_the_budget(
     runners: int, budget: RateBudget | None, seconds: float
 ) -> None:
-    assert list_period(BASE, runners, budget, NOW, 0.5) == timedelta(seconds=seconds)
+    assert paced_period(BASE, list_pages(runners), budget, NOW, 0.5) == timedelta(seconds=seconds)
 
 
 def test_a_configured_period_longer_than_an_hour_is_kept() -> None:
     day = timedelta(days=1)
     spent = RateBudget(5000, 0, NOW + timedelta(minutes=5))
-    assert list_period(day, 10_000, spent, NOW, 0.5) == day
+    assert paced_period(day, list_pages(10_000), spent, NOW, 0.5) == day
 
 
 @given(
@@ -79,7 +78,9 @@ def test_lists_at_the_period_stay_within_their_share_unless_capped(
     remaining = int(limit * (1 - spent))
     budget = RateBudget(limit, remaining, NOW + timedelta(seconds=left))
 
-    period = list_period(timedelta(seconds=base), runners, budget, NOW, share).total_seconds()
+    period = paced_period(
+        timedelta(seconds=base), list_pages(runners), budget, NOW, share
+    ).total_seconds()
 
     assert base - 1e-6 <= period <= max(base, 3600) + 1e-6
     if period < max(base, 3600) - 1e-6:  # not capped
@@ -96,8 +97,8 @@ def test_lists_at_the_period_stay_within_their_share_unless_capped(
 @given(runners=st.integers(0, 100_000), more=st.integers(0, 100_000))
 def test_a_longer_list_is_never_served_shorter(runners: int, more: int) -> None:
     budget = RateBudget(5000, 1234, NOW + timedelta(minutes=17))
-    shorter = list_period(BASE, runners, budget, NOW, 0.5)
-    assert list_period(BASE, runners + more, budget, NOW, 0.5) >= shorter
+    shorter = paced_period(BASE, list_pages(runners), budget, NOW, 0.5)
+    assert paced_period(BASE, list_pages(runners + more), budget, NOW, 0.5) >= shorter
 
 
 def limits(limit: str, remaining: str, reset: str) -> dict[str, str]:

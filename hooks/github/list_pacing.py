@@ -10,7 +10,8 @@ A longer period only delays `busy` and `online` in status: decisions that must n
 old list ask GitHub anew (`hooks.lifecycle`).
 
 GitHub reports the budget in every answer's `x-ratelimit-*` headers; `LatestRateBudget` keeps
-the latest for a set of credentials, and `list_period` is the rule.
+the latest for a set of credentials, `paced_period` is the rule (a list costs `list_pages`),
+and `ListedPages` adds up the pages of every scope a token lists.
 """
 
 from __future__ import annotations
@@ -82,14 +83,6 @@ class LatestRateBudget:
 def list_pages(runners: int) -> int:
     """The calls a list of this many runners costs."""
     return max(1, math.ceil(runners / PER_PAGE))
-
-
-def list_period(
-    base: timedelta, runners: int, budget: RateBudget | None, now: datetime, share: float
-) -> timedelta:
-    """How long a list of `runners` is served before the next is asked for (`paced_period`
-    of its pages)."""
-    return paced_period(base, list_pages(runners), budget, now, share)
 
 
 def paced_period(

@@ -232,8 +232,9 @@ class WebhookReceiver:
         assert decision.effective_time is not None and decision.expiration_time is not None
         # However long ago the job was queued, as ARC: a `queued` delivery sent again by hand
         # after the webhook was down is how a job that never got a runner gets one (found by
-        # conformance tests; it had been ignored once its reservation would have expired). A
-        # job over meanwhile is settled by its tombstone, or by the HRA's job checks.
+        # conformance tests; it had been ignored once its reservation would have expired).
+        # A job over meanwhile is kept out by its tombstone, by GitHub's word on a late
+        # delivery, or else settled by the HRA's job checks.
         lifetime = decision.expiration_time - decision.effective_time
         if event.created_at is not None and event.created_at + lifetime <= now:
             status = await self._status_on_github(event)
@@ -282,6 +283,13 @@ class WebhookReceiver:
             except NotFound:
                 return await self._tombstone(event, decision, now)
             spec = current.get("spec") or {}
+            if spec.get("completionTime"):
+                return Reply(
+                    200,
+                    f"{target.reference}: reservation {name} already completed, nothing changed",
+                    outcome=UNCHANGED,
+                    autoscaler=target.reference,
+                )
             # Kept, completed, a lifetime from now, as a tombstone is: a `queued` delivery that
             # late (a duplicate, one sent again) would otherwise reserve anew once the HRA
             # deleted it at its first expiry (found in review: a reservation that had waited
@@ -294,13 +302,6 @@ class WebhookReceiver:
                     "expirationTime": format_time(keep_until),
                 }
             }
-            if spec.get("completionTime"):
-                return Reply(
-                    200,
-                    f"{target.reference}: reservation {name} already completed, nothing changed",
-                    outcome=UNCHANGED,
-                    autoscaler=target.reference,
-                )
             try:
                 await self.kube.merge_patch(
                     CAPACITY_RESERVATIONS, target.namespace, name, completed
