@@ -70,8 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument(
         "--webhook-only",
         action="store_true",
-        help="serve GitHub's webhook (/webhook/github) and the health endpoints, and no hook, "
-        "whatever the environment says: for the receiver GitHub reaches",
+        help="serve GitHub's webhook (at /webhook/github, and as ARC's server at any other "
+        "path) and the health endpoints, and no hook, whatever the environment says: for the "
+        "receiver GitHub reaches",
     )
 
     listen = commands.add_parser(
@@ -216,7 +217,7 @@ def _serve(
     credentials = HookCredentials.from_settings(settings)
     log = logging.getLogger("arc_hooks")
     if webhook_only:
-        log.info("serving GitHub's webhook only: every hook path answers 404")
+        log.info("serving GitHub's webhook only, at every path but the health endpoints")
     elif not credentials.accepted():
         if credentials.allow_unauthenticated:
             log.warning(
@@ -234,7 +235,6 @@ def _serve(
         port,
         tls,
         health_port or settings.health_port,
-        webhook_only=webhook_only,
     )
     return 0
 

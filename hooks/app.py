@@ -88,21 +88,26 @@ def create_app(
     events = EventRecorder(kube, clock)
     reader = RequestReader(settings.hook_memo_runners * MEMBERS_PER_RUNNER)
     reading = BodyReading(reader, settings.hook_max_request_bytes)
-    routes = [
-        Route(
-            h.path,
-            hook_endpoint(h, workers, kube, events, reading),
-            methods=["POST"],
+    webhook = webhook_route(settings, github, clock, kube, workers)
+    if webhook_only:
+        # The one Deployment anyone can reach serves no hook, whatever its environment says
+        # (it shares the hooks' ConfigMap). It takes deliveries at every other path, as ARC's
+        # server does (Go's "/" pattern): payload URLs such as
+        # `/actions-runner-controller-github-webhook-server` keep working.
+        every_path = Route("/{path:path}", webhook.endpoint, methods=["GET", "POST"])
+        routes = [webhook, *health_routes(settings, credentials, webhook_only=True), every_path]
+        app = Starlette(routes=routes)
+    else:
+        routes = [
+            Route(h.path, hook_endpoint(h, workers, kube, events, reading), methods=["POST"])
+            for h in hooks
+        ]
+        routes += [webhook, *health_routes(settings, credentials)]
+        # Only Metacontroller may call the hooks: refused before anything is read.
+        app = Starlette(
+            routes=routes,
+            middleware=[Middleware(HookAuthMiddleware, credentials=credentials)],
         )
-        for h in hooks
-    ]
-    routes.append(webhook_route(settings, github, clock, kube, workers))
-    routes += health_routes(settings, credentials, webhook_only=webhook_only)
-    # Only Metacontroller may call the hooks: refused before anything is read.
-    app = Starlette(
-        routes=routes,
-        middleware=[Middleware(HookAuthMiddleware, credentials=credentials)],
-    )
     app.state.request_reader = reader
     return app
 

@@ -15,11 +15,16 @@ import orjson
 
 MASK = "[REDACTED]"
 GITHUB_TOKEN = re.compile(
-    r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"
+    r"(?:(?<![A-Za-z0-9])|(?<=\\[abfnrtv])|(?<=\\x[0-9A-Fa-f]{2})|(?<=\\u[0-9A-Fa-f]{4})"
+    r"|(?<=\\U[0-9A-Fa-f]{8}))"
+    r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"
 )
 """GitHub's token shapes (a prefix, then 36 letters and digits, or a fine-grained token's 82;
 matched from 30 and 40), also glued to a word by `_` or `-` (`acme_ghp_...`), but not inside
-one: `acme/highs_and_lows_dashboard` is a repository, not a token."""
+one: `acme/highs_and_lows_dashboard` is a repository, not a token. Also right after an escape
+sequence (`\\n`, `\\u00a0`, ...), whose last character is a letter or digit: text is often
+masked once written as JSON or quoted with `repr` (found by the hostile-input fuzzer: a token
+after a newline passed through status, refusals and the JSON log in clear)."""
 URL_CREDENTIALS = re.compile(r"(://)[^/@\s\"]+@")
 
 

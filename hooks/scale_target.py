@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import TypeGuard
 
 from hooks.metacontroller import KubeObject, object_or_empty, observed_time
+from hooks.resources.common import AutoscaledSize
 
 RECREATION_DELAY = timedelta(minutes=10)
 """ARC's DefaultRunnerPodRecreationDelayAfterWebhookScale (#1180)."""
@@ -54,11 +55,26 @@ def autoscaler_targeting(
     return None
 
 
-def scaled_replicas(hra: KubeObject | None, spec_replicas: int | None) -> int:
-    """The HRA's answer when there is one, else `spec.replicas`, else 1."""
+def target_size(
+    hra: KubeObject | None, spec_replicas: int | None, kept: AutoscaledSize | None
+) -> tuple[int, AutoscaledSize | None]:
+    """The set's size, and what its status keeps of its autoscaler: the HRA's answer when
+    there is one; else the size an autoscaler last gave (`kept`), for as long as the set's
+    `spec.replicas` is what it was then; else `spec.replicas`, else 1.
+
+    ARC's HRA wrote its answer into the target's `spec.replicas`, where it stayed once the HRA
+    was deleted or aimed elsewhere, until someone changed it: a pool did not drop to one runner
+    when its HRA was replaced. Here the HRA writes only its own status, so the set keeps that
+    size in its own (found by an ARC conformance check)."""
     if hra is not None:
-        return int(hra["status"]["desiredReplicas"])
-    return spec_replicas if spec_replicas is not None else 1
+        replicas = int(hra["status"]["desiredReplicas"])
+        name = str(hra["metadata"]["name"])
+        return replicas, AutoscaledSize(
+            autoscaler=name, replicas=replicas, spec_replicas=spec_replicas
+        )
+    if kept is not None and kept.spec_replicas == spec_replicas and _is_count(kept.replicas):
+        return kept.replicas, kept
+    return (spec_replicas if spec_replicas is not None else 1), None
 
 
 def later_effective_time(hra: KubeObject | None, own: str | None) -> str | None:

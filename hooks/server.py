@@ -30,7 +30,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 log = logging.getLogger("arc_hooks")
 
 HEALTH_PATHS = ("/healthz", "/readyz", "/metrics")
-WEBHOOK_PATH = "/webhook/github"
 PRIVATE_PATHS = frozenset({"/readyz", "/metrics"})
 """Served on the health port alone when there is one (`without_paths`)."""
 CERTIFICATE_CHECK_SECONDS = 60.0
@@ -76,8 +75,6 @@ def serve(
     port: int,
     tls: dict[str, Any],
     health_port: int | None,
-    *,
-    webhook_only: bool = False,
 ) -> None:
     """Serve until SIGTERM or SIGINT; uvicorn stops accepting and lets calls in flight end."""
     main: ASGIApp = app
@@ -85,8 +82,6 @@ def serve(
     if health_port is not None:
         companions.append(_Companion(_config(health_app(app), host, health_port, {})))
         main = without_paths(app, PRIVATE_PATHS)
-    if webhook_only:
-        main = webhook_receiver(main)
     config = _config(main, host, port, tls)
     reloader = None
     if tls:
@@ -115,24 +110,6 @@ def without_paths(app: ASGIApp, paths: frozenset[str]) -> ASGIApp:
         await app(scope, receive, send)
 
     return serve_elsewhere
-
-
-def webhook_receiver(app: ASGIApp) -> ASGIApp:
-    """`app` answering 404 on every path but GitHub's webhook and the health endpoints
-    (`serve --webhook-only`). The receiver is the one Deployment GitHub, and so anyone, can
-    reach; its environment comes partly from a ConfigMap shared with the hooks, which may
-    carry `HOOKS_ALLOW_UNAUTHENTICATED` or a hook token: whatever it says, no hook is served."""
-    served = frozenset({WEBHOOK_PATH, *HEALTH_PATHS})
-
-    async def receiver(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] not in served:
-            await PlainTextResponse(
-                f"this server receives GitHub's webhook only, at {WEBHOOK_PATH}", status_code=404
-            )(scope, receive, send)
-            return
-        await app(scope, receive, send)
-
-    return receiver
 
 
 def health_app(app: Starlette) -> Starlette:

@@ -1487,3 +1487,76 @@ def test_an_unreadable_recorded_reservation_time_is_dropped_not_a_500(
     answer = cluster.sync()  # asserts a 200
 
     assert answer["status"]["newestReservationTime"] == format_time(clock.now())
+
+
+# ------------------------------------------------------------------ a job outliving its reservation
+
+
+def expiring_now(clock: ManualClock) -> dict[str, Any]:
+    """A reservation started a lifetime ago: it expires at this sync."""
+    return reservation("job-1", ago(clock, 2400), started=clock.now() - LIFETIME)
+
+
+@pytest.mark.parametrize("job_status", ["queued", "in_progress"])
+def test_a_reservation_lasts_while_its_job_is_not_over_and_no_runner_is_idle(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub, job_status: str
+) -> None:
+    """Found by a failure scenario (ten 20-minute jobs, ARC's default 10-minute reservations,
+    maxReplicas 5): reservations that expired while their jobs ran left busy runners that
+    counted against the size the newer reservations asked for, those expired in turn with
+    their jobs still queued, and four jobs never got a runner."""
+    cluster = webhook_only_cluster(client, clock, registered=1, busy=1, idle_for=0)
+    cluster.add(expiring_now(clock))
+    github.workflow_jobs[("example/myrepo", 1)] = [WorkflowJob(job_status, ("linux",), 1)]
+
+    answer = cluster.sync()
+
+    assert github.calls == [("list_workflow_jobs", "example/myrepo")]
+    assert cluster.start_times() == {"job-1": format_time(clock.now())}
+    assert answer["status"]["reservedReplicas"] == 1
+    assert answer["status"]["desiredReplicas"] == 1
+
+
+def test_a_reservation_whose_job_is_over_expires_as_in_arc(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    cluster = webhook_only_cluster(client, clock, registered=1, busy=1, idle_for=0)
+    cluster.add(expiring_now(clock))
+    github.workflow_jobs[("example/myrepo", 1)] = [WorkflowJob("completed", ("linux",), 1)]
+
+    answer = cluster.sync()
+
+    assert answer["children"] == []
+    assert answer["status"]["reservedReplicas"] == 0
+
+
+def test_with_a_runner_idle_an_expiring_reservation_costs_no_call(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub
+) -> None:
+    """An idle runner takes a queued job at once: the reservation expires, as in ARC."""
+    cluster = webhook_only_cluster(client, clock, registered=2, busy=1, idle_for=0)
+    cluster.add(expiring_now(clock))
+
+    answer = cluster.sync()
+
+    assert github.calls == []
+    assert answer["children"] == []
+
+
+def test_a_failed_job_listing_lets_the_reservation_expire(
+    client: TestClient,
+    clock: ManualClock,
+    github: InMemoryGitHub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(repository: str, run_id: int) -> list[WorkflowJob]:
+        raise GitHubError("GitHub answered 502")
+
+    monkeypatch.setattr(github, "list_workflow_jobs", refuse)
+    cluster = webhook_only_cluster(client, clock, registered=1, busy=1, idle_for=0)
+    cluster.add(expiring_now(clock))
+
+    answer = cluster.sync()
+
+    assert answer["children"] == []
+    assert condition(answer)["status"] == "True"

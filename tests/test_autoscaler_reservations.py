@@ -123,6 +123,45 @@ def test_a_waiting_reservation_starts_only_once_a_runner_is_free() -> None:
     assert (free.started, free.waiting) == (("b",), ())
 
 
+@pytest.mark.parametrize(("busy", "starting"), [(5, 0), (4, 1), (3, 2), (0, 5)])
+def test_as_many_waiting_reservations_start_as_runners_are_free(busy: int, starting: int) -> None:
+    """Found by a failure scenario (ten 20-minute jobs, ARC's default 10-minute reservations,
+    maxReplicas 5): with four runners still busy on jobs whose reservations had expired, all
+    five waiting reservations started, and four expired before a runner was free for them."""
+    waiting = [made(f"job-{i}", 20 - i, started=False) for i in range(5)]
+
+    count = count_reservations(waiting, 5, NOW, busy_runners=busy)
+
+    assert count.started == tuple(f"job-{i}" for i in range(starting))
+    assert len(count.waiting) == 5 - starting
+
+
+def test_reservations_started_before_hold_their_runners_too() -> None:
+    """Two started a minute ago: their runners are taken, busy or not yet."""
+    reservations = [made("a", 1), made("b", 1), made("c", 0, started=False)]
+
+    assert count_reservations(reservations, 2, NOW, busy_runners=0).started == ()
+    assert count_reservations(reservations, 3, NOW, busy_runners=2).started == ("c",)
+    assert count_reservations(reservations, 3, NOW, busy_runners=3).started == ()
+
+
+@given(
+    busy=st.integers(min_value=0, max_value=12),
+    started=st.lists(st.booleans(), max_size=12),
+    maximum=st.integers(min_value=1, max_value=8),
+)
+def test_started_reservations_never_take_more_runners_than_are_free(
+    busy: int, started: list[bool], maximum: int
+) -> None:
+    reservations = [made(f"r{i:02}", 3, started=s) for i, s in enumerate(started)]
+    held = sum(started)
+
+    count = count_reservations(reservations, maximum, NOW, busy_runners=busy)
+
+    free = maximum - max(held, busy)
+    assert len(count.started) <= max(free, 0)
+
+
 @given(
     busy=st.integers(min_value=0, max_value=12),
     started=st.lists(st.booleans(), max_size=12),

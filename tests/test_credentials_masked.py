@@ -164,6 +164,33 @@ def test_a_stop_record_quoting_a_token_is_masked() -> None:
     )
 
 
+@given(
+    before=st.text(max_size=3),
+    separator=st.characters(exclude_categories=("L", "N"), exclude_characters="_"),
+    token=TOKENS,
+)
+def test_a_token_after_any_character_is_masked_as_text_json_and_repr(
+    before: str, separator: str, token: str
+) -> None:
+    """Found by the hostile-input fuzzer: after a newline, a tab or a no-break space, a token
+    passed through status, refusals and the JSON log in clear, each of which masks the text
+    written as JSON or quoted with `repr`, where the character is an escape ending in a letter
+    or digit (`\\n`, `\\u00a0`)."""
+    text = f"{before}{separator}{token}"
+    for written in (text, orjson.dumps(text).decode(), repr(text), ascii(text)):
+        masked = mask_credentials(written)
+        assert token not in masked and token[4:] not in masked, written
+    assert token not in orjson.dumps(without_credentials({"message": text})).decode()
+
+
+def test_the_json_log_masks_a_token_after_a_no_break_space() -> None:
+    record = logging.makeLogRecord({"msg": "webhook", "detail": f"labels \u00a0{TOKEN}"})
+
+    line = JsonFormatter().format(record)
+
+    assert TOKEN not in line and MASK in line
+
+
 def test_a_refused_request_quoting_a_token_shows_no_credentials() -> None:
     request = copy.deepcopy(SEEDS["/sync/runner"][0])
     request["children"] = {"Pod.v1": {f"ci/{TOKEN}": ["not an object"]}}

@@ -38,7 +38,7 @@ from hooks.app import create_app
 from hooks.clock import ManualClock
 from hooks.github.pygithub_adapter import load_private_key
 from hooks.hook_auth import HookCredentials, Verdict, check_authorization
-from hooks.server import CertificateReloader, tls_options, webhook_receiver
+from hooks.server import CertificateReloader, tls_options
 from hooks.settings import Settings
 from tests.hook_app import GITHUB_TOKEN, HOOK_AUTH, HOOK_TOKEN, WithoutParentReads, hook_settings
 from tests.hook_driver import HookDriver, new_runner
@@ -221,12 +221,16 @@ def test_the_webhook_receiver_serves_no_hook_whatever_its_environment_says(
     hooks share, and it is the one Deployment anyone can reach."""
     clock = ManualClock()
     settings = Settings.model_validate({"GITHUB_TOKEN": GITHUB_TOKEN, **env})
-    app = create_app(settings, github=InMemoryGitHub(clock), clock=clock)
-    with TestClient(webhook_receiver(app)) as client:
+    github = InMemoryGitHub(clock)
+    app = create_app(settings, github=github, clock=clock, webhook_only=True)
+    with TestClient(app) as client:
+        webhook = client.post("/webhook/github", json=COMPOSITE, headers=HOOK_AUTH)
+        assert webhook.status_code in (401, 503)
         for path in ("/sync/runner", "/finalize/runner", "/customize/runner", "/sync/runnerpod"):
             answer = client.post(path, json=COMPOSITE, headers=HOOK_AUTH)
-            assert answer.status_code == 404, path
-            assert "webhook only" in answer.text
+            # The webhook's answer, never a hook's.
+            assert (answer.status_code, answer.text) == (webhook.status_code, webhook.text), path
+        assert github.calls == []
         assert client.get("/healthz").status_code == 200
         assert client.get("/metrics").status_code == 200
         assert client.get("/webhook/github").status_code == 200
@@ -276,7 +280,7 @@ def test_the_webhook_receivers_readiness_is_its_own(
     clock = ManualClock()
     settings = Settings.model_validate(env)
     app = create_app(settings, github=InMemoryGitHub(clock), clock=clock, webhook_only=True)
-    with TestClient(webhook_receiver(app)) as client:
+    with TestClient(app) as client:
         answer = client.get("/readyz")
     assert answer.status_code == (200 if ready else 503), answer.text
     assert says in answer.text
@@ -314,10 +318,9 @@ def test_serve_webhook_only_is_passed_to_the_server(monkeypatch: pytest.MonkeyPa
         "not ready: no webhook secret (set GITHUB_WEBHOOK_SECRET_TOKEN, "
         "or WEBHOOK_ALLOW_UNSIGNED=true to accept unsigned deliveries)"
     )
-    assert served == {"webhook_only": True, "health_port": 8081}
+    assert served == {"health_port": 8081}
     served.clear()
     assert cli.main(["serve"]) == 0
-    assert served["webhook_only"] is False
     assert "hook" in str(served["readyz"])
 
 

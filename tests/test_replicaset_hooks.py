@@ -588,6 +588,49 @@ def test_replicas_come_from_the_autoscaler_that_targets_the_deployment(
     assert answer["status"]["desiredReplicas"] == 5
 
 
+@pytest.mark.parametrize("spec_replicas", [None, 2])
+def test_a_deleted_autoscaler_leaves_the_deployment_at_the_size_it_gave(
+    client: TestClient, spec_replicas: int | None
+) -> None:
+    """ARC's HRA writes its answer into the deployment's `spec.replicas`, where it stays when
+    the HRA is deleted or replaced (found by an ARC conformance check: the pool fell to one
+    runner, or to `spec.replicas`, the moment its HRA went). The size holds until the
+    deployment's own `spec.replicas` changes."""
+    parent = deployment(spec_replicas)  # ARC's docs: remove `replicas:` when autoscaling
+    scaled = sync_deployment(client, parent, hras=[hra("web-autoscaler", "web", 5)])
+    assert scaled["status"]["autoscaled"] == {
+        "autoscaler": "web-autoscaler",
+        "replicas": 5,
+        **({"specReplicas": spec_replicas} if spec_replicas is not None else {}),
+    }
+    parent["status"] = scaled["status"]  # as Metacontroller writes it
+    sets = [observed(scaled["children"][0], replicas=5, ready=5)]
+
+    held = sync_deployment(client, parent, sets, hras=[])  # kubectl delete hra web-autoscaler
+    assert held["children"][0]["spec"]["replicas"] == 5
+    assert held["status"]["desiredReplicas"] == 5
+    parent["status"] = held["status"]
+    # Another HRA not yet answering (a replacement being applied) changes nothing either.
+    unanswered = {**hra("replacement", "web", 0), "status": {}}
+    assert (
+        sync_deployment(client, parent, sets, hras=[unanswered])["status"]["desiredReplicas"] == 5
+    )
+
+    parent["spec"]["replicas"] = 3  # the user sizes it now
+    resized = sync_deployment(client, parent, sets, hras=[])
+    assert resized["children"][0]["spec"]["replicas"] == 3
+    assert "autoscaled" not in resized["status"]
+    parent["status"] = resized["status"]
+    assert sync_deployment(client, parent, sets, hras=[])["status"]["desiredReplicas"] == 3
+
+
+def test_a_deployment_never_autoscaled_follows_its_spec(client: TestClient) -> None:
+    answer = sync_deployment(client, deployment(None), hras=[hra("other", "elsewhere", 7)])
+
+    assert answer["status"]["desiredReplicas"] == 1
+    assert "autoscaled" not in answer["status"]
+
+
 def test_rollout_keeps_old_runners_until_the_new_set_is_ready(client: TestClient) -> None:
     old_desired = sync_deployment(client, deployment(2))["children"][0]
     old = observed(old_desired, replicas=2, ready=2)

@@ -20,6 +20,7 @@ from hooks.clock import ManualClock, format_time
 from hooks.github.cached import CachedGitHub
 from hooks.github.list_pacing import RateBudget
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
+from hooks.lifecycle.incarnation import failure_backoff
 from hooks.runner.decide import NAME_CONFLICT_PATIENCE
 from hooks.settings import Settings
 from tests.hook_app import hook_client, hook_settings
@@ -544,7 +545,22 @@ def test_finalize_rate_limited_retries_after_the_reset(
 # ---------------------------------------------------------------- replacement
 
 
-def test_failed_pod_is_replaced_after_backoff_and_gives_up_after_the_limit(
+def _fail_pod(driver: HookDriver, clock: ManualClock, *, ran_seconds: float = 0) -> None:
+    """The runner container ends with 1 after running `ran_seconds`; the stop releases the pod."""
+    now = clock.now()
+    status = running_status(format_time(now), exit_code=1)
+    started = format_time(now - timedelta(seconds=ran_seconds))
+    status["containerStatuses"][0]["state"]["terminated"]["startedAt"] = started
+    driver.set_pod_status(status)
+    driver.sync()  # stop: the runner is not running -> pod released
+    assert driver.pod() is None
+
+
+def _condition(driver: HookDriver, kind: str) -> dict[str, Any]:
+    return next(c for c in driver.last["status"]["conditions"] if c["type"] == kind)
+
+
+def test_failed_pod_is_replaced_after_backoff_and_reports_failed_after_the_limit(
     client: TestClient, clock: ManualClock, github: InMemoryGitHub, settings: Settings
 ) -> None:
     driver = driver_for(client)
@@ -552,20 +568,70 @@ def test_failed_pod_is_replaced_after_backoff_and_gives_up_after_the_limit(
     driver.sync()
     for failure in range(1, settings.pod_max_failures + 1):
         assert driver.pod() is not None
-        driver.set_pod_status(running_status(format_time(clock.now()), exit_code=1))
-        driver.sync()  # stop: the runner is not running -> pod released
-        assert driver.pod() is None
+        _fail_pod(driver, clock)
         answer = driver.sync()
         assert answer["status"]["failures"] == failure
-        clock.advance(settings.pod_failure_backoff_max)
-        driver.sync()
-        driver.sync()
+        if failure < settings.pod_max_failures:
+            clock.advance(failure_backoff(failure, settings))
+            driver.sync()
+            driver.sync()
 
+    # Failed, waiting the longest backoff before the next pod: not given up for good.
     assert driver.pod() is None
-    status = driver.last["status"]
-    assert status["phase"] == "Failed"
-    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
-    assert failed["status"] == "True"
+    assert driver.last["status"]["phase"] == "Failed"
+    assert _condition(driver, "Failed")["status"] == "True"
+    assert driver.last["resyncAfterSeconds"] == pytest.approx(settings.pod_failure_backoff_max)
+
+
+def test_a_failed_runner_keeps_trying_and_recovers_once_its_pods_run(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub, settings: Settings
+) -> None:
+    """Found by an ARC conformance check: a Runner that had failed `RUNNER_POD_MAX_FAILURES`
+    times kept no pod for good, and its RunnerReplicaSet never replaced it (ARC replaces a
+    failed runner without limit), so a pool stayed short after an outage until someone deleted
+    its Runners by hand."""
+    driver = driver_for(client)
+    driver.sync()
+    driver.sync()
+    for failure in range(1, settings.pod_max_failures + 3):
+        _fail_pod(driver, clock)
+        driver.sync()
+        clock.advance(failure_backoff(failure, settings) - 1)
+        driver.sync()
+        assert driver.pod() is None, "a new pod before the backoff ended"
+        clock.advance(1)
+        driver.sync()
+        driver.sync()
+        assert driver.pod() is not None, f"no new pod after failure {failure}"
+    assert driver.last["status"]["failures"] == settings.pod_max_failures + 2
+
+    # The cause is fixed: the next pod runs and registers.
+    driver.set_pod_status(running_status(format_time(clock.now())))
+    github.register(ORG, "example-runner")
+    clock.advance(60)
+    driver.sync()
+    assert driver.pod() is not None
+    assert driver.last["status"]["phase"] == "Running"
+    assert _condition(driver, "Failed")["status"] == "False"
+
+
+def test_a_runner_that_ran_a_while_before_failing_starts_a_new_row_of_failures(
+    client: TestClient, clock: ManualClock, settings: Settings
+) -> None:
+    driver = driver_for(client)
+    driver.parent["status"] = {
+        "failures": settings.pod_max_failures - 1,
+        "lastFailureTime": format_time(clock.now() - timedelta(hours=2)),
+    }
+    driver.sync()
+    driver.sync()
+
+    _fail_pod(driver, clock, ran_seconds=600)
+    answer = driver.sync()
+
+    assert answer["status"]["failures"] == 1
+    assert answer["status"]["phase"] == "Pending"
+    assert answer["resyncAfterSeconds"] == pytest.approx(settings.pod_failure_backoff)
 
 
 @pytest.mark.parametrize(

@@ -1016,6 +1016,26 @@ def test_replicas_come_from_the_autoscaler_that_targets_this_runner_set(
     assert answer["status"]["desiredReplicas"] == expected
 
 
+def test_a_deleted_autoscaler_leaves_the_runner_set_at_the_size_it_gave(
+    world: RunnerSetWorld,
+) -> None:
+    """As ARC, whose HRA wrote its answer into the RunnerSet's `spec.replicas`: deleting the
+    HRA does not shrink the set; changing its `spec.replicas` does."""
+    world.scale(1)
+    world.autoscalers = [autoscaler("scaler", {"kind": "RunnerSet", "name": SET_NAME}, 3)]
+    world.sync()
+
+    world.autoscalers = []
+    held = world.sync()
+    assert len(of_kind(held, "StatefulSet")) == 3
+    assert held["status"]["autoscaled"]["autoscaler"] == "scaler"
+
+    world.scale(2)
+    resized = world.sync()
+    assert resized["status"]["desiredReplicas"] == 2
+    assert "autoscaled" not in resized["status"]
+
+
 # ---------------------------------------------------------------- 9. volumes
 
 

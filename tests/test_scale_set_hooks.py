@@ -6,7 +6,7 @@ member Runner registers with a JIT config from the scale-set API."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +46,7 @@ class FakeScaleSets:
 
     ensured: list[tuple[Scope, str, str | None, tuple[str, ...]]] = field(default_factory=list)
     deleted: list[int] = field(default_factory=list)
+    deleted_in: list[Scope] = field(default_factory=list)
     generated: list[tuple[int, str]] = field(default_factory=list)
     error: GitHubError | None = None
 
@@ -66,6 +67,7 @@ class FakeScaleSets:
         if self.error is not None:
             raise self.error
         self.deleted.append(scale_set_id)
+        self.deleted_in.append(scope)
 
     def generate_jit_config(
         self, scope: Scope, scale_set_id: int, name: str, work_folder: str
@@ -227,6 +229,44 @@ def test_finalize_waits_for_the_runners_then_deletes_the_scale_set(
         hooks, "/finalize/runnerdeployment", parent, children={f"RunnerReplicaSet.{API}": [emptied]}
     )
     assert answer["finalized"] is True and scale_sets.deleted == [42]
+
+
+def _wrong_type_replicas(parent: dict[str, Any]) -> None:
+    parent["spec"]["replicas"] = "two"
+
+
+def _wrong_type_labels(parent: dict[str, Any]) -> None:
+    parent["spec"]["template"]["spec"]["labels"] = "gpu"
+
+
+def _unreadable_annotation(parent: dict[str, Any]) -> None:
+    parent["metadata"]["annotations"][SCALE_SET_ANNOTATION] = "bad name!"
+
+
+def _scope_gone_from_the_spec(parent: dict[str, Any]) -> None:
+    parent["spec"] = {"replicas": "two"}  # the scope is read from the set's template
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [_wrong_type_replicas, _wrong_type_labels, _unreadable_annotation, _scope_gone_from_the_spec],
+)
+def test_a_deployment_deleted_unreadable_still_deletes_the_scale_set_it_recorded(
+    hooks: TestClient, scale_sets: FakeScaleSets, spoil: Callable[[dict[str, Any]], None]
+) -> None:
+    """Found by the hostile-input fuzzer: a deployment whose spec or annotation no longer
+    read was finalized at once, and its scale set stayed on GitHub."""
+    parent = deployment(scaleSet={"id": 42, "name": "arc-web"}, replicas=0)
+    replica_set = call(hooks, "/sync/runnerdeployment", parent)["children"][0]
+    emptied = {**replica_set, "spec": {**replica_set["spec"], "replicas": 0}, "status": {}}
+    spoil(parent)
+
+    answer = call(
+        hooks, "/finalize/runnerdeployment", parent, children={f"RunnerReplicaSet.{API}": [emptied]}
+    )
+
+    assert answer["finalized"] is True and scale_sets.deleted == [42]
+    assert scale_sets.deleted_in == [ORG]
 
 
 def test_a_deployment_without_a_scale_set_is_finalized_at_once(

@@ -175,6 +175,51 @@ def test_ping_over_http_gets_pong_and_a_bad_signature_gets_401(client: TestClien
     assert_no_secret(pong.text + forged.text)
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        # ARC's docs' payload URL, routed unrewritten by an Ingress (automatically-scaling-
+        # runners.md), and its kustomize example's "/": ARC's server handles every path.
+        "/actions-runner-controller-github-webhook-server",
+        "/",
+        "/sync/runner",  # a hook's path, on the receiver: a delivery like any other
+    ],
+)
+def test_the_receiver_takes_deliveries_at_the_paths_arc_users_configured(
+    github: InMemoryGitHub, clock: ManualClock, path: str
+) -> None:
+    """Found by an ARC conformance check: the receiver answered 404 but at `/webhook/github`,
+    so a webhook pointed at ARC's server silently stopped scaling."""
+    store = cluster_store(clock)
+    app = create_app(
+        settings(), github=github, clock=clock, kube=StoreKube(store), webhook_only=True
+    )
+    ping = (EXAMPLES / "ping.event.0.json").read_bytes()
+    headers, queued = queued_delivery(4343, "delivery-path-1")
+
+    with TestClient(app) as client:
+        running = client.get(path)
+        pong = client.post(path, content=ping, headers=signed(ping, "ping", "ping-path"))
+        scaled = client.post(path, content=queued, headers=headers)
+        forged = client.post(path, content=ping + b" ", headers=signed(ping, "ping", "ping-2"))
+        health = client.get("/healthz")
+
+    assert (running.status_code, running.text) == (200, "webhook server is running")
+    assert (pong.status_code, pong.text) == (200, "pong")
+    assert (scaled.status_code, scaled.text) == (200, f"scaled {NAME} by 1")
+    assert store.get(CAPACITY_RESERVATIONS.kind, NAMESPACE, "job-4343") is not None
+    assert forged.status_code == 401
+    assert (health.status_code, health.text) == (200, "ok")
+
+
+def test_the_hook_server_takes_deliveries_at_webhook_github_only(client: TestClient) -> None:
+    ping = (EXAMPLES / "ping.event.0.json").read_bytes()
+
+    answer = client.post("/", content=ping, headers=signed(ping, "ping", "ping-root"))
+
+    assert answer.status_code == 404
+
+
 def test_the_answer_masks_a_token_quoted_from_the_delivery(client: TestClient) -> None:
     """GitHub shows the answer in the hook's delivery log (found by a hostile-input probe: an
     event name shaped like a token came back as it was)."""

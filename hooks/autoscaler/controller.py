@@ -1,8 +1,9 @@
 """The HorizontalRunnerAutoscaler hook: size the scale target, keep the capacity reservations.
 
 Children: CapacityReservation objects (created by the webhook receiver, controlled by the HRA).
-The hook counts the active ones, records when a waiting one starts (`spec.startTime`), and
-deletes expired and long-completed ones by leaving them out.
+The hook counts the active ones, records when a waiting one starts (`spec.startTime`; again
+when one ends with its job not over and no runner idle: `_restart_unfinished`), and deletes
+expired and long-completed ones by leaving them out.
 
 Related objects (asked for by `customize_horizontal_runner_autoscaler`): the scale target, and
 when PercentageRunnersBusy scales a RunnerDeployment, its Runners: one is busy when its
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -227,6 +228,15 @@ def _observed_reservations(
     )
 
 
+def _job_of(observed: _ObservedReservation) -> tuple[tuple[str, int], object] | None:
+    """The reservation's job: its run (repository, run id) and its id; None when not named."""
+    job = object_or_empty(object_or_empty(observed.kept.get("spec")).get("job"))
+    repository, run_id, job_id = job.get("repository"), job.get("runID"), job.get("id")
+    if not (isinstance(repository, str) and isinstance(run_id, int) and job_id):
+        return None
+    return (repository, run_id), job_id
+
+
 def _next_job_check(since: datetime, checked: datetime | None) -> datetime:
     """When a reservation's job is next asked about (`_Sync._check_jobs`)."""
     if checked is None:
@@ -264,6 +274,7 @@ class _Sync:
         )
         self.finished: set[str] = set()  # reservations whose job GitHub says is over
         self.not_over: set[str] = set()  # reservations whose job GitHub says is not over
+        self.restarted: set[str] = set()  # expiring, their job not over: a new lifetime
         self.idle_since: datetime | None = None  # idle runners beyond minReplicas since then
         self.scale_set_mode = False  # the target's runners are a scale set's members
         self.assigned: int | None = None  # the listener's count, in scale-set mode
@@ -333,6 +344,7 @@ class _Sync:
         try:
             if not scale_set:
                 self._check_jobs(self._idle_for_a_while(counts.idle, counts.busy))
+                self._restart_unfinished(counts.idle)
             # In scale-set mode the assigned jobs count every job: reservations would too.
             reservations = [] if scale_set else self._active_reservations()
             decision = desired_replicas(
@@ -384,14 +396,60 @@ class _Sync:
     # ------------------------------------------------------------------ reservations
 
     def _active_reservations(self) -> list[Reservation]:
-        """The reservation objects that still count toward the answer (not completed)."""
+        """The reservation objects that still count toward the answer (not completed); one
+        whose job is not over as its lifetime ends starts a new lifetime now."""
         return [
-            observed.reservation
+            replace(observed.reservation, started_at=self.now)
+            if observed.name in self.restarted
+            else observed.reservation
             for observed in self.observed
             if observed.reservation is not None
             and not observed.completed
             and observed.name not in self.finished
         ]
+
+    def _restart_unfinished(self, idle: int) -> None:
+        """Ask GitHub about the jobs of the reservations whose lifetime ends now, while no
+        runner of the target sits idle: a job not over restarts its reservation's lifetime
+        (`self.restarted`).
+
+        Found by a failure scenario (ten 20-minute jobs, ARC's default 10-minute reservations,
+        `maxReplicas: 5`; four jobs never ran). A reservation that expires while its job runs
+        leaves a busy runner the set removes once the job ends, and counts against the size
+        the reservations ask for: the jobs queued behind it got no runner, and their own
+        reservations expired in turn, with no idle runner to take them and nothing left to
+        ask for one. A reservation lasts while its job is queued or running instead: one
+        runner per job, however long it runs. An idle runner takes a queued job at once, so
+        nothing is asked while one sits idle (ARC's expiry then), and a job over, not listed,
+        or a failed call lets its reservation expire as in ARC. At most
+        `FINISHED_JOB_CHECKS_PER_SYNC` runs are listed a sync (one listing answers every job
+        of its run, and is cached); the reservations of other runs expire."""
+        if idle > 0:
+            return
+        listed: dict[tuple[str, int], Sequence[WorkflowJob]] = {}
+        for observed in self.observed:
+            reservation = observed.reservation
+            if (
+                reservation is None
+                or observed.completed
+                or observed.name in self.finished
+                or reservation.started_at is None
+                or reservation.expires_at(self.now) > self.now
+            ):
+                continue
+            job = _job_of(observed)
+            if job is None:
+                continue
+            run, job_id = job
+            if run not in listed:
+                if len(listed) >= FINISHED_JOB_CHECKS_PER_SYNC:
+                    continue
+                try:
+                    listed[run] = self.github.list_workflow_jobs(*run)
+                except GitHubError:
+                    return
+            if any(j.id == job_id and j.status != COMPLETED for j in listed[run]):
+                self.restarted.add(observed.name)
 
     def _idle_for_a_while(self, idle: int, busy: int) -> int:
         """The idle runners a lost completion may hold, once there have been some for a
@@ -455,10 +513,10 @@ class _Sync:
                 or reservation.expires_at(self.now) <= self.now
             ):
                 continue
-            job = object_or_empty(object_or_empty(observed.kept.get("spec")).get("job"))
-            repository, run_id, job_id = job.get("repository"), job.get("runID"), job.get("id")
-            if not (isinstance(repository, str) and isinstance(run_id, int) and job_id):
+            job = _job_of(observed)
+            if job is None:
                 continue
+            (repository, run_id), job_id = job
             since = reservation.started_at or reservation.effective_time
             checked = observed.job_checked_at
             if checked is not None and checked > self.now:
@@ -495,7 +553,8 @@ class _Sync:
                     continue
             elif observed.name in expired and observed.name not in self.finished:
                 continue
-            children.append(self._with_job_checks(observed, started=observed.name in started))
+            restarted = observed.name in started or observed.name in self.restarted
+            children.append(self._with_job_checks(observed, started=restarted))
         return children
 
     def _with_job_checks(

@@ -14,7 +14,8 @@ queued. So the lifetime of a reservation runs from `started_at`, not from its ef
 - a reservation with a `started_at` expires at `started_at + lifetime`, wherever it stands;
 - one without a `started_at` has not started: while it waits, it counts and never expires; the
   first time it is in place, with a runner free for it (the busy runners, whose jobs may have
-  outlived their own reservations, leave room for it), its lifetime starts now, and it is
+  outlived their own reservations, and the reservations started before, whose runners may not
+  be busy yet, take at least the larger of their two counts), its lifetime starts now, and it is
   reported in `started` so that the caller records `started_at = now` (a transition, written
   once). So a lifetime shorter than the jobs does not let waiting reservations expire, one
   batch after another, while every runner is still busy with the first jobs.
@@ -73,6 +74,13 @@ def count_reservations(
 ) -> ReservationCount:
     reserved = 0
     placed = 0  # replicas of the earlier reservations, counted or not yet started
+    # The runners taken: each busy runner, and each reservation started before this sync
+    # (its job runs on one of the busy runners, or waits for a runner of its own: which,
+    # is not known, so at least the larger of the two), and those started by this sync.
+    held = sum(
+        r.replicas for r in reservations if r.started_at is not None and r.expires_at(now) > now
+    )
+    taken = max(held, busy_runners)
     expired: list[str] = []
     waiting: list[str] = []
     started: list[str] = []
@@ -81,8 +89,12 @@ def count_reservations(
         in_place = max_replicas is None or placed + reservation.replicas <= max_replicas
         if reservation.started_at is None and in_place and max_replicas is not None:
             # Starting also needs a runner free for it: an earlier reservation that expired
-            # while its job still runs leaves room under the maximum, not a runner.
-            in_place = max(placed, busy_runners) + reservation.replicas <= max_replicas
+            # while its job still runs leaves room under the maximum, not a runner (found by a
+            # failure scenario: with four of five runners busy, five waiting reservations all
+            # started, and four expired before a runner was free for them).
+            in_place = taken + reservation.replicas <= max_replicas
+            if in_place:
+                taken += reservation.replicas
         if reservation.started_at is None and not in_place:
             waiting.append(reservation.name)
         else:

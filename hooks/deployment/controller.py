@@ -7,8 +7,9 @@ are deleted once they report zero replicas. Their Runners leave through the Runn
 so a rollout never cuts off a job and never leaves a registration behind.
 
 Effective replicas: `status.desiredReplicas` of the HorizontalRunnerAutoscaler whose
-`scaleTargetRef` names this RunnerDeployment (a related object, read, never written), else
-`spec.replicas`, else 1.
+`scaleTargetRef` names this RunnerDeployment (a related object, read, never written); once it is
+gone, the size it last gave (`status.autoscaled`) until `spec.replicas` changes, as ARC's HRA
+left its answer in the deployment's spec; else `spec.replicas`, else 1.
 
 Scale-set mode (`hooks.scale_set_mode`): the deployment keeps its runner scale set (looked up
 by name, created, labels kept in sync), records it in `status.scaleSet` and gives its id to its
@@ -50,7 +51,8 @@ from hooks.naming import (
     without_controller_uid,
 )
 from hooks.replicaset.controller import readable_time, template_hash
-from hooks.resources.common import ScaleSetStatus
+from hooks.resources.common import AutoscaledSize, ScaleSetStatus
+from hooks.resources.readable_part import readable_fields
 from hooks.resources.replicaset import (
     RunnerDeployment,
     RunnerDeploymentStatus,
@@ -75,7 +77,7 @@ from hooks.scale_target import (
     MAX_COUNT,
     autoscaler_targeting,
     later_effective_time,
-    scaled_replicas,
+    target_size,
 )
 
 FINALIZE_RESYNC_SECONDS = 5.0
@@ -165,8 +167,12 @@ def autoscaler_of(deployment: RunnerDeployment, related: list[KubeObject]) -> Ku
     return autoscaler_targeting("RunnerDeployment", deployment.metadata.name, related)
 
 
-def effective_replicas(deployment: RunnerDeployment, related: list[KubeObject]) -> int:
-    return scaled_replicas(autoscaler_of(deployment, related), deployment.spec.replicas)
+def effective_replicas(
+    deployment: RunnerDeployment, related: list[KubeObject]
+) -> tuple[int, AutoscaledSize | None]:
+    """The deployment's size, and what its status keeps of its autoscaler."""
+    kept = deployment.status.autoscaled if deployment.status is not None else None
+    return target_size(autoscaler_of(deployment, related), deployment.spec.replicas, kept)
 
 
 def effective_time(deployment: RunnerDeployment, related: list[KubeObject]) -> str | None:
@@ -223,7 +229,7 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
     template = _runner_template(deployment, deps.common_runner_labels, scale_set)
     hash_ = template_hash(template)
     autoscalers = request.objects("HorizontalRunnerAutoscaler", related=True)
-    desired = effective_replicas(deployment, autoscalers)
+    desired, autoscaled = effective_replicas(deployment, autoscalers)
     sets = [
         _Set.read(obj)
         for obj in request.objects("RunnerReplicaSet")
@@ -265,6 +271,7 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
         busy_replicas=sum(s.busy for s in sets),
         conditions=merge_conditions(previous_status.conditions, conditions, now),
         scale_set=scale_set,
+        autoscaled=autoscaled,
     )
     return CompositeHookResponse(
         status=status.to_wire(), children=children, resync_after_seconds=resync
@@ -310,14 +317,24 @@ def finalize_runner_deployment(
     observed_status = request.parent.get("status")
     unchanged = observed_status if isinstance(observed_status, dict) else None
     try:
-        deployment = RunnerDeployment.model_validate(request.parent)
-        declaration = declared_scale_set(deployment.metadata.annotations)
-    except (ValidationError, ValueError):
-        return CompositeHookResponse(status=unchanged, children=[], finalized=True)
-    recorded = deployment.status.scale_set if deployment.status else None
+        deployment: RunnerDeployment | None = RunnerDeployment.model_validate(request.parent)
+    except ValidationError:
+        deployment = None  # what status and the sets record still says which scale set goes
+    metadata = object_or_empty(request.parent.get("metadata"))
+    annotations = object_or_empty(metadata.get("annotations"))
+    try:
+        declaration = declared_scale_set(
+            {str(key): value for key, value in annotations.items() if isinstance(value, str)}
+        )
+    except ValueError:
+        declaration = None
+    previous = _readable_status(request.parent)
+    recorded = previous.scale_set
     if declaration is None and recorded is None:
         return CompositeHookResponse(status=unchanged, children=[], finalized=True)
-    previous = deployment.status or RunnerDeploymentStatus()
+    scope = _scope(deployment) if deployment is not None else _recorded_scope(request)
+    if scope is None:
+        return CompositeHookResponse(status=unchanged, children=[], finalized=True)
     runners = request.objects("Runner", related=True)
     remaining = sum(max(s.replicas, s.spec_replicas) for s in sets) + len(runners)
     if remaining:
@@ -326,7 +343,7 @@ def finalize_runner_deployment(
             children=[_scaled_to_zero(s.obj) for s in sets],
             resync_after_seconds=FINALIZE_RESYNC_SECONDS,
         )
-    problem = delete_scale_set(deps, _scope(deployment), recorded)
+    problem = delete_scale_set(deps, scope, recorded)
     if problem is not None:
         status = previous.model_copy(
             update={
@@ -341,6 +358,35 @@ def finalize_runner_deployment(
             resync_after_seconds=max(problem.retry_after, 1.0),
         )
     return CompositeHookResponse(status=unchanged, children=[], finalized=True)
+
+
+def _readable_status(parent: KubeObject) -> RunnerDeploymentStatus:
+    """The status as last written, each field that reads (a finalize decides by its record of
+    the scale set whatever else in the object no longer reads)."""
+    raw = parent.get("status")
+    if not isinstance(raw, dict):
+        return RunnerDeploymentStatus()
+    return readable_fields(RunnerDeploymentStatus, raw) or RunnerDeploymentStatus()
+
+
+def _recorded_scope(request: CompositeHookRequest) -> Scope | None:
+    """Where a deployment whose spec no longer reads registered its runners: its template's
+    scope fields that still read, else its newest RunnerReplicaSet's (found by the hostile-input
+    fuzzer: a deployment deleted with a field of the wrong type left its scale set on GitHub)."""
+    templates = [object_or_empty(request.parent.get("spec"))]
+    sets = sorted(
+        request.objects("RunnerReplicaSet"),
+        key=lambda obj: str(obj["metadata"].get("creationTimestamp") or ""),
+        reverse=True,
+    )
+    templates += [object_or_empty(obj.get("spec")) for obj in sets]
+    for spec in templates:
+        runner = object_or_empty(object_or_empty(spec.get("template")).get("spec"))
+        fields = [runner.get(key) for key in ("enterprise", "organization", "repository")]
+        enterprise, organization, repository = (f if isinstance(f, str) else "" for f in fields)
+        if enterprise or organization or repository:
+            return Scope(enterprise=enterprise, organization=organization, repository=repository)
+    return None
 
 
 def _runner_template(

@@ -116,7 +116,10 @@ def retry_delay(error: GitHubError, default: float) -> float:
 
 
 def failure_backoff(failures: int, settings: Settings) -> float:
-    """How long after its last failure a runner's next pod waits: doubling, capped."""
+    """How long after its last failure a runner's next pod waits: doubling, capped; the cap
+    once the runner reports Failed."""
+    if failures >= settings.pod_max_failures:
+        return float(settings.pod_failure_backoff_max)
     backoff = settings.pod_failure_backoff * 2 ** max(failures - 1, 0)
     return float(min(backoff, settings.pod_failure_backoff_max))
 

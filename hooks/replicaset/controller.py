@@ -256,9 +256,7 @@ class _ReplicaSetSync:
         children = [c.kept for c in keep] + new
         # Running Runners being deleted, and those this answer leaves out (deleted next).
         kept = {c.name for c in keep}
-        stopping = sum(
-            1 for c in self.children if c.running and (c.terminating or c.name not in kept)
-        )
+        stopping = [c for c in self.children if c.running and (c.terminating or c.name not in kept)]
         status = self._status(keep, new, completed, stopping)
         resync = min(self.resync) if self.resync else None
         return CompositeHookResponse(status=status, children=children, resync_after_seconds=resync)
@@ -419,7 +417,7 @@ class _ReplicaSetSync:
         keep: list[RunnerChild],
         new: list[KubeObject],
         completed: list[RunnerChild],
-        stopping: int,
+        stopping: list[RunnerChild],
     ) -> dict[str, Any]:
         created = len(new)
         unobserved = self.unobserved + [asked_for(r["metadata"]["name"], self.now) for r in new]
@@ -427,13 +425,18 @@ class _ReplicaSetSync:
         if left is not None:  # looked at again when the grace ends, should they never appear
             self.resync.append(left)
         ready = sum(1 for c in keep if c.ready)
+        busy_stopping = [c for c in stopping if c.busy and c.registered]
         status = RunnerReplicaSetStatus(
             replicas=len(keep) + len(unobserved),
             ready_replicas=ready,
             available_replicas=ready,
-            registered_replicas=sum(1 for c in keep if c.registered),
-            busy_replicas=sum(1 for c in keep if c.busy),
-            stopping_replicas=stopping,
+            # Runners stopping while busy count too: their jobs hold them, and an HRA that
+            # reads these counts starts a waiting reservation only where a runner is free
+            # (found by a failure scenario: eight busy runners being removed read as none
+            # busy, and the reservations started then expired before a runner could come).
+            registered_replicas=sum(1 for c in keep if c.registered) + len(busy_stopping),
+            busy_replicas=sum(1 for c in keep if c.busy) + len(busy_stopping),
+            stopping_replicas=len(stopping),
             next_runner_index=self._next_index() + created,
             unobserved_runners=unobserved or None,
             conditions=merge_conditions(self.status.conditions, self.conditions, self.now),

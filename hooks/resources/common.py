@@ -117,6 +117,15 @@ class Condition(ResourceModel):
     last_transition_time: DateTime | None = None
 
 
+class AutoscaledSize(ResourceModel):
+    """The size an autoscaler last gave a RunnerDeployment or RunnerSet, and the set's own
+    `spec.replicas` then (`hooks.scale_target.target_size`)."""
+
+    autoscaler: str
+    replicas: int
+    spec_replicas: int | None = None
+
+
 class ScaleSetStatus(ResourceModel):
     """The runner scale set a RunnerDeployment or RunnerSet keeps (scale-set mode)."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from hooks.resources.common import (
+    AutoscaledSize,
     Condition,
     CreatedRunner,
     DateTime,
@@ -99,6 +100,8 @@ class RunnerDeploymentStatus(ResourceModel):
     conditions: list[Condition] = []
     observed_generation: int | None = None
     scale_set: ScaleSetStatus | None = None
+    # The size the autoscaler last gave, kept once it is gone (`hooks.scale_target`).
+    autoscaled: AutoscaledSize | None = None
 
 
 class RunnerDeployment(ResourceModel):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Literal
 
 from hooks.resources.common import (
+    AutoscaledSize,
     Condition,
     CreatedRunner,
     DateTime,
@@ -79,6 +80,8 @@ class RunnerSetStatus(ResourceModel):
     # it): the runners of that scale-up still to create, which no recreation delay holds.
     # A member that finished meanwhile is not among them: its replacement waits as any does.
     scale_up_remaining: int | None = None
+    # The size the autoscaler last gave, kept once it is gone (`hooks.scale_target`).
+    autoscaled: AutoscaledSize | None = None
 
 
 class RunnerSet(ResourceModel):

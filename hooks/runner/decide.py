@@ -59,6 +59,9 @@ whose Secret and pod are on their way."""
 RELEASE_RESYNC_SECONDS = 5.0
 """After a step that no event of the Runner's own children follows, look again soon."""
 
+FAILURE_ROW_RESET_SECONDS = 600.0
+"""A runner container that ran this long before it failed starts a new row of failures."""
+
 POD_GONE_RESYNC_SECONDS = 30.0
 """After releasing a pod: its deletion and its removal are changes of a child, which call the
 hook at once; this look is the safety net only. (At 5 s, a thousand terminating pods cost
@@ -231,7 +234,11 @@ class _Decision:
                 self.out.wait(wait)
             return
         if reason == "PodFailed":
-            self.out.failures += 1
+            # A runner that ran a while before it failed starts a new row of failures, as the
+            # kubelet forgets a container's restart backoff after 10 minutes of running.
+            ran = self.pod.runner_ran_seconds if self.pod is not None else None
+            ran_a_while = ran is not None and ran >= FAILURE_ROW_RESET_SECONDS
+            self.out.failures = 1 if ran_a_while else self.out.failures + 1
             self.out.last_failure_time = format_time(self.facts.now)
         elif reason == "RunnerCompleted":
             # It ran: the failures counted are no longer "in a row" (found in review: a
@@ -294,11 +301,16 @@ class _Decision:
             # The RunnerReplicaSet removes and replaces a completed ephemeral runner.
             out.phase = "Completed"
             return True
-        if out.failures >= self.facts.settings.pod_max_failures:
+        settings = self.facts.settings
+        if out.failures >= settings.pod_max_failures:
+            # Failed, not given up: a pool recovers by itself once the cause is fixed (ARC
+            # replaces such a runner at once, without limit; a crash-looping pod keeps trying).
             out.phase = "Failed"
-            message = f"the runner pod failed {out.failures} times in a row"
+            every = f"{settings.pod_failure_backoff_max:g}"
+            message = (
+                f"the runner pod failed {out.failures} times in a row; trying again every {every} s"
+            )
             out.condition("Failed", True, "TooManyPodFailures", message)
-            return True
         # A replacement pod registers under the same name: nothing may be left with it.
         return out.stop.outcome != "Unregistered" and not self._removed_after_stop(out.stop)
 
@@ -331,7 +343,9 @@ class _Decision:
             elapsed = (facts.now - failed_at).total_seconds()
             remaining = failure_backoff(out.failures, facts.settings) - elapsed
             if remaining > 0:
-                out.phase = "Pending"
+                out.phase = (
+                    "Failed" if out.failures >= facts.settings.pod_max_failures else "Pending"
+                )
                 out.wait(remaining)
                 return
         if not service_account_ready(self.runner, facts.account):

@@ -35,6 +35,8 @@ class ObservedPod:
     runner_started: bool
     ephemeral: bool
     scope: Scope | None  # where its runner registers, as its env names it
+    # How long the runner container ran before it ended (its terminated state's times).
+    runner_ran_seconds: float | None = None
 
     @property
     def runner_exited(self) -> bool:
@@ -98,7 +100,19 @@ def observe_pod(pod: dict[str, Any]) -> ObservedPod:
         runner_started=bool(state.get("running") or terminated) or not statuses_readable,
         ephemeral=literal_env(pod, "RUNNER_EPHEMERAL") != "false",
         scope=env_scope(pod),
+        runner_ran_seconds=_ran_seconds(terminated),
     )
+
+
+def _ran_seconds(terminated: object) -> float | None:
+    """How long a terminated container ran; None when its times cannot be read."""
+    if not isinstance(terminated, dict):
+        return None
+    started = observed_time(terminated.get("startedAt"))
+    finished = observed_time(terminated.get("finishedAt"))
+    if started is None or finished is None or finished < started:
+        return None
+    return (finished - started).total_seconds()
 
 
 def _phase(status: object) -> str:

@@ -94,7 +94,7 @@ from hooks.scale_set_keeper import (
     retire_scale_set,
 )
 from hooks.scale_set_mode import declared_scale_set
-from hooks.scale_target import autoscaler_targeting, later_effective_time, scaled_replicas
+from hooks.scale_target import autoscaler_targeting, later_effective_time, target_size
 
 CHILD_KINDS = ["StatefulSet", "Secret", "PersistentVolumeClaim"]
 
@@ -243,6 +243,8 @@ def _facts(
         conditions[CREDENTIALS_CONDITION] = ("True" if status else "False", reason, message)
     hras = request.objects("HorizontalRunnerAutoscaler", related=True)
     hra = autoscaler_targeting("RunnerSet", name, hras)
+    last_status = observed_status(request.parent)
+    desired, autoscaled = target_size(hra, runner_set.spec.replicas, last_status.autoscaled)
     statefulsets_observed = request.objects("StatefulSet")
     pods = request.objects("Pod", related=True)
     slots = (
@@ -259,7 +261,7 @@ def _facts(
             foreign.append(member.sts)
     facts = RunnerSetFacts(
         runner_set=runner_set,
-        status=observed_status(request.parent),
+        status=last_status,
         members=tuple(with_trusted_id(m, runner_set.metadata.namespace, key) for m in own),
         foreign=tuple(foreign),
         pod_slots=frozenset(slot for slot in slots if slot is not None),
@@ -267,7 +269,8 @@ def _facts(
         claim_names=frozenset(
             str(claim["metadata"].get("name")) for claim in request.objects("PersistentVolumeClaim")
         ),
-        desired=scaled_replicas(hra, runner_set.spec.replicas),
+        desired=desired,
+        autoscaled=autoscaled,
         pool_size=pool_size(
             autoscaler_targeting("RunnerSet", name, hras, answered=False),
             runner_set.spec.replicas,

@@ -33,7 +33,7 @@ from hooks.lifecycle.steps import (
 )
 from hooks.metacontroller import KubeObject, object_or_empty, observed_time
 from hooks.naming import BASE36_NAME, SYNC_TIME_ANNOTATION, base36, newest_first
-from hooks.resources.common import CreatedRunner, ScaleSetStatus
+from hooks.resources.common import AutoscaledSize, CreatedRunner, ScaleSetStatus
 from hooks.resources.runner import GracefulStopStatus
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
 from hooks.runner.pod import PodDefaults
@@ -97,6 +97,7 @@ class RunnerSetFacts:
     conditions: dict[str, ConditionValue] = field(default_factory=dict)
     scale_set: ScaleSetStatus | None = None  # its runners are members of this scale set
     foreign: tuple[KubeObject, ...] = ()  # StatefulSets adopted, not its own: left as they are
+    autoscaled: AutoscaledSize | None = None  # kept in status: `hooks.scale_target.target_size`
 
     @property
     def spec(self) -> RunnerSetSpec:

@@ -84,6 +84,7 @@ def _status(facts: RunnerSetFacts, plan: RunnerSetPlan) -> dict[str, Any]:
         updated_replicas=sum(1 for m in active if m.observed.template_hash == plan.hash)
         + plan.created,
         desired_replicas=facts.desired,
+        autoscaled=facts.autoscaled,
         registered_replicas=sum(
             1 for m in active if m.github_runner is not None and m.github_runner.online
         ),
