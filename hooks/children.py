@@ -3,7 +3,7 @@ state, readable errors."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
@@ -19,6 +19,7 @@ from hooks.metacontroller import (
     list_or_empty,
     object_or_empty,
 )
+from hooks.redaction import mask_credentials
 from hooks.resources.common import Condition
 
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
@@ -107,6 +108,25 @@ def merge_conditions(
     return sorted(merged, key=lambda c: c.type)
 
 
+MAX_PROBLEMS_SHOWN = 10
+MAX_PROBLEM_CHARACTERS = 500
+
+
+def problems_message(problems: Sequence[str]) -> str:
+    """Problems as one condition message: the first `MAX_PROBLEMS_SHOWN`, each cut to
+    `MAX_PROBLEM_CHARACTERS` (masked first, so that no token is cut past what the mask
+    recognizes), and how many more. A spec of thousands of bad entries had made a status of
+    megabytes, past what etcd stores: the write failed and the problem was never shown (found
+    by the hostile-input fuzzer)."""
+    shown = []
+    for problem in problems[:MAX_PROBLEMS_SHOWN]:
+        masked = mask_credentials(problem)
+        cut = len(masked) > MAX_PROBLEM_CHARACTERS
+        shown.append(masked[:MAX_PROBLEM_CHARACTERS] + "..." if cut else masked)
+    more = len(problems) - len(shown)
+    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+
+
 def invalid_status(parent: KubeObject, problems: list[str], now: datetime) -> dict[str, Any]:
     """The parent's previous status with a `Valid: False` condition naming the problems.
 
@@ -120,7 +140,7 @@ def invalid_status(parent: KubeObject, problems: list[str], now: datetime) -> di
             conditions.append(Condition.model_validate(item))
         except ValidationError:
             continue
-    message = "; ".join(problems)
+    message = problems_message(problems)
     merged = merge_conditions(conditions, {"Valid": ("False", "InvalidSpec", message)}, now)
     previous.pop("observedGeneration", None)  # Metacontroller writes it
     previous["conditions"] = [c.to_wire() for c in merged]

@@ -118,11 +118,29 @@ def includes(visible: Sequence[RunnerGroup], group: RunnerGroup) -> bool:
     return lookup.target is not None
 
 
+# The one HRA that would take UNFITTING_JOB, in a group no test shows the repository: GitHub
+# is asked about groups only when a target that could take the job is in one.
+HIDDEN = ScaleTarget(
+    namespace=NAMESPACE,
+    name="hidden",
+    spec=SPEC,
+    runners=TargetRunners(
+        kind=RUNNER_DEPLOYMENT,
+        name="hidden",
+        organization="myorg1",
+        group="hidden-group",
+        labels=("unmatched",),
+    ),
+)
+
+
 def traverse_all(visible: Sequence[RunnerGroup]) -> list[RunnerGroup]:
     """ARC's `v.Traverse` with a callback that never stops it: the groups whose HRA the lookup
     tried, in order, read off its notes (`<namespace>/<name>: <why it does not fit>`)."""
     lookup = find_scale_target(
-        UNFITTING_JOB, list(TARGETS.values()), runner_group_visibility=lambda org, repo: visible
+        UNFITTING_JOB,
+        [*TARGETS.values(), HIDDEN],
+        runner_group_visibility=lambda org, repo: visible,
     )
     assert lookup.target is None
     tried = [note.partition(": ")[0] for note in lookup.notes]

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hooks.children import MAX_PROBLEM_CHARACTERS, MAX_PROBLEMS_SHOWN, problems_message
 from hooks.clock import ManualClock
 from hooks.events import LifecycleEvent, event_object
 from hooks.github.port import GitHubError
@@ -218,3 +219,13 @@ def test_the_registration_a_status_records_is_kept_as_written() -> None:
     assert masked == {"registration": status["registration"], "message": f"in {MASK}"}
     clean = {"registration": {"organization": "acme"}, "message": "ok"}
     assert without_credentials(clean, kept=("registration",)) is clean
+
+
+def test_a_problem_cut_short_is_masked_before_it_is_cut() -> None:
+    """A token across the cut would otherwise keep too few characters to be recognized."""
+    problem = "x" * (MAX_PROBLEM_CHARACTERS - 20) + f" key {TOKEN} is not valid"
+
+    message = problems_message([problem, *[f"problem {i}" for i in range(20)]])
+
+    assert TOKEN[:12] not in message
+    assert message.endswith(f"and {20 + 1 - MAX_PROBLEMS_SHOWN} more")

@@ -113,6 +113,22 @@ def test_names_are_never_reused(client: TestClient, clock: ManualClock) -> None:
     assert set(names(later)).isdisjoint(created)
 
 
+@pytest.mark.parametrize("counter", [2**53, 2**63, 2**64 - 1])
+def test_a_counter_past_any_this_hook_writes_is_not_read(
+    client: TestClient, clock: ManualClock, counter: int
+) -> None:
+    """Found by the hostile-input fuzzer: a counter edited past 2**64, or a Runner named with
+    13 base-36 digits, made every sync a 500."""
+    first = sync_set(client, replica_set(1), [])
+    (made,) = first["children"]
+    huge = runner(made["metadata"]["name"][:-1] + "z" * 13, format_time(clock.now()))
+
+    answer = sync_set(client, replica_set(2, status={"nextRunnerIndex": counter}), [huge])
+
+    assert answer["status"]["nextRunnerIndex"] < 2**53
+    assert len(answer["children"]) == 2
+
+
 def test_runners_asked_for_but_not_yet_seen_are_not_asked_for_again(
     client: TestClient, clock: ManualClock
 ) -> None:

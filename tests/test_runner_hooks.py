@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import kubernetes_validate
+import orjson
 import pytest
 from starlette.testclient import TestClient
 
@@ -179,6 +180,22 @@ def test_invalid_runner_gets_a_condition_and_no_pod(
     assert valid["status"] == "False" and valid["reason"] == "InvalidSpec"
     assert message in valid["message"]
     assert github.calls == []
+
+
+def test_a_spec_with_thousands_of_problems_gets_a_status_etcd_can_store(
+    client: TestClient,
+) -> None:
+    """Found by the hostile-input fuzzer: 8,000 env entries named `=` made a status of 1.9 MiB,
+    past etcd's limit, so the write failed and the problem was never shown."""
+    env = [{"name": f"=bad{index}", "value": "x"} for index in range(8000)]
+    driver = driver_for(client, {"organization": "acme", "env": env})
+
+    answer = driver.sync()
+
+    valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+    assert valid["status"] == "False"
+    assert "more" in valid["message"]
+    assert len(orjson.dumps(answer["status"])) < 16 * 1024
 
 
 def test_runner_made_invalid_keeps_its_pod(client: TestClient) -> None:

@@ -1276,9 +1276,10 @@ def test_free_slots_from_twice_the_size_up_are_let_go_and_held_ones_kept(
         world.children[("PersistentVolumeClaim", name)] = extra
     # A pod of a runner already let go still mounts slot 7's claim.
     leaving = copy.deepcopy(next(iter(world.pods.values())))
-    leaving["metadata"] |= {"name": "build-old-0", "uid": "pod-old"}
+    old = leaving["metadata"]["name"][: len(f"{SET_NAME}-") + 4] + "zz-0"  # the set's prefix
+    leaving["metadata"] |= {"name": old, "uid": "pod-old"}
     leaving["metadata"]["labels"][SLOT_LABEL] = "7"
-    world.pods["build-old-0"] = leaving
+    world.pods[old] = leaving
 
     answer = world.sync()
 
@@ -1289,7 +1290,7 @@ def test_free_slots_from_twice_the_size_up_are_let_go_and_held_ones_kept(
         "cache-build-3",
         "cache-build-7",
     }
-    del world.pods["build-old-0"]
+    del world.pods[old]
     world.sync()
     assert set(world.claims()) == {"cache-build-0", "cache-build-1", "cache-build-3"}
 
@@ -1434,6 +1435,26 @@ def test_finalize_unregisters_every_runner_and_waits_for_the_pods(
     assert done["finalized"] is True
     assert world.pods == {}
     assert world.github.count("remove_runner") == 2
+
+
+def test_pods_of_another_set_sharing_the_label_value_are_not_waited_for(
+    world: RunnerSetWorld,
+) -> None:
+    """Found by the hostile-input fuzzer: `runnerset-name` holds 63 characters of a name, so
+    two sets whose names share them select each other's pods; deleting one waited for as long
+    as the other had runners."""
+    (name,) = world.grow(1)
+    world.start(name)
+    world.sync()
+    other = copy.deepcopy(world.pods[f"{name}-0"])
+    other["metadata"]["name"] = "build2-k3x9q1-0"  # another set's runner
+    other["metadata"]["labels"]["arc-hooks.dev/volume-slot"] = "7"
+
+    for _ in range(5):
+        world.pods["build2-k3x9q1-0"] = copy.deepcopy(other)
+        if world.finalize()["finalized"]:
+            break
+    assert world.last["finalized"] is True
 
 
 def test_finalize_is_not_finished_while_a_statefulset_is_observed(

@@ -59,6 +59,7 @@ INVALID: list[tuple[str, KubeObject, str]] = [
         "spec.template.spec.activeDeadlineSeconds",
     ),
     ("pod-management-policy", {"podManagementPolicy": SECRET}, "spec.podManagementPolicy"),
+    ("service-name", {"serviceName": "Bad_Name"}, "spec.serviceName"),
     ("min-ready-negative", {"minReadySeconds": -1}, "spec.minReadySeconds"),
     ("revision-history-int32", {"revisionHistoryLimit": 2**31}, "spec.revisionHistoryLimit"),
     # the pod template's own fields, in each runner's pod

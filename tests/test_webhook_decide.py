@@ -453,6 +453,24 @@ def test_visibility_is_asked_only_when_groups_could_match() -> None:
     assert visibility.calls == [("MY_ORG", "MY_REPO")]
 
 
+def test_visibility_is_not_asked_about_targets_that_cannot_take_the_job() -> None:
+    """Found by a failure scenario: an organization webhook kept for the job metrics, its HRAs
+    scaling by pull metrics only, asked GitHub for the runner groups at every delivery (4,598
+    of 4,677 calls in 55 minutes, 93% of the token's budget)."""
+    visibility = Visibility(DEFAULT_GROUP)
+    pull_only = deployment_target("pull", organization="MY_ORG", labels=["label1"], triggers=[])
+    other_labels = deployment_target("gpu", organization="MY_ORG", labels=["gpu"])
+    deleting = deployment_target("old", organization="MY_ORG", labels=["label1"], deleting=True)
+
+    for action in ("queued", "completed"):
+        decision = run(
+            workflow_job(action), pull_only, other_labels, deleting, visibility=visibility
+        )
+        assert decision.target is None
+
+    assert visibility.calls == []
+
+
 def test_visibility_errors_propagate() -> None:
     def failing(organization: str, repository: str) -> list[RunnerGroup]:
         raise ConnectionError("GitHub is unreachable")

@@ -46,6 +46,7 @@ from hooks.autoscaler.schedule import (
     summarize_overrides,
 )
 from hooks.autoscaler.validation import spec_problems, trigger_duration_notes
+from hooks.children import problems_message
 from hooks.clock import format_time, parse_time
 from hooks.resources.autoscaler import (
     METRIC_PERCENTAGE_RUNNERS_BUSY,
@@ -209,7 +210,7 @@ def _check_bounds(hra: HorizontalRunnerAutoscaler) -> None:
         raise AutoscalingError(f"horizontalrunnerautoscaler {name} is missing maxReplicas")
     problems = spec_problems(spec)
     if problems:
-        raise InvalidSpecError("; ".join(problems))
+        raise InvalidSpecError(problems_message(problems))
 
 
 def _clamp(value: int, minimum: int, maximum: int | None) -> tuple[int, str]:

@@ -382,10 +382,14 @@ class _ReplicaSetSync:
         return max(times) if times else None
 
     def _next_index(self) -> int:
-        """Monotonic over the set's life: the recorded counter, or past any name observed."""
+        """Monotonic over the set's life: the recorded counter, or past any name observed. A
+        counter past `MAX_RUNNER_INDEX` is not one this hook wrote, and is not read (found by
+        the hostile-input fuzzer: a Runner named with 13 base-36 digits, or a counter edited to
+        2**64, made every sync a 500, the next counter past what JSON numbers hold)."""
         prefix = f"{self.replica_set.metadata.name}-{uid_tag(self.replica_set.metadata.uid)}"
         after_names = (_index_after(child.name, prefix) for child in self.children)
-        return max(self.status.next_runner_index or 0, 0, *after_names)
+        indexes = (self.status.next_runner_index or 0, *after_names)
+        return max((index for index in indexes if 0 <= index < MAX_RUNNER_INDEX), default=0)
 
     def _name(self, index: int) -> str:
         return f"{self.replica_set.metadata.name}-{uid_tag(self.replica_set.metadata.uid)}" + (
@@ -457,6 +461,11 @@ class _ReplicaSetSync:
         if recorded_at is not None and recorded_at > effective_at:
             return recorded
         return effective
+
+
+MAX_RUNNER_INDEX = 2**53
+"""Runner counters stay below this: a set would need more Runners than it could make in
+millennia, and every such number is exact in any JSON reader."""
 
 
 @lru_cache(maxsize=65536)

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from hooks.children import ConditionValue, as_kept, invalid_status, read_once, state_key
+from hooks.children import (
+    ConditionValue,
+    as_kept,
+    invalid_status,
+    problems_message,
+    read_once,
+    state_key,
+)
 from hooks.clock import Clock
 from hooks.deps import HookDeps
 from hooks.github.credentials import (
@@ -149,7 +156,7 @@ def _invalid_status(
     request: CompositeHookRequest, problems: list[str], clock: Clock
 ) -> dict[str, Any]:
     status = invalid_status(request.parent, problems, clock.now())
-    status["message"] = "; ".join(problems)
+    status["message"] = problems_message(problems)
     return status
 
 

@@ -12,7 +12,7 @@ import functools
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from hooks.children import ConditionValue, as_kept
+from hooks.children import ConditionValue, as_kept, problems_message
 from hooks.clock import format_time, parse_optional_time
 from hooks.events import LifecycleEvent
 from hooks.github.port import (
@@ -485,7 +485,7 @@ class _Decision:
         out, pod = self.out, self.pod
         problems = self.facts.parsed.problems
         if problems:
-            out.condition("Valid", False, "InvalidSpec", "; ".join(problems))
+            out.condition("Valid", False, "InvalidSpec", problems_message(problems))
         scope = stop_scope(self.facts)
         if scope is None:
             # Nothing was ever registered for this Runner: only the pod has to go.

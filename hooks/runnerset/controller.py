@@ -39,7 +39,14 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from hooks.children import ConditionValue, as_kept, invalid_status, label_value, merge_conditions
+from hooks.children import (
+    ConditionValue,
+    as_kept,
+    invalid_status,
+    label_value,
+    merge_conditions,
+    problems_message,
+)
 from hooks.deps import HookDeps
 from hooks.github.credentials import (
     CREDENTIALS_CONDITION,
@@ -83,7 +90,7 @@ from hooks.runnerset.parse import (
 )
 from hooks.runnerset.report import runner_set_response
 from hooks.runnerset.statefulset import RUNNERSET_NAME_LABEL, VOLUME_SLOT_LABEL, recorded_scopes
-from hooks.runnerset.trust import is_own, with_trusted_id
+from hooks.runnerset.trust import is_own, own_pods, with_trusted_id
 from hooks.runnerset.volume_pool import pool_size, pooled_claims
 from hooks.scale_set_keeper import (
     SCALE_SET_READY,
@@ -193,7 +200,7 @@ def finalize_runner_set(request: CompositeHookRequest, deps: HookDeps) -> Compos
     ahead = partial(next_certain_question, facts)
     plan = resolve(partial(decide_finalize, facts), github, ahead=ahead)
     if problems:
-        plan.conditions["Valid"] = ("False", "InvalidSpec", "; ".join(problems))
+        plan.conditions["Valid"] = ("False", "InvalidSpec", problems_message(problems))
     if plan.finalized:
         # Every member is gone: its scale set, if it kept one, goes last.
         assert runner_set.spec is not None
@@ -246,7 +253,7 @@ def _facts(
     last_status = observed_status(request.parent)
     desired, autoscaled = target_size(hra, runner_set.spec.replicas, last_status.autoscaled)
     statefulsets_observed = request.objects("StatefulSet")
-    pods = request.objects("Pod", related=True)
+    pods = own_pods(request.parent, request.objects("Pod", related=True))
     slots = (
         observed_int((pod["metadata"].get("labels") or {}).get(VOLUME_SLOT_LABEL)) for pod in pods
     )
@@ -318,7 +325,7 @@ def _finalize_unreadable(
     """Without a readable spec, or one naming no scope, there is nowhere to unregister: the
     StatefulSets go, and the runner-pod decorator removes each pod's registration (the pod's
     env names its scope)."""
-    pods = request.objects("Pod", related=True)
+    pods = own_pods(request.parent, request.objects("Pod", related=True))
     statefulsets = request.objects("StatefulSet")
     kept = [
         as_kept(obj)

@@ -122,6 +122,7 @@ def _statefulset_pod_problems(runner_set: RunnerSet, *, jit: bool) -> list[str]:
     metadata = template.get("metadata") or {}
     labels = {**(metadata.get("labels") or {}), **STATEFULSET_POD_LABELS}
     pod = {**template, "metadata": {**metadata, "labels": labels}}
+
     return [f"the runner pod would be refused: {problem}" for problem in pod_problems(pod)]
 
 
@@ -134,6 +135,11 @@ def _statefulset_problems(spec: RunnerSetSpec) -> list[str]:
             "spec.template.spec.activeDeadlineSeconds: must not be set, a StatefulSet's pods "
             "have no deadline"
         )
+    name = spec.service_name
+    if name and not (len(name) <= 63 and DNS1123_LABEL.fullmatch(name)):
+        # The StatefulSet controller makes it each pod's subdomain (found by the hostile-input
+        # fuzzer: `Bad_Name` was valid, and no runner pod could ever be made).
+        problems.append("spec.serviceName: must be a DNS label (lowercase, at most 63)")
     policy = spec.pod_management_policy
     if policy and policy not in POD_MANAGEMENT_POLICIES:
         problems.append("spec.podManagementPolicy: must be OrderedReady or Parallel")

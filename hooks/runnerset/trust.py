@@ -21,7 +21,7 @@ import re
 from dataclasses import replace
 
 from hooks.github.port import Scope
-from hooks.metacontroller import object_or_empty, observed_int
+from hooks.metacontroller import KubeObject, object_or_empty, observed_int
 from hooks.naming import RUNNER_ID_ANNOTATION, uid_tag
 from hooks.resources.runnerset import RunnerSet
 from hooks.runner_seal import SEAL_ANNOTATION, runner_id_sealed, seal_holds
@@ -35,9 +35,31 @@ def runner_prefix(runner_set: RunnerSet) -> str:
     """`<set>-<uid tag>`, the set's name cut so that StatefulSet names stay short enough for
     their pods (the `controller-revision-hash` label, `<name>-<10 chars>`, must fit in 63
     characters) with counters of up to 7 characters."""
-    metadata = runner_set.metadata
-    name = metadata.name[:MAX_SET_NAME_IN_RUNNER_NAMES].rstrip("-.")
-    return f"{name}-{uid_tag(metadata.uid)}"
+    return _prefix(runner_set.metadata.name, runner_set.metadata.uid)
+
+
+def _prefix(name: str, uid: str) -> str:
+    return f"{name[:MAX_SET_NAME_IN_RUNNER_NAMES].rstrip('-.')}-{uid_tag(uid)}"
+
+
+def own_pods(parent: KubeObject, pods: list[KubeObject]) -> list[KubeObject]:
+    """The pods among those the set's label selects that are its runners': named after its
+    runner prefix (`<set>-<uid tag>`, unique to the set) or, adopted from ARC, after the set's
+    own name. The `runnerset-name` label holds 63 characters of a name: sets whose names share
+    those select each other's pods too (found by the hostile-input fuzzer: deleting one set
+    waited for the other's pods, and it avoided their volume slots)."""
+    metadata = object_or_empty(parent.get("metadata"))
+    name, uid = str(metadata.get("name") or ""), str(metadata.get("uid") or "")
+    prefix = _prefix(name, uid)
+    arc_named = re.compile(re.escape(name) + r"-[0-9a-z]{5}-0")
+    kept = []
+    for pod in pods:
+        pod_name = object_or_empty(pod.get("metadata")).get("name")
+        if isinstance(pod_name, str) and (
+            pod_name.startswith(prefix) or arc_named.fullmatch(pod_name)
+        ):
+            kept.append(pod)
+    return kept
 
 
 def is_own(
