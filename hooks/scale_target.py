@@ -4,9 +4,11 @@ after webhook scaling."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TypeGuard
 
+from hooks.clock import format_time
 from hooks.metacontroller import KubeObject, object_or_empty, observed_time
 from hooks.resources.common import AutoscaledSize
 
@@ -55,26 +57,51 @@ def autoscaler_targeting(
     return None
 
 
-def target_size(
-    hra: KubeObject | None, spec_replicas: int | None, kept: AutoscaledSize | None
-) -> tuple[int, AutoscaledSize | None]:
-    """The set's size, and what its status keeps of its autoscaler: the HRA's answer when
-    there is one; else the size an autoscaler last gave (`kept`), for as long as the set's
-    `spec.replicas` is what it was then; else `spec.replicas`, else 1.
+AUTOSCALED_HOLD = timedelta(minutes=10)
+"""How long a set keeps the size its autoscaler last gave once the autoscaler is gone."""
 
-    ARC's HRA wrote its answer into the target's `spec.replicas`, where it stayed once the HRA
-    was deleted or aimed elsewhere, until someone changed it: a pool did not drop to one runner
-    when its HRA was replaced. Here the HRA writes only its own status, so the set keeps that
-    size in its own (found by an ARC conformance check)."""
+
+@dataclass(frozen=True)
+class TargetSize:
+    replicas: int
+    autoscaled: AutoscaledSize | None = None  # what the set's status keeps of its autoscaler
+    recheck_after: float | None = None  # when a kept size ends
+
+
+def target_size(
+    hra: KubeObject | None,
+    spec_replicas: int | None,
+    kept: AutoscaledSize | None,
+    now: datetime,
+) -> TargetSize:
+    """The set's size: the HRA's answer when there is one; else, for `AUTOSCALED_HOLD` after
+    the HRA is gone and while the set's `spec.replicas` is what it was then, the size the HRA
+    last gave (`kept`); else `spec.replicas`, else 1.
+
+    ARC's HRA wrote its answer into the target's `spec.replicas`, where it stayed when the HRA
+    was deleted or aimed elsewhere: replacing an HRA did not drop the pool to one runner. Here
+    the HRA writes only its own status, so the set keeps that size in its own for a while
+    (found by an ARC conformance check), then goes back to what its spec says (a review found
+    that a size kept for good could not be undone by applying the spec's `replicas` again,
+    which changes nothing here where it changed ARC's spec)."""
     if hra is not None:
         replicas = int(hra["status"]["desiredReplicas"])
         name = str(hra["metadata"]["name"])
-        return replicas, AutoscaledSize(
-            autoscaler=name, replicas=replicas, spec_replicas=spec_replicas
-        )
-    if kept is not None and kept.spec_replicas == spec_replicas and _is_count(kept.replicas):
-        return kept.replicas, kept
-    return (spec_replicas if spec_replicas is not None else 1), None
+        record = AutoscaledSize(autoscaler=name, replicas=replicas, spec_replicas=spec_replicas)
+        return TargetSize(replicas, record)
+    own = spec_replicas if spec_replicas is not None else 1
+    if kept is None or kept.spec_replicas != spec_replicas:
+        return TargetSize(own)
+    if not (_is_count(kept.replicas) and kept.replicas <= MAX_COUNT):
+        return TargetSize(own)
+    gone_since = observed_time(kept.gone_since)
+    if gone_since is None or gone_since > now:  # unreadable or ahead: counted from now
+        gone_since = now
+    left = (gone_since + AUTOSCALED_HOLD - now).total_seconds()
+    if left <= 0:
+        return TargetSize(own)
+    record = kept.model_copy(update={"gone_since": format_time(gone_since)})
+    return TargetSize(kept.replicas, record, left)
 
 
 def later_effective_time(hra: KubeObject | None, own: str | None) -> str | None:

@@ -3,6 +3,7 @@ beyond maxReplicas, whose lifetime starts only once they are in place."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -218,3 +219,49 @@ def test_spec_reservations_count_from_their_effective_time() -> None:
 def test_an_unparsable_spec_reservation_is_an_autoscaling_error() -> None:
     with pytest.raises(AutoscalingError, match=r"capacityReservations\[0\].expirationTime"):
         reservations_from_spec([CapacityReservation(expiration_time="soon")])
+
+
+def ending(name: str, *, renewable: bool = True) -> Reservation:
+    """Started ten minutes ago with a ten-minute lifetime: it ends now."""
+    return replace(made(name, 10, lifetime=10), renewable=renewable)
+
+
+def test_a_jobs_reservation_ending_while_busy_runners_hold_it_is_renewed() -> None:
+    count = count_reservations([ending("a"), ending("b")], 5, NOW, busy_runners=1)
+
+    assert (count.renewed, count.expired, count.reserved) == (("a",), ("b",), 1)
+    assert count.next_expiry == NOW + 10 * MINUTE
+
+
+def test_spec_reservations_are_never_renewed() -> None:
+    """ARC's `spec.capacityReservations` last until the expiration time their writer chose."""
+    count = count_reservations([ending("spec", renewable=False)], 5, NOW, busy_runners=3)
+
+    assert (count.renewed, count.expired) == ((), ("spec",))
+
+
+def test_a_renewed_reservation_lasts_a_lifetime_from_its_renewal() -> None:
+    renewed = replace(ending("a"), renewed_at=NOW - 9 * MINUTE)
+
+    assert count_reservations([renewed], 5, NOW).expired == ()
+    assert count_reservations([renewed], 5, NOW + MINUTE).expired == ("a",)
+
+
+@given(
+    busy=st.integers(min_value=0, max_value=12),
+    ages=st.lists(st.integers(min_value=0, max_value=20), max_size=12),
+    maximum=st.integers(min_value=1, max_value=8),
+)
+def test_renewals_never_outnumber_the_busy_runners_no_reservation_accounts_for(
+    busy: int, ages: list[int], maximum: int
+) -> None:
+    reservations = [
+        replace(made(f"r{i:02}", age, lifetime=10), renewable=True) for i, age in enumerate(ages)
+    ]
+    still = sum(1 for r in reservations if r.expires_at(NOW) > NOW)
+
+    count = count_reservations(reservations, maximum, NOW, busy_runners=busy)
+
+    assert len(count.renewed) <= max(busy - still, 0)
+    assert not set(count.renewed) & set(count.expired)
+    assert count.reserved == len(reservations) - len(count.expired)

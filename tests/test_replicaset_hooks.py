@@ -234,6 +234,22 @@ def test_a_runner_being_removed_while_its_pod_runs_counts_against_replicas(
     assert len(after["children"]) == 3
 
 
+def test_busy_runners_being_removed_count_as_busy_and_registered(client: TestClient) -> None:
+    """Found by a failure scenario: eight busy runners being removed (their reservations had
+    expired) read as none busy, and an HRA reading these counts started waiting reservations
+    for runners that were not free."""
+    staying = runner("staying", "2026-01-01T00:00:00Z", busy=True)
+    leaving = [
+        runner("leaving-busy", "2026-01-01T00:00:00Z", terminating=True, busy=True),
+        runner("leaving-idle", "2026-01-01T00:00:00Z", terminating=True),
+    ]
+
+    status = sync_set(client, replica_set(1), [staying, *leaving])["status"]
+
+    assert (status["busyReplicas"], status["registeredReplicas"]) == (2, 2)
+    assert status["stoppingReplicas"] == 2
+
+
 def test_a_runner_being_removed_whose_pod_is_gone_is_replaced(client: TestClient) -> None:
     """Its status keeps the phase last seen, `Running`, while its finalize waits for GitHub
     (a killed runner's registration still assigned its job, or GitHub failing); no pod
@@ -605,13 +621,14 @@ def test_replicas_come_from_the_autoscaler_that_targets_the_deployment(
 
 
 @pytest.mark.parametrize("spec_replicas", [None, 2])
-def test_a_deleted_autoscaler_leaves_the_deployment_at_the_size_it_gave(
-    client: TestClient, spec_replicas: int | None
+def test_a_deleted_autoscaler_leaves_the_deployment_at_the_size_it_gave_for_a_while(
+    client: TestClient, clock: ManualClock, spec_replicas: int | None
 ) -> None:
     """ARC's HRA writes its answer into the deployment's `spec.replicas`, where it stays when
     the HRA is deleted or replaced (found by an ARC conformance check: the pool fell to one
-    runner, or to `spec.replicas`, the moment its HRA went). The size holds until the
-    deployment's own `spec.replicas` changes."""
+    runner, or to `spec.replicas`, the moment its HRA went). The size holds for ten minutes,
+    or until the deployment's own `spec.replicas` changes; then the spec decides (found in
+    review: held for good, it could not be undone by applying the same spec again)."""
     parent = deployment(spec_replicas)  # ARC's docs: remove `replicas:` when autoscaling
     scaled = sync_deployment(client, parent, hras=[hra("web-autoscaler", "web", 5)])
     assert scaled["status"]["autoscaled"] == {
@@ -625,19 +642,32 @@ def test_a_deleted_autoscaler_leaves_the_deployment_at_the_size_it_gave(
     held = sync_deployment(client, parent, sets, hras=[])  # kubectl delete hra web-autoscaler
     assert held["children"][0]["spec"]["replicas"] == 5
     assert held["status"]["desiredReplicas"] == 5
+    assert held["resyncAfterSeconds"] == pytest.approx(600)
     parent["status"] = held["status"]
     # Another HRA not yet answering (a replacement being applied) changes nothing either.
+    clock.advance(599)
     unanswered = {**hra("replacement", "web", 0), "status": {}}
-    assert (
-        sync_deployment(client, parent, sets, hras=[unanswered])["status"]["desiredReplicas"] == 5
-    )
+    replacing = sync_deployment(client, parent, sets, hras=[unanswered])
+    assert replacing["status"]["desiredReplicas"] == 5
+    clock.advance(1)
+    own = 1 if spec_replicas is None else spec_replicas
+    assert sync_deployment(client, parent, sets, hras=[])["status"]["desiredReplicas"] == own
 
+    clock.advance(-600)
     parent["spec"]["replicas"] = 3  # the user sizes it now
     resized = sync_deployment(client, parent, sets, hras=[])
     assert resized["children"][0]["spec"]["replicas"] == 3
     assert "autoscaled" not in resized["status"]
     parent["status"] = resized["status"]
     assert sync_deployment(client, parent, sets, hras=[])["status"]["desiredReplicas"] == 3
+
+
+def test_a_kept_size_beyond_int32_is_not_read(client: TestClient) -> None:
+    """Found in review: a hand's `status.autoscaled.replicas` of 2**40 sized the set."""
+    parent = deployment(2)
+    parent["status"] = {"autoscaled": {"autoscaler": "gone", "replicas": 2**40, "specReplicas": 2}}
+
+    assert sync_deployment(client, parent, hras=[])["status"]["desiredReplicas"] == 2
 
 
 def test_a_deployment_never_autoscaled_follows_its_spec(client: TestClient) -> None:

@@ -632,6 +632,17 @@ def test_a_failed_runner_keeps_trying_and_recovers_once_its_pods_run(
     assert _condition(driver, "Failed")["status"] == "False"
 
 
+def test_a_failed_runner_waits_longer_between_pods_up_to_half_an_hour(
+    settings: Settings,
+) -> None:
+    """Found in review: at a fixed 5 minutes, a hundred JIT runners failing on a bad image
+    cost thousands of GitHub calls an hour (a JIT config, a removal, a list per pod)."""
+    limit = settings.pod_max_failures
+    waits = [failure_backoff(failures, settings) for failures in range(limit - 1, limit + 6)]
+
+    assert waits == [80, 300, 600, 1200, 1800, 1800, 1800]
+
+
 def test_a_runner_that_ran_a_while_before_failing_starts_a_new_row_of_failures(
     client: TestClient, clock: ManualClock, settings: Settings
 ) -> None:

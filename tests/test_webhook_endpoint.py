@@ -199,12 +199,14 @@ def test_the_receiver_takes_deliveries_at_the_paths_arc_users_configured(
 
     with TestClient(app) as client:
         running = client.get(path)
+        probed = client.head(path)
         pong = client.post(path, content=ping, headers=signed(ping, "ping", "ping-path"))
         scaled = client.post(path, content=queued, headers=headers)
         forged = client.post(path, content=ping + b" ", headers=signed(ping, "ping", "ping-2"))
         health = client.get("/healthz")
 
     assert (running.status_code, running.text) == (200, "webhook server is running")
+    assert probed.status_code == 200  # found in review: a HEAD probe was read as a delivery
     assert (pong.status_code, pong.text) == (200, "pong")
     assert (scaled.status_code, scaled.text) == (200, f"scaled {NAME} by 1")
     assert store.get(CAPACITY_RESERVATIONS.kind, NAMESPACE, "job-4343") is not None

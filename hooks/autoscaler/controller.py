@@ -2,8 +2,8 @@
 
 Children: CapacityReservation objects (created by the webhook receiver, controlled by the HRA).
 The hook counts the active ones, records when a waiting one starts (`spec.startTime`; again
-when one ends with its job not over and no runner idle: `_restart_unfinished`), and deletes
-expired and long-completed ones by leaving them out.
+when one's lifetime is renewed while busy runners hold its job: `hooks.autoscaler.
+reservations`), and deletes expired and long-completed ones by leaving them out.
 
 Related objects (asked for by `customize_horizontal_runner_autoscaler`): the scale target, and
 when PercentageRunnersBusy scales a RunnerDeployment, its Runners: one is busy when its
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -95,6 +95,7 @@ IDLE_BEFORE_JOB_CHECKS = 60.0  # seconds runners sit idle beyond what explains t
 # Runs listed in one sync at most: each is a GitHub call the hook's answer waits for, and the
 # HRA is synced again within a minute.
 FINISHED_JOB_CHECKS_PER_SYNC = 5
+
 
 SCALING_ACTIVE = "ScalingActive"
 COUNT_STALE = timedelta(minutes=3)
@@ -192,6 +193,8 @@ class _ObservedReservation:
             expiration = _time(spec.get("expirationTime"))
             start = spec.get("startTime")
             started_at = _time(start) if start else None
+            renew = spec.get("renewTime")
+            renewed_at = _time(renew) if renew else None
             replicas = spec.get("replicas", 1)
             if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
                 raise ValueError("bad replicas")
@@ -201,6 +204,8 @@ class _ObservedReservation:
                 expiration_time=expiration,
                 started_at=started_at,
                 replicas=replicas,
+                renewable=True,
+                renewed_at=renewed_at,
             )
         except (KeyError, TypeError, ValueError):
             return cls(shared_kept(obj), name, None, False, None)
@@ -274,7 +279,6 @@ class _Sync:
         )
         self.finished: set[str] = set()  # reservations whose job GitHub says is over
         self.not_over: set[str] = set()  # reservations whose job GitHub says is not over
-        self.restarted: set[str] = set()  # expiring, their job not over: a new lifetime
         self.idle_since: datetime | None = None  # idle runners beyond minReplicas since then
         self.scale_set_mode = False  # the target's runners are a scale set's members
         self.assigned: int | None = None  # the listener's count, in scale-set mode
@@ -344,7 +348,6 @@ class _Sync:
         try:
             if not scale_set:
                 self._check_jobs(self._idle_for_a_while(counts.idle, counts.busy))
-                self._restart_unfinished(counts.idle)
             # In scale-set mode the assigned jobs count every job: reservations would too.
             reservations = [] if scale_set else self._active_reservations()
             decision = desired_replicas(
@@ -396,60 +399,14 @@ class _Sync:
     # ------------------------------------------------------------------ reservations
 
     def _active_reservations(self) -> list[Reservation]:
-        """The reservation objects that still count toward the answer (not completed); one
-        whose job is not over as its lifetime ends starts a new lifetime now."""
+        """The reservation objects that still count toward the answer (not completed)."""
         return [
-            replace(observed.reservation, started_at=self.now)
-            if observed.name in self.restarted
-            else observed.reservation
+            observed.reservation
             for observed in self.observed
             if observed.reservation is not None
             and not observed.completed
             and observed.name not in self.finished
         ]
-
-    def _restart_unfinished(self, idle: int) -> None:
-        """Ask GitHub about the jobs of the reservations whose lifetime ends now, while no
-        runner of the target sits idle: a job not over restarts its reservation's lifetime
-        (`self.restarted`).
-
-        Found by a failure scenario (ten 20-minute jobs, ARC's default 10-minute reservations,
-        `maxReplicas: 5`; four jobs never ran). A reservation that expires while its job runs
-        leaves a busy runner the set removes once the job ends, and counts against the size
-        the reservations ask for: the jobs queued behind it got no runner, and their own
-        reservations expired in turn, with no idle runner to take them and nothing left to
-        ask for one. A reservation lasts while its job is queued or running instead: one
-        runner per job, however long it runs. An idle runner takes a queued job at once, so
-        nothing is asked while one sits idle (ARC's expiry then), and a job over, not listed,
-        or a failed call lets its reservation expire as in ARC. At most
-        `FINISHED_JOB_CHECKS_PER_SYNC` runs are listed a sync (one listing answers every job
-        of its run, and is cached); the reservations of other runs expire."""
-        if idle > 0:
-            return
-        listed: dict[tuple[str, int], Sequence[WorkflowJob]] = {}
-        for observed in self.observed:
-            reservation = observed.reservation
-            if (
-                reservation is None
-                or observed.completed
-                or observed.name in self.finished
-                or reservation.started_at is None
-                or reservation.expires_at(self.now) > self.now
-            ):
-                continue
-            job = _job_of(observed)
-            if job is None:
-                continue
-            run, job_id = job
-            if run not in listed:
-                if len(listed) >= FINISHED_JOB_CHECKS_PER_SYNC:
-                    continue
-                try:
-                    listed[run] = self.github.list_workflow_jobs(*run)
-                except GitHubError:
-                    return
-            if any(j.id == job_id and j.status != COMPLETED for j in listed[run]):
-                self.restarted.add(observed.name)
 
     def _idle_for_a_while(self, idle: int, busy: int) -> int:
         """The idle runners a lost completion may hold, once there have been some for a
@@ -545,6 +502,7 @@ class _Sync:
             return []  # webhook reservations are not used: the assigned jobs count the jobs
         expired = set(decision.reservations.expired)
         started = set(decision.reservations.started)
+        renewed = set(decision.reservations.renewed)
         children = []
         for observed in self.observed:
             if observed.completed and observed.expiration_time is not None:
@@ -553,12 +511,15 @@ class _Sync:
                     continue
             elif observed.name in expired and observed.name not in self.finished:
                 continue
-            restarted = observed.name in started or observed.name in self.restarted
-            children.append(self._with_job_checks(observed, started=restarted))
+            children.append(
+                self._with_job_checks(
+                    observed, started=observed.name in started, renewed=observed.name in renewed
+                )
+            )
         return children
 
     def _with_job_checks(
-        self, observed: _ObservedReservation, *, started: bool = False
+        self, observed: _ObservedReservation, *, started: bool = False, renewed: bool = False
     ) -> KubeObject:
         """The reservation as observed, with what GitHub said of its job in this sync (and
         its start): kept also when the HRA's answer stands, so the calls count."""
@@ -570,6 +531,8 @@ class _Sync:
             updates["jobCheckTime"] = format_time(self.now)
         if started:
             updates["startTime"] = format_time(self.now)
+        if renewed:
+            updates["renewTime"] = format_time(self.now)
         if updates:  # a copy: the memo's stays as observed
             kept = {**kept, "spec": {**object_or_empty(kept.get("spec")), **updates}}
         return kept

@@ -8,8 +8,8 @@ so a rollout never cuts off a job and never leaves a registration behind.
 
 Effective replicas: `status.desiredReplicas` of the HorizontalRunnerAutoscaler whose
 `scaleTargetRef` names this RunnerDeployment (a related object, read, never written); once it is
-gone, the size it last gave (`status.autoscaled`) until `spec.replicas` changes, as ARC's HRA
-left its answer in the deployment's spec; else `spec.replicas`, else 1.
+gone, the size it last gave (`status.autoscaled`) for a while (`hooks.scale_target`), as ARC's
+HRA left its answer in the deployment's spec; else `spec.replicas`, else 1.
 
 Scale-set mode (`hooks.scale_set_mode`): the deployment keeps its runner scale set (looked up
 by name, created, labels kept in sync), records it in `status.scaleSet` and gives its id to its
@@ -21,6 +21,7 @@ scale set. A deployment without a scale set is finalized at once, as before.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any, TypeGuard
 
@@ -51,7 +52,7 @@ from hooks.naming import (
     without_controller_uid,
 )
 from hooks.replicaset.controller import readable_time, template_hash
-from hooks.resources.common import AutoscaledSize, ScaleSetStatus
+from hooks.resources.common import ScaleSetStatus
 from hooks.resources.readable_part import readable_fields
 from hooks.resources.replicaset import (
     RunnerDeployment,
@@ -75,6 +76,7 @@ from hooks.scale_set_mode import (
 )
 from hooks.scale_target import (
     MAX_COUNT,
+    TargetSize,
     autoscaler_targeting,
     later_effective_time,
     target_size,
@@ -168,11 +170,11 @@ def autoscaler_of(deployment: RunnerDeployment, related: list[KubeObject]) -> Ku
 
 
 def effective_replicas(
-    deployment: RunnerDeployment, related: list[KubeObject]
-) -> tuple[int, AutoscaledSize | None]:
+    deployment: RunnerDeployment, related: list[KubeObject], now: datetime
+) -> TargetSize:
     """The deployment's size, and what its status keeps of its autoscaler."""
     kept = deployment.status.autoscaled if deployment.status is not None else None
-    return target_size(autoscaler_of(deployment, related), deployment.spec.replicas, kept)
+    return target_size(autoscaler_of(deployment, related), deployment.spec.replicas, kept, now)
 
 
 def effective_time(deployment: RunnerDeployment, related: list[KubeObject]) -> str | None:
@@ -229,7 +231,8 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
     template = _runner_template(deployment, deps.common_runner_labels, scale_set)
     hash_ = template_hash(template)
     autoscalers = request.objects("HorizontalRunnerAutoscaler", related=True)
-    desired, autoscaled = effective_replicas(deployment, autoscalers)
+    size = effective_replicas(deployment, autoscalers, now)
+    desired = size.replicas
     sets = [
         _Set.read(obj)
         for obj in request.objects("RunnerReplicaSet")
@@ -271,10 +274,11 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
         busy_replicas=sum(s.busy for s in sets),
         conditions=merge_conditions(previous_status.conditions, conditions, now),
         scale_set=scale_set,
-        autoscaled=autoscaled,
+        autoscaled=size.autoscaled,
     )
+    waits = [wait for wait in (resync, size.recheck_after) if wait is not None]
     return CompositeHookResponse(
-        status=status.to_wire(), children=children, resync_after_seconds=resync
+        status=status.to_wire(), children=children, resync_after_seconds=min(waits, default=None)
     )
 
 

@@ -115,11 +115,20 @@ def retry_delay(error: GitHubError, default: float) -> float:
     return error.retry_after if isinstance(error, RateLimitedError) else default
 
 
+FAILED_RETRY_MAX = 1800.0
+"""The longest a Failed runner waits between pods (unless RUNNER_POD_FAILURE_BACKOFF_MAX is
+longer)."""
+
+
 def failure_backoff(failures: int, settings: Settings) -> float:
-    """How long after its last failure a runner's next pod waits: doubling, capped; the cap
-    once the runner reports Failed."""
+    """How long after its last failure a runner's next pod waits: doubling, capped. Once the
+    runner reports Failed it keeps doubling from the cap, up to `FAILED_RETRY_MAX`: each new
+    pod costs GitHub calls (a JIT config, removing the last registration), and a hundred
+    runners failing on a bad image cost thousands an hour at the cap (found in review)."""
     if failures >= settings.pod_max_failures:
-        return float(settings.pod_failure_backoff_max)
+        cap = settings.pod_failure_backoff_max
+        doubled = cap * 2 ** min(failures - settings.pod_max_failures, 16)
+        return float(min(doubled, max(cap, FAILED_RETRY_MAX)))
     backoff = settings.pod_failure_backoff * 2 ** max(failures - 1, 0)
     return float(min(backoff, settings.pod_failure_backoff_max))
 

@@ -124,6 +124,7 @@ class AutoscaledSize(ResourceModel):
     autoscaler: str
     replicas: int
     spec_replicas: int | None = None
+    gone_since: DateTime | None = None  # when the set first found no answer from it
 
 
 class ScaleSetStatus(ResourceModel):

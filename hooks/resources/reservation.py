@@ -46,6 +46,14 @@ class CapacityReservationSpec(ResourceModel):
             "maxReplicas waits, without expiring, until it has room (set by the HRA)."
         ),
     )
+    renew_time: DateTime | None = Field(
+        default=None,
+        description=(
+            "When its lifetime last began anew: it ended while more runners were busy than "
+            "the reservations still counting accounted for, so its job was taken to be "
+            "running still (set by the HRA)."
+        ),
+    )
     completion_time: DateTime | None = Field(
         default=None,
         description=(

@@ -306,10 +306,8 @@ class _Decision:
             # Failed, not given up: a pool recovers by itself once the cause is fixed (ARC
             # replaces such a runner at once, without limit; a crash-looping pod keeps trying).
             out.phase = "Failed"
-            every = f"{settings.pod_failure_backoff_max:g}"
-            message = (
-                f"the runner pod failed {out.failures} times in a row; trying again every {every} s"
-            )
+            wait = f"{failure_backoff(out.failures, settings):g}"
+            message = f"the runner pod failed {out.failures} times in a row; next pod in {wait} s"
             out.condition("Failed", True, "TooManyPodFailures", message)
         # A replacement pod registers under the same name: nothing may be left with it.
         return out.stop.outcome != "Unregistered" and not self._removed_after_stop(out.stop)

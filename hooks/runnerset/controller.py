@@ -251,7 +251,7 @@ def _facts(
     hras = request.objects("HorizontalRunnerAutoscaler", related=True)
     hra = autoscaler_targeting("RunnerSet", name, hras)
     last_status = observed_status(request.parent)
-    desired, autoscaled = target_size(hra, runner_set.spec.replicas, last_status.autoscaled)
+    size = target_size(hra, runner_set.spec.replicas, last_status.autoscaled, deps.clock.now())
     statefulsets_observed = request.objects("StatefulSet")
     pods = own_pods(request.parent, request.objects("Pod", related=True))
     slots = (
@@ -276,8 +276,9 @@ def _facts(
         claim_names=frozenset(
             str(claim["metadata"].get("name")) for claim in request.objects("PersistentVolumeClaim")
         ),
-        desired=desired,
-        autoscaled=autoscaled,
+        desired=size.replicas,
+        autoscaled=size.autoscaled,
+        autoscaled_recheck=size.recheck_after,
         pool_size=pool_size(
             autoscaler_targeting("RunnerSet", name, hras, answered=False),
             runner_set.spec.replicas,

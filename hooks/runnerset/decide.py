@@ -98,6 +98,7 @@ class RunnerSetFacts:
     scale_set: ScaleSetStatus | None = None  # its runners are members of this scale set
     foreign: tuple[KubeObject, ...] = ()  # StatefulSets adopted, not its own: left as they are
     autoscaled: AutoscaledSize | None = None  # kept in status: `hooks.scale_target.target_size`
+    autoscaled_recheck: float | None = None  # when the size kept from a gone HRA ends
 
     @property
     def spec(self) -> RunnerSetSpec:
@@ -206,6 +207,7 @@ class _Decision:
         observed = {member.name for member in facts.members}
         self.out.unobserved = still_unobserved(facts.status.unobserved_runners, observed, facts.now)
         self.out.wait(grace_left(self.out.unobserved, facts.now))
+        self.out.wait(facts.autoscaled_recheck)
 
     def sync(self) -> RunnerSetPlan:
         self._look_up_runners()

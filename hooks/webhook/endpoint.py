@@ -120,7 +120,7 @@ def _endpoint(receiver: WebhookReceiver, labels_of: WebhookLabels) -> Callable[[
     budget = ByteBudget(WEBHOOK_BODIES_BUDGET)
 
     async def endpoint(request: Request) -> Response:
-        if request.method == "GET":
+        if request.method in ("GET", "HEAD"):  # a probe, not a delivery
             return PlainTextResponse("webhook server is running")
         started = time.perf_counter()
         try:
