@@ -15,16 +15,17 @@ import orjson
 
 MASK = "[REDACTED]"
 GITHUB_TOKEN = re.compile(
-    r"(?:(?<![A-Za-z0-9])|(?<=\\[abfnrtv])|(?<=\\x[0-9A-Fa-f]{2})|(?<=\\u[0-9A-Fa-f]{4})"
-    r"|(?<=\\U[0-9A-Fa-f]{8}))"
+    r"(?:(?<![A-Za-z0-9])|(?<=\\[0abefnrtvLNP])|(?<=\\x[0-9A-Fa-f]{2})"
+    r"|(?<=\\u[0-9A-Fa-f]{4})|(?<=\\U[0-9A-Fa-f]{8})|(?<=%[0-9A-Fa-f]{2}))"
     r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"
 )
 """GitHub's token shapes (a prefix, then 36 letters and digits, or a fine-grained token's 82;
 matched from 30 and 40), also glued to a word by `_` or `-` (`acme_ghp_...`), but not inside
 one: `acme/highs_and_lows_dashboard` is a repository, not a token. Also right after an escape
-sequence (`\\n`, `\\u00a0`, ...), whose last character is a letter or digit: text is often
-masked once written as JSON or quoted with `repr` (found by the hostile-input fuzzer: a token
-after a newline passed through status, refusals and the JSON log in clear)."""
+sequence (`\\n`, `\\u00a0`, YAML's `\\N`, a URL's `%0A`, ...), whose last character is a letter
+or digit: text is often masked once written as JSON, quoted with `repr` or put in a URL (found
+by the hostile-input fuzzer: a token after a newline passed through status, refusals and the
+JSON log in clear)."""
 URL_CREDENTIALS = re.compile(r"(://)[^/@\s\"]+@")
 
 

@@ -94,13 +94,16 @@ def target_size(
         return TargetSize(own)
     if not (_is_count(kept.replicas) and kept.replicas <= MAX_COUNT):
         return TargetSize(own)
-    gone_since = observed_time(kept.gone_since)
-    if gone_since is None or gone_since > now:  # unreadable or ahead: counted from now
-        gone_since = now
-    left = (gone_since + AUTOSCALED_HOLD - now).total_seconds()
+    recorded = observed_time(kept.gone_since)
+    # Ahead of this replica's clock: counted from now, and left as recorded (found in review:
+    # a replica whose clock was behind rewrote it, and the others' hold ended early).
+    since = now if recorded is None or recorded > now else recorded
+    left = (since + AUTOSCALED_HOLD - now).total_seconds()
     if left <= 0:
         return TargetSize(own)
-    record = kept.model_copy(update={"gone_since": format_time(gone_since)})
+    record = (
+        kept if recorded is not None else kept.model_copy(update={"gone_since": format_time(now)})
+    )
     return TargetSize(kept.replicas, record, left)
 
 

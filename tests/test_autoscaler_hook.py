@@ -1569,3 +1569,29 @@ def test_a_renewed_reservation_is_no_new_capacity_for_the_recreation_delay(
     assert renew_times(first) == {"job-1": format_time(clock.now() - timedelta(seconds=60))}
     assert first["status"]["newestReservationTime"] == started
     assert second["status"]["newestReservationTime"] == started
+
+
+def test_a_warm_runner_busy_with_a_long_job_renews_no_reservation(
+    client: TestClient, clock: ManualClock
+) -> None:
+    """Found in review: warm runners (`minReplicas`) busy with long jobs kept as many
+    reservations, and runners, beyond them for as long as the jobs ran."""
+    cluster = webhook_only_cluster(client, clock, registered=1, busy=1, idle_for=0, minReplicas=1)
+    cluster.add(expiring_now(clock))
+
+    answer = cluster.sync()
+
+    assert answer["children"] == []
+    assert answer["status"]["desiredReplicas"] == 1
+
+
+def test_thousands_of_trigger_notes_make_a_message_etcd_can_store(
+    client: TestClient, clock: ManualClock
+) -> None:
+    """Found in review: 20,000 triggers with `duration: x` made a 2.6 MB condition message."""
+    triggers = [{"githubEvent": {"workflowJob": {}}, "duration": "x"}] * 2000
+    cluster = webhook_only_cluster(client, clock, registered=0, busy=0, scaleUpTriggers=triggers)
+
+    answer = cluster.sync()
+
+    assert len(condition(answer)["message"]) < 10_000

@@ -227,7 +227,7 @@ def ending(name: str, *, renewable: bool = True) -> Reservation:
 
 
 def test_a_jobs_reservation_ending_while_busy_runners_hold_it_is_renewed() -> None:
-    count = count_reservations([ending("a"), ending("b")], 5, NOW, busy_runners=1)
+    count = count_reservations([ending("a"), ending("b")], 5, NOW, busy_runners=1, renew_beyond=0)
 
     assert (count.renewed, count.expired, count.reserved) == (("a",), ("b",), 1)
     assert count.next_expiry == NOW + 10 * MINUTE
@@ -235,7 +235,9 @@ def test_a_jobs_reservation_ending_while_busy_runners_hold_it_is_renewed() -> No
 
 def test_spec_reservations_are_never_renewed() -> None:
     """ARC's `spec.capacityReservations` last until the expiration time their writer chose."""
-    count = count_reservations([ending("spec", renewable=False)], 5, NOW, busy_runners=3)
+    count = count_reservations(
+        [ending("spec", renewable=False)], 5, NOW, busy_runners=3, renew_beyond=0
+    )
 
     assert (count.renewed, count.expired) == ((), ("spec",))
 
@@ -251,17 +253,54 @@ def test_a_renewed_reservation_lasts_a_lifetime_from_its_renewal() -> None:
     busy=st.integers(min_value=0, max_value=12),
     ages=st.lists(st.integers(min_value=0, max_value=20), max_size=12),
     maximum=st.integers(min_value=1, max_value=8),
+    warm=st.integers(min_value=0, max_value=6),
 )
 def test_renewals_never_outnumber_the_busy_runners_no_reservation_accounts_for(
-    busy: int, ages: list[int], maximum: int
+    busy: int, ages: list[int], maximum: int, warm: int
 ) -> None:
     reservations = [
         replace(made(f"r{i:02}", age, lifetime=10), renewable=True) for i, age in enumerate(ages)
     ]
     still = sum(1 for r in reservations if r.expires_at(NOW) > NOW)
 
-    count = count_reservations(reservations, maximum, NOW, busy_runners=busy)
+    count = count_reservations(reservations, maximum, NOW, busy_runners=busy, renew_beyond=warm)
 
-    assert len(count.renewed) <= max(busy - still, 0)
+    assert len(count.renewed) <= max(busy - warm - still, 0)
     assert not set(count.renewed) & set(count.expired)
     assert count.reserved == len(reservations) - len(count.expired)
+
+
+def test_busy_warm_runners_renew_nothing() -> None:
+    """Found in review: six warm runners (`minReplicas: 6`) busy with six hour-long jobs kept
+    six reservations, and six more runners, for the hour; a reservation whose `completed`
+    was lost was renewed as long."""
+    reservations = [ending(f"r{i}") for i in range(6)]
+
+    warm = count_reservations(reservations, 12, NOW, busy_runners=6, renew_beyond=6)
+    beyond = count_reservations(reservations, 12, NOW, busy_runners=8, renew_beyond=6)
+
+    assert (warm.renewed, len(warm.expired)) == ((), 6)
+    assert len(beyond.renewed) == 2
+
+
+def test_an_hra_with_metrics_renews_nothing() -> None:
+    count = count_reservations([ending("a")], 5, NOW, busy_runners=3, renew_beyond=None)
+
+    assert (count.renewed, count.expired) == ((), ("a",))
+
+
+def test_a_reservation_of_no_replicas_is_never_renewed() -> None:
+    """Found in review: `replicas: 0` always fit, and was renewed forever with nothing busy."""
+    empty = replace(ending("empty"), replicas=0)
+
+    count = count_reservations([empty], 5, NOW, busy_runners=0, renew_beyond=0)
+
+    assert (count.renewed, count.expired) == ((), ("empty",))
+
+
+def test_a_renewal_recorded_ahead_of_now_is_not_believed() -> None:
+    """Found in review: a `renewTime` an hour ahead (a replica's clock, a hand's edit) kept the
+    reservation for the hour and a lifetime."""
+    ahead = replace(ending("a"), renewed_at=NOW + 60 * MINUTE)
+
+    assert count_reservations([ahead], 5, NOW + 10 * MINUTE).expired == ("a",)

@@ -184,6 +184,13 @@ def test_a_token_after_any_character_is_masked_as_text_json_and_repr(
     assert token not in orjson.dumps(without_credentials({"message": text})).decode()
 
 
+@pytest.mark.parametrize("encoded", ["%0A", "%20", "\\N", "\\e", "\\0", "\\L"])
+def test_a_token_after_an_encoded_separator_is_masked(encoded: str) -> None:
+    """Found in review: a URL's percent-encoding and YAML's escapes left a letter or digit
+    right before the token."""
+    assert TOKEN not in mask_credentials(f"GET /orgs/acme{encoded}{TOKEN}/runners")
+
+
 def test_the_json_log_masks_a_token_after_a_no_break_space() -> None:
     record = logging.makeLogRecord({"msg": "webhook", "detail": f"labels \u00a0{TOKEN}"})
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -660,6 +661,22 @@ def test_a_deleted_autoscaler_leaves_the_deployment_at_the_size_it_gave_for_a_wh
     assert "autoscaled" not in resized["status"]
     parent["status"] = resized["status"]
     assert sync_deployment(client, parent, sets, hras=[])["status"]["desiredReplicas"] == 3
+
+
+def test_a_replica_whose_clock_is_behind_does_not_move_the_hold(
+    client: TestClient, clock: ManualClock
+) -> None:
+    """Found in review: a replica 15 minutes behind rewrote `goneSince` with its own time, and
+    the hold ended early on every other replica."""
+    ahead = format_time(clock.now() + timedelta(minutes=15))
+    parent = deployment(None)
+    kept = {"autoscaler": "gone", "replicas": 5, "goneSince": ahead}
+    parent["status"] = {"autoscaled": kept}
+
+    answer = sync_deployment(client, parent, hras=[])
+
+    assert answer["status"]["desiredReplicas"] == 5
+    assert answer["status"]["autoscaled"]["goneSince"] == ahead
 
 
 def test_a_kept_size_beyond_int32_is_not_read(client: TestClient) -> None:

@@ -124,6 +124,10 @@ def desired_replicas(
         spec.max_replicas,
         now,
         busy_runners=busy_runners,
+        # The warm runners (`minReplicas`) take jobs no reservation brought, and a metric
+        # counts running jobs itself: only a webhook-only HRA's busy runners beyond its
+        # minimum are its reservations' jobs.
+        renew_beyond=None if spec.metrics else minimum,
     )
     if target.scale_set:
         suggestion = suggest_by_assigned_jobs(hra, target, minimum)
@@ -145,7 +149,7 @@ def desired_replicas(
         reason = SCALE_DOWN_DELAYED
         message += f"; {clamped} after the scale-down delay, at {format_time(hold.until)}"
     # Said in status: the receiver falls back to ten minutes with at most a line in its log.
-    message = "; ".join([message, *trigger_duration_notes(spec.scale_up_triggers)])
+    message = problems_message([message, *trigger_duration_notes(spec.scale_up_triggers)])
     return Decision(
         desired_replicas=desired,
         last_scale_out_time=_last_scale_out_time(hra.status, desired, now),

@@ -24,8 +24,9 @@ Reservations whose lifetime began when they were made (ARC's `spec.capacityReser
 objects whose creator saw room for them) carry `started_at = effective_time` from the start.
 
 A job's reservation lasts while its job runs (`renewable`, `renewed`). When its lifetime ends
-while more runners are busy than the reservations still counting account for, a busy runner
-is taken to hold its job, and it starts a new lifetime now (`renewed_at`). ARC lets
+while more runners are busy than the warm ones (`minReplicas`) and the reservations still
+counting account for, a busy runner is taken to hold its job, and it starts a new lifetime now
+(`renewed_at`; only for an HRA without metrics, whose metric counts running jobs). ARC lets
 it expire: the set then removes that busy runner once its job ends and counts it meanwhile
 against the replicas the other reservations ask for, so jobs queued behind long ones got no
 runner, their own reservations expired in turn, and some never ran (found by a failure
@@ -64,8 +65,13 @@ class Reservation:
         return self.expiration_time - self.effective_time
 
     def expires_at(self, now: datetime) -> datetime:
-        """When it stops counting; a reservation that has not started starts now."""
-        return (self.renewed_at or self.started_at or now) + self.lifetime
+        """When it stops counting; a reservation that has not started starts now. A renewal
+        recorded ahead of now (a hook replica's clock running ahead, a hand's edit) is not
+        believed: it would keep the reservation for as long as it is ahead."""
+        renewed = (
+            self.renewed_at if self.renewed_at is not None and self.renewed_at <= now else None
+        )
+        return (renewed or self.started_at or now) + self.lifetime
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,10 @@ def count_reservations(
     now: datetime,
     *,
     busy_runners: int = 0,
+    renew_beyond: int | None = None,
 ) -> ReservationCount:
+    """`renew_beyond`: renew the reservations of jobs that outlive them, counting the busy
+    runners beyond this many as theirs (None: renew none)."""
     reserved = 0
     placed = 0  # replicas of the earlier reservations, counted or not yet started
     # The runners taken: each busy runner, and each reservation started before this sync
@@ -94,9 +103,11 @@ def count_reservations(
         r.replicas for r in reservations if r.started_at is not None and r.expires_at(now) > now
     )
     taken = max(held, busy_runners)
-    # Busy runners no reservation still counting accounts for: the jobs of reservations that
-    # ended, still running (or of runners no reservation brought).
-    unaccounted = busy_runners - held
+    # Busy runners beyond the warm ones no reservation still counting accounts for: the jobs
+    # of reservations that ended, still running. Found in review: counting the warm runners
+    # too, six 60-minute jobs taken by six warm runners kept six more runners idle for the
+    # hour, and a reservation whose `completed` was lost was renewed for as long.
+    unaccounted = 0 if renew_beyond is None else busy_runners - renew_beyond - held
     expired: list[str] = []
     waiting: list[str] = []
     started: list[str] = []
@@ -116,7 +127,11 @@ def count_reservations(
             waiting.append(reservation.name)
         else:
             expires_at = reservation.expires_at(now)
-            if expires_at <= now and reservation.renewable and unaccounted >= reservation.replicas:
+            if (
+                expires_at <= now
+                and reservation.renewable
+                and 0 < reservation.replicas <= unaccounted
+            ):
                 unaccounted -= reservation.replicas
                 renewed.append(reservation.name)
                 expires_at = now + reservation.lifetime
