@@ -34,7 +34,7 @@ from hooks.runner import controller as runner
 from hooks.runnerpod import controller as runnerpod
 from hooks.runnerset import controller as runnerset
 from hooks.settings import Settings
-from hooks.telemetry import record_autoscaler
+from hooks.telemetry import record_autoscaler, record_size
 from hooks.unconfigured import UnconfiguredGitHub
 from hooks.webhook.endpoint import webhook_route
 from hooks.workers import InlineCalls, WorkerThreads
@@ -79,6 +79,7 @@ def create_app(
         clock,
         settings,
         observe_autoscaler=record_autoscaler,
+        observe_size=record_size,
         build_credentials_port=build_credentials_port,
         scale_sets=scale_sets,
     )

@@ -43,6 +43,8 @@ class HookDeps:
     settings: Settings
     # Receives each HorizontalRunnerAutoscaler's answer (the server records ARC's gauges).
     observe_autoscaler: Callable[[AutoscalerObservation], None] | None = None
+    # Receives each RunnerDeployment's and RunnerSet's size: kind, namespace, name, replicas.
+    observe_size: Callable[[str, str, str, int], None] | None = None
     # Parents parsed before, by their stable JSON text: a parse costs more than the sync.
     parsed_parents: Memo[Hashable, Any] = field(init=False, compare=False, repr=False)
     # Spec problems found before, by a digest of what parsed parents are keyed by.

@@ -131,6 +131,18 @@ HRA_WORKFLOW_RUNS_IN_PROGRESS = _gauge(
     "Running jobs the scale target's runners could take.",
     _HRA_TARGET,
 )
+# ARC's set gauges. ARC's read the set's `spec.replicas`, which ARC's HRA writes; here the size
+# the set runs at (its HRA's answer, else its spec), per replica as the HRA gauges are.
+RUNNER_DEPLOYMENT_SPEC_REPLICAS = _gauge(
+    "runnerdeployment_spec_replicas",
+    "Replicas the RunnerDeployment runs at: its HRA's answer, else spec.replicas.",
+    ["runnerdeployment", "namespace"],
+)
+RUNNER_SET_SPEC_REPLICAS = _gauge(
+    "runnerset_spec_replicas",
+    "Replicas the RunnerSet runs at: its HRA's answer, else spec.replicas.",
+    ["runnerset", "namespace"],
+)
 HRA_RESERVED_REPLICAS = _gauge(
     "arc_hooks_horizontalrunnerautoscaler_reserved_replicas",
     "Replicas of the capacity reservations the HRA counts.",

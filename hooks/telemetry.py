@@ -55,6 +55,16 @@ def record_autoscaler(seen: AutoscalerObservation) -> None:
     metrics.HRA_LAST_SYNC.labels(**base).set(seen.observed_at.timestamp())
 
 
+def record_size(kind: str, namespace: str, name: str, replicas: int) -> None:
+    """ARC's `runnerdeployment_spec_replicas` and `runnerset_spec_replicas`."""
+    if kind == "RunnerSet":
+        metrics.RUNNER_SET_SPEC_REPLICAS.labels(runnerset=name, namespace=namespace).set(replicas)
+    else:
+        metrics.RUNNER_DEPLOYMENT_SPEC_REPLICAS.labels(
+            runnerdeployment=name, namespace=namespace
+        ).set(replicas)
+
+
 class WebhookLabels:
     """The label values of the metrics a webhook delivery updates, with a bound on how many
     each label takes: the payload's sender chooses them (job and workflow names, matrix values,

@@ -687,6 +687,18 @@ def test_a_kept_size_beyond_int32_is_not_read(client: TestClient) -> None:
     assert sync_deployment(client, parent, hras=[])["status"]["desiredReplicas"] == 2
 
 
+def test_the_size_a_deployment_runs_at_is_arcs_spec_replicas_gauge(client: TestClient) -> None:
+    """ARC's `runnerdeployment_spec_replicas` reads `spec.replicas`, which ARC's HRA writes
+    (found by an ARC conformance check: dashboards on it went empty)."""
+    sync_deployment(client, deployment(2), hras=[hra("web-autoscaler", "web", 5)])
+
+    metrics = client.get("/metrics").text
+
+    assert 'runnerdeployment_spec_replicas{namespace="default",runnerdeployment="web"} 5.0' in (
+        metrics
+    )
+
+
 def test_a_deployment_never_autoscaled_follows_its_spec(client: TestClient) -> None:
     answer = sync_deployment(client, deployment(None), hras=[hra("other", "elsewhere", 7)])
 

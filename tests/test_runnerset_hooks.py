@@ -1016,6 +1016,18 @@ def test_replicas_come_from_the_autoscaler_that_targets_this_runner_set(
     assert answer["status"]["desiredReplicas"] == expected
 
 
+def test_the_size_a_runner_set_runs_at_is_arcs_spec_replicas_gauge(world: RunnerSetWorld) -> None:
+    world.scale(1)
+    world.autoscalers = [autoscaler("scaler", {"kind": "RunnerSet", "name": SET_NAME}, 3)]
+
+    world.sync()
+
+    metrics = world.client.get("/metrics").text
+    assert f'runnerset_spec_replicas{{namespace="{NAMESPACE}",runnerset="{SET_NAME}"}} 3.0' in (
+        metrics
+    )
+
+
 def test_a_deleted_autoscaler_leaves_the_runner_set_at_the_size_it_gave(
     world: RunnerSetWorld,
 ) -> None:
@@ -1382,11 +1394,11 @@ def test_status_during_a_scale_down_and_a_new_template(world: RunnerSetWorld) ->
 
     world.scale(0)
     status = world.settle()["status"]
-    # Only the busy runner is left, on its way out: not ready, not registered for new jobs,
-    # still busy.
+    # Only the busy runner is left, on its way out: not ready, still registered and busy (an
+    # HRA takes registered less busy for the idle runners: it has none).
     assert status["desiredReplicas"] == 0
-    assert status["replicas"] == status["busyReplicas"] == 1
-    assert status["readyReplicas"] == status["registeredReplicas"] == 0
+    assert status["replicas"] == status["busyReplicas"] == status["registeredReplicas"] == 1
+    assert status["readyReplicas"] == 0
 
 
 def test_a_settled_set_answers_the_same_on_a_resync(world: RunnerSetWorld) -> None:

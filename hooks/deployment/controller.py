@@ -233,6 +233,9 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
     autoscalers = request.objects("HorizontalRunnerAutoscaler", related=True)
     size = effective_replicas(deployment, autoscalers, now)
     desired = size.replicas
+    if deps.observe_size is not None:
+        metadata = deployment.metadata
+        deps.observe_size("RunnerDeployment", metadata.namespace, metadata.name, desired)
     sets = [
         _Set.read(obj)
         for obj in request.objects("RunnerReplicaSet")

@@ -252,6 +252,8 @@ def _facts(
     hra = autoscaler_targeting("RunnerSet", name, hras)
     last_status = observed_status(request.parent)
     size = target_size(hra, runner_set.spec.replicas, last_status.autoscaled, deps.clock.now())
+    if deps.observe_size is not None:
+        deps.observe_size("RunnerSet", namespace, name, size.replicas)
     statefulsets_observed = request.objects("StatefulSet")
     pods = own_pods(request.parent, request.objects("Pod", related=True))
     slots = (

@@ -85,10 +85,14 @@ def _status(facts: RunnerSetFacts, plan: RunnerSetPlan) -> dict[str, Any]:
         + plan.created,
         desired_replicas=facts.desired,
         autoscaled=facts.autoscaled,
+        # Runners stopping while busy count too, as registered and busy (as a
+        # RunnerReplicaSet's do): their jobs still hold them, and an HRA reading these counts
+        # takes registered less busy for its idle runners (found in review: with two idle and
+        # two busy ones leaving, it read none idle).
         registered_replicas=sum(
             1 for m in active if m.github_runner is not None and m.github_runner.online
-        ),
-        # Runners stopping while busy count too: their jobs still hold them.
+        )
+        + sum(1 for m in kept if m.stop is not None and m.busy),
         busy_replicas=sum(1 for m in kept if m.busy),
         next_runner_index=plan.next_index,
         unobserved_runners=plan.unobserved or None,
