@@ -212,7 +212,8 @@ def explain(
             "without a reservation of its own, so it waits for a runner another job's "
             "reservation started. A lost `completed` keeps a runner reserved until the HRA "
             "finds the job completed on GitHub (it asks while runners sit idle) or the "
-            "reservation's duration ends. A lost `in_progress` only misses a metric.",
+            "reservation's duration ends. A lost `in_progress` keeps the job's reservation "
+            "renewed as if the job still waited, until its `completed` arrives.",
         ),
         (
             "duplicated deliveries",

@@ -138,8 +138,10 @@ def reservation(
     started: datetime | None = None,
     completed: datetime | None = None,
     lifetime: timedelta = LIFETIME,
+    job_started: bool = True,
 ) -> dict[str, Any]:
-    """A CapacityReservation as the webhook receiver writes it (and the HRA hook updates it)."""
+    """A CapacityReservation as the webhook receiver writes it (and the HRA hook updates it);
+    once started, its job has a runner (`job_started`: the receiver saw `in_progress`)."""
     spec: dict[str, Any] = {
         "effectiveTime": format_time(effective),
         "expirationTime": format_time(effective + lifetime),
@@ -152,6 +154,8 @@ def reservation(
     }
     if started is not None:
         spec["startTime"] = format_time(started)
+        if job_started:
+            spec["jobStartTime"] = format_time(started)
     if completed is not None:
         spec["completionTime"] = format_time(completed)
     return {
@@ -427,6 +431,8 @@ def test_a_waiting_reservation_outlives_its_expiration_time(
         reservation("job-3", queued_at + timedelta(seconds=2)),
     )
     cluster.sync()
+    for running in ("job-1", "job-2"):  # their in_progress deliveries
+        cluster.reservations[running]["spec"]["jobStartTime"] = format_time(clock.now())
 
     clock.advance(45 * 60)  # job-3's expirationTime has passed while it waited
     after = cluster.sync()
@@ -1595,3 +1601,19 @@ def test_thousands_of_trigger_notes_make_a_message_etcd_can_store(
     answer = cluster.sync()
 
     assert len(condition(answer)["message"]) < 10_000
+
+
+def test_a_reservation_whose_job_no_runner_took_is_renewed_whatever_the_counts(
+    client: TestClient, clock: ManualClock
+) -> None:
+    """Found by a failure scenario: a reservation started for a runner that was turning over
+    ran out with its job still queued, and with webhook-only scaling the job never ran."""
+    cluster = webhook_only_cluster(client, clock, registered=0, busy=0, idle_for=0)
+    queued = reservation("job-1", ago(clock, 2400), started=clock.now() - LIFETIME)
+    queued["spec"].pop("jobStartTime")
+    cluster.add(queued)
+
+    answer = cluster.sync()
+
+    assert renew_times(answer) == {"job-1": format_time(clock.now())}
+    assert answer["status"]["desiredReplicas"] == 1

@@ -255,7 +255,26 @@ def test_a_completion_no_hra_serves_gets_arcs_answer(
     )
 
 
-@pytest.mark.parametrize("action", ["in_progress", "waiting", "requested", ""])
+def test_an_in_progress_job_marks_its_reservation_with_arcs_answer() -> None:
+    """ARC ignores it; here it tells the HRA that a runner took the job. Runner groups are not
+    asked about: a wrong pick only finds no reservation."""
+    visibility = Visibility(DEFAULT_GROUP)
+    target = deployment_target("test-name", organization="MY_ORG", labels=["label1"])
+
+    decision = run(workflow_job("in_progress", runner_id=5), target, visibility=visibility)
+
+    assert decision == Decision(
+        Action.MARK_JOB_STARTED,
+        "ignored workflow_job action 'in_progress': it does not scale",
+        target=target,
+        reservation_name=reservation_name(JOB_ID),
+    )
+    assert visibility.calls == []
+    unserved = run(workflow_job("in_progress", labels=["gpu"]), target)
+    assert unserved.action is Action.NONE and unserved.target is None
+
+
+@pytest.mark.parametrize("action", ["waiting", "requested", ""])
 def test_other_actions_change_nothing(action: str) -> None:
     target = deployment_target("test-name", organization="MY_ORG", labels=["label1"])
     decision = run(workflow_job(action, runner_id=5), target)

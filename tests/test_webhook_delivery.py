@@ -126,7 +126,8 @@ def test_a_job_reserves_a_runner_while_queued_and_releases_it_on_completion(
         expiration_time=START + timedelta(minutes=30, seconds=1),
         notes=("runners/gpu: its RunnerDeployment 'gpu' lacks the job's labels k8s",),
     )
-    assert in_progress.action is Action.NONE
+    assert (in_progress.action, in_progress.target) == (Action.MARK_JOB_STARTED, k8s)
+    assert in_progress.reservation_name == f"job-{job_id}"
     assert (completed.action, completed.message) == (Action.DELETE_RESERVATION, "scaled k8s by -1")
     assert (completed.target, completed.reservation_name) == (k8s, f"job-{job_id}")
 

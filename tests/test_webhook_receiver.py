@@ -426,6 +426,27 @@ def test_queued_creates_the_jobs_reservation_controlled_by_the_hra(world: World)
     assert world.reserved_by_the_hook() == 1
 
 
+def test_in_progress_records_that_a_runner_took_the_jobs_reservation(world: World) -> None:
+    """The HRA renews a reservation whose job no runner has taken however its lifetime ends
+    (found by a failure scenario: one started for a runner turning over ran out with its job
+    queued, for good). ARC's answer is kept."""
+    world.deliver(job_payload("queued"))
+    world.clock.advance(30)
+
+    reply = world.deliver(job_payload("in_progress"))
+
+    assert (reply.status, reply.outcome) == (200, "ignored")
+    assert reply.message == "ignored workflow_job action 'in_progress': it does not scale"
+    assert world.reservation()["spec"]["jobStartTime"] == format_time(T0 + timedelta(seconds=30))
+
+
+def test_in_progress_without_a_reservation_creates_nothing(world: World) -> None:
+    reply = world.deliver(job_payload("in_progress"))
+
+    assert reply.status == 200
+    assert world.reservations() == []
+
+
 def test_a_redelivered_queued_event_changes_nothing(world: World) -> None:
     first = world.deliver(job_payload("queued"), delivery="d-1")
     before = world.reservation()

@@ -195,6 +195,7 @@ class _ObservedReservation:
             started_at = _time(start) if start else None
             renew = spec.get("renewTime")
             renewed_at = _time(renew) if renew else None
+            job_started = bool(spec.get("jobStartTime"))
             replicas = spec.get("replicas", 1)
             if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
                 raise ValueError("bad replicas")
@@ -206,6 +207,7 @@ class _ObservedReservation:
                 replicas=replicas,
                 renewable=True,
                 renewed_at=renewed_at,
+                job_started=job_started,
             )
         except (KeyError, TypeError, ValueError):
             return cls(shared_kept(obj), name, None, False, None)

@@ -26,7 +26,11 @@ objects whose creator saw room for them) carry `started_at = effective_time` fro
 A job's reservation lasts while its job runs (`renewable`, `renewed`). When its lifetime ends
 while more runners are busy than the warm ones (`minReplicas`) and the reservations still
 counting account for, a busy runner is taken to hold its job, and it starts a new lifetime now
-(`renewed_at`; only for an HRA without metrics, whose metric counts running jobs). ARC lets
+(`renewed_at`; only for an HRA without metrics, whose metric counts running jobs). One whose
+job no runner has taken yet (no `in_progress` delivery seen: `job_started`) is renewed whatever
+the counts say: it was started for a runner that was not free after all (a runner turning over,
+a busy count lagging), and its job still waits (found by a failure scenario: two bursts of
+twenty-minute jobs, and the newest job waited for good). ARC lets
 it expire: the set then removes that busy runner once its job ends and counts it meanwhile
 against the replicas the other reservations ask for, so jobs queued behind long ones got no
 runner, their own reservations expired in turn, and some never ran (found by a failure
@@ -59,6 +63,7 @@ class Reservation:
     replicas: int = 1
     renewable: bool = False  # a job's (webhook) reservation: see `count_reservations`
     renewed_at: datetime | None = None  # its lifetime last began anew then
+    job_started: bool = True  # a runner took its job (its `in_progress` delivery was seen)
 
     @property
     def lifetime(self) -> timedelta:
@@ -127,14 +132,16 @@ def count_reservations(
             waiting.append(reservation.name)
         else:
             expires_at = reservation.expires_at(now)
-            if (
-                expires_at <= now
-                and reservation.renewable
-                and 0 < reservation.replicas <= unaccounted
-            ):
-                unaccounted -= reservation.replicas
-                renewed.append(reservation.name)
-                expires_at = now + reservation.lifetime
+            if expires_at <= now and reservation.renewable and reservation.replicas > 0:
+                if not reservation.job_started:
+                    # No runner took its job yet: it is still queued (or its `in_progress`
+                    # was lost, and its `completed` settles it).
+                    renewed.append(reservation.name)
+                    expires_at = now + reservation.lifetime
+                elif reservation.replicas <= unaccounted:
+                    unaccounted -= reservation.replicas
+                    renewed.append(reservation.name)
+                    expires_at = now + reservation.lifetime
             if expires_at <= now:
                 expired.append(reservation.name)
                 continue

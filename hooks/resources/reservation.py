@@ -46,6 +46,13 @@ class CapacityReservationSpec(ResourceModel):
             "maxReplicas waits, without expiring, until it has room (set by the HRA)."
         ),
     )
+    job_start_time: DateTime | None = Field(
+        default=None,
+        description=(
+            "When a runner took its job (the job's in_progress delivery, set by the webhook "
+            "receiver): until then its lifetime is renewed however it ends."
+        ),
+    )
     renew_time: DateTime | None = Field(
         default=None,
         description=(

@@ -31,6 +31,7 @@ class Action(enum.Enum):
     NONE = "none"
     CREATE_RESERVATION = "create-reservation"
     DELETE_RESERVATION = "delete-reservation"
+    MARK_JOB_STARTED = "mark-job-started"
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,11 @@ def reservation_name(job_id: int) -> str:
 def may_scale(event: WebhookEvent) -> bool:
     """Whether `decide` can answer anything but "nothing" for this event, whatever the HRAs:
     the others are answered without reading them."""
-    return isinstance(event, WorkflowJobEvent) and event.action in ("queued", "completed")
+    return isinstance(event, WorkflowJobEvent) and event.action in (
+        "queued",
+        "completed",
+        "in_progress",
+    )
 
 
 def decide(
@@ -89,7 +94,10 @@ def decide(
     - `workflow_job` `completed`: remove the job's reservation, except for skipped jobs and
       check-run completions (success without a runner: ARC #2118, #2119, #2520), which never
       had one; cancelled jobs do remove theirs.
-    - other actions (`waiting`, `in_progress`): nothing.
+    - `workflow_job` `in_progress`: nothing to ARC; here the job's reservation, if there is
+      one, is marked as having its runner (`hooks.autoscaler.reservations`). The HRA is
+      looked up without asking GitHub for runner groups: a wrong pick finds no reservation.
+    - other actions (`waiting`): nothing.
 
     For `queued` and `completed` the HRA is looked up first, as ARC does, so a job no HRA
     serves always gets ARC's answer (`NO_TARGET_MESSAGE`), ignored completions included.
@@ -100,10 +108,15 @@ def decide(
     """
     if isinstance(event, PingEvent):
         return Decision(Action.NONE, PONG)
+    ignored = f"ignored workflow_job action {event.action!r}: it does not scale"
     if not may_scale(event):
-        return Decision(
-            Action.NONE, f"ignored workflow_job action {event.action!r}: it does not scale"
-        )
+        return Decision(Action.NONE, ignored)
+    if event.action == "in_progress":
+        started = find_scale_target(event, targets).target
+        if started is None:
+            return Decision(Action.NONE, ignored)
+        name = reservation_name(event.job_id)
+        return Decision(Action.MARK_JOB_STARTED, ignored, target=started, reservation_name=name)
 
     lookup = find_scale_target(event, targets, runner_group_visibility=runner_group_visibility)
     target = lookup.target

@@ -193,6 +193,8 @@ class WebhookReceiver:
         try:
             targets = await self.targets.get()
         except KubeError as error:
+            if event.action == "in_progress":  # a hint only: answered as before
+                return Reply(200, decide(event, (), now=now).message, outcome=IGNORED)
             return Reply(503, f"cannot list HorizontalRunnerAutoscalers: {error}", outcome=FAILED)
         visibility = self.runner_group_visibility
         try:
@@ -214,6 +216,8 @@ class WebhookReceiver:
             message = f"{decision.message} ({notes})" if notes else decision.message
             return Reply(200, message, outcome=IGNORED)
         assert isinstance(event, WorkflowJobEvent)  # only jobs change reservations
+        if decision.action is Action.MARK_JOB_STARTED:
+            return await self._mark_job_started(decision, now)
         try:
             if decision.action is Action.CREATE_RESERVATION:
                 return await self._reserve(event, decision, now)
@@ -226,6 +230,20 @@ class WebhookReceiver:
                 outcome=FAILED,
                 autoscaler=decision.target.reference,
             )
+
+    async def _mark_job_started(self, decision: Decision, now: datetime) -> Reply:
+        """Record on the job's reservation that a runner took its job: until then its lifetime
+        is renewed, however it ends (`hooks.autoscaler.reservations`). Only a hint: without a
+        reservation, or without the API server, the delivery is answered as before."""
+        target, name = _target_of(decision)
+        with contextlib.suppress(KubeError):  # NotFound included: no reservation, nothing kept
+            await self.kube.merge_patch(
+                CAPACITY_RESERVATIONS,
+                target.namespace,
+                name,
+                {"spec": {"jobStartTime": format_time(now)}},
+            )
+        return Reply(200, decision.message, outcome=IGNORED, autoscaler=target.reference)
 
     async def _reserve(self, event: WorkflowJobEvent, decision: Decision, now: datetime) -> Reply:
         target, name = _target_of(decision)
