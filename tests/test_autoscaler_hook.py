@@ -1617,3 +1617,17 @@ def test_a_reservation_whose_job_no_runner_took_is_renewed_whatever_the_counts(
 
     assert renew_times(answer) == {"job-1": format_time(clock.now())}
     assert answer["status"]["desiredReplicas"] == 1
+
+
+def test_a_reservation_without_a_job_is_never_renewed(
+    client: TestClient, clock: ManualClock
+) -> None:
+    """Found in review: one written by hand, with no `spec.job`, could never be asked about, and
+    was renewed for good."""
+    cluster = webhook_only_cluster(client, clock, registered=0, busy=0, idle_for=0)
+    jobless = reservation("job-1", ago(clock, 2400), started=clock.now() - LIFETIME)
+    del jobless["spec"]["job"]
+    jobless["spec"].pop("jobStartTime")
+    cluster.add(jobless)
+
+    assert cluster.sync()["children"] == []

@@ -304,3 +304,28 @@ def test_a_renewal_recorded_ahead_of_now_is_not_believed() -> None:
     ahead = replace(ending("a"), renewed_at=NOW + 60 * MINUTE)
 
     assert count_reservations([ahead], 5, NOW + 10 * MINUTE).expired == ("a",)
+
+
+def unmarked(name: str) -> Reservation:
+    """Ending now, its job not taken by a runner yet (no `in_progress` seen)."""
+    return replace(ending(name), job_started=False)
+
+
+def test_a_reservation_whose_job_no_runner_took_is_renewed_while_none_sits_idle() -> None:
+    count = count_reservations([unmarked("a")], 5, NOW, renew_beyond=0)
+    idle = count_reservations([unmarked("a")], 5, NOW, renew_beyond=0, idle_runners=1)
+    metric = count_reservations([unmarked("a")], 5, NOW, renew_beyond=None)
+
+    assert (count.renewed, count.expired) == (("a",), ())
+    # Found in review: a job whose deliveries were lost held an idle runner for good, and an
+    # HRA with metrics renewed it again.
+    assert (idle.renewed, idle.expired) == ((), ("a",))
+    assert (metric.renewed, metric.expired) == ((), ("a",))
+
+
+def test_an_unmarked_reservation_takes_the_busy_runner_it_may_run_on() -> None:
+    """Found in review: one busy runner renewed two reservations, an unmarked one and one of a
+    running job."""
+    count = count_reservations([unmarked("a"), ending("b")], 5, NOW, busy_runners=1, renew_beyond=0)
+
+    assert (count.renewed, count.expired) == (("a",), ("b",))

@@ -268,10 +268,23 @@ def test_an_in_progress_job_marks_its_reservation_with_arcs_answer() -> None:
         "ignored workflow_job action 'in_progress': it does not scale",
         target=target,
         reservation_name=reservation_name(JOB_ID),
+        namespaces=("default",),
     )
     assert visibility.calls == []
     unserved = run(workflow_job("in_progress", labels=["gpu"]), target)
     assert unserved.action is Action.NONE and unserved.target is None
+
+
+def test_an_in_progress_job_is_looked_for_wherever_an_hra_fits_its_labels() -> None:
+    """Found in review: the first fit, in a runner group the repository cannot use, was in
+    another namespace than the HRA `queued` reserved with, and the mark was lost."""
+    hidden = deployment_target("alpha", namespace="a", organization="MY_ORG", labels=["label1"])
+    visible = deployment_target("beta", namespace="b", organization="MY_ORG", labels=["label1"])
+    other = deployment_target("gpu", namespace="c", organization="MY_ORG", labels=["gpu"])
+
+    decision = run(workflow_job("in_progress"), hidden, visible, other)
+
+    assert decision.namespaces == ("a", "b")
 
 
 @pytest.mark.parametrize("action", ["waiting", "requested", ""])

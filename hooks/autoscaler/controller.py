@@ -205,7 +205,9 @@ class _ObservedReservation:
                 expiration_time=expiration,
                 started_at=started_at,
                 replicas=replicas,
-                renewable=True,
+                # A job's: one without (a hand's) is never renewed (found in review: no job
+                # check could ever end it).
+                renewable=isinstance(spec.get("job"), dict),
                 renewed_at=renewed_at,
                 job_started=job_started,
             )
@@ -359,6 +361,7 @@ class _Sync:
                 self.now,
                 reservations=reservations,
                 busy_runners=counts.busy,
+                idle_runners=counts.idle,
                 default_scale_down_delay=self.deps.default_scale_down_delay,
             )
         except RateLimitedError as error:

@@ -109,6 +109,7 @@ def desired_replicas(
     *,
     reservations: Sequence[Reservation] = (),
     busy_runners: int = 0,
+    idle_runners: int = 0,
     default_scale_down_delay: timedelta = DEFAULT_SCALE_DOWN_DELAY,
 ) -> Decision:
     """Size the target. `reservations` come in addition to `spec.capacityReservations`.
@@ -128,6 +129,7 @@ def desired_replicas(
         # counts running jobs itself: only a webhook-only HRA's busy runners beyond its
         # minimum are its reservations' jobs.
         renew_beyond=None if spec.metrics else minimum,
+        idle_runners=idle_runners,
     )
     if target.scale_set:
         suggestion = suggest_by_assigned_jobs(hra, target, minimum)

@@ -27,10 +27,12 @@ A job's reservation lasts while its job runs (`renewable`, `renewed`). When its 
 while more runners are busy than the warm ones (`minReplicas`) and the reservations still
 counting account for, a busy runner is taken to hold its job, and it starts a new lifetime now
 (`renewed_at`; only for an HRA without metrics, whose metric counts running jobs). One whose
-job no runner has taken yet (no `in_progress` delivery seen: `job_started`) is renewed whatever
-the counts say: it was started for a runner that was not free after all (a runner turning over,
-a busy count lagging), and its job still waits (found by a failure scenario: two bursts of
-twenty-minute jobs, and the newest job waited for good). ARC lets
+job no runner has taken yet (no `in_progress` delivery seen: `job_started`) is renewed while no
+runner sits idle, whatever the busy counts say: it was started for a runner that was not free
+after all (a runner turning over, a busy count lagging), and its job still waits (found by a
+failure scenario: two bursts of twenty-minute jobs, and the newest job waited for good); an
+idle runner would take a queued job at once, so with one idle it expires (found in review:
+a job whose deliveries were lost otherwise held its runner for good). ARC lets
 it expire: the set then removes that busy runner once its job ends and counts it meanwhile
 against the replicas the other reservations ask for, so jobs queued behind long ones got no
 runner, their own reservations expired in turn, and some never ran (found by a failure
@@ -96,9 +98,11 @@ def count_reservations(
     *,
     busy_runners: int = 0,
     renew_beyond: int | None = None,
+    idle_runners: int = 0,
 ) -> ReservationCount:
     """`renew_beyond`: renew the reservations of jobs that outlive them, counting the busy
-    runners beyond this many as theirs (None: renew none)."""
+    runners beyond this many as theirs (None: renew none). `idle_runners`: registered runners
+    not busy; while there are some, a job still queued would be taken at once."""
     reserved = 0
     placed = 0  # replicas of the earlier reservations, counted or not yet started
     # The runners taken: each busy runner, and each reservation started before this sync
@@ -132,10 +136,13 @@ def count_reservations(
             waiting.append(reservation.name)
         else:
             expires_at = reservation.expires_at(now)
-            if expires_at <= now and reservation.renewable and reservation.replicas > 0:
-                if not reservation.job_started:
-                    # No runner took its job yet: it is still queued (or its `in_progress`
-                    # was lost, and its `completed` settles it).
+            renew = renew_beyond is not None and reservation.renewable
+            if expires_at <= now and renew and reservation.replicas > 0:
+                if not reservation.job_started and idle_runners <= 0:
+                    # No runner took its job yet, and none sits idle that would: it is still
+                    # queued (or its `in_progress` was lost: its `completed` settles it, and
+                    # once a runner idles it expires).
+                    unaccounted -= reservation.replicas
                     renewed.append(reservation.name)
                     expires_at = now + reservation.lifetime
                 elif reservation.replicas <= unaccounted:

@@ -50,6 +50,8 @@ class Decision:
     effective_time: datetime | None = None
     expiration_time: datetime | None = None
     notes: tuple[str, ...] = field(default=())
+    # `in_progress`: every namespace whose HRAs could have reserved for the job.
+    namespaces: tuple[str, ...] = ()
 
     @property
     def amount(self) -> int:
@@ -95,8 +97,8 @@ def decide(
       check-run completions (success without a runner: ARC #2118, #2119, #2520), which never
       had one; cancelled jobs do remove theirs.
     - `workflow_job` `in_progress`: nothing to ARC; here the job's reservation, if there is
-      one, is marked as having its runner (`hooks.autoscaler.reservations`). The HRA is
-      looked up without asking GitHub for runner groups: a wrong pick finds no reservation.
+      one, is marked as having its runner (`hooks.autoscaler.reservations`), in every
+      namespace whose HRAs fit the job's labels (no runner-group call).
     - other actions (`waiting`): nothing.
 
     For `queued` and `completed` the HRA is looked up first, as ARC does, so a job no HRA
@@ -115,8 +117,18 @@ def decide(
         started = find_scale_target(event, targets).target
         if started is None:
             return Decision(Action.NONE, ignored)
-        name = reservation_name(event.job_id)
-        return Decision(Action.MARK_JOB_STARTED, ignored, target=started, reservation_name=name)
+        # Runner groups are not asked about (GitHub would be called at every job): the job's
+        # reservation is looked for wherever an HRA fits its labels, a name being one job's
+        # (found in review: the first fit, in a group the repository cannot use, was another
+        # namespace than the one `queued` reserved in).
+        fitting = {t.namespace for t in targets if t.unfit_reason(event.labels) is None}
+        return Decision(
+            Action.MARK_JOB_STARTED,
+            ignored,
+            target=started,
+            reservation_name=reservation_name(event.job_id),
+            namespaces=tuple(sorted(fitting)),
+        )
 
     lookup = find_scale_target(event, targets, runner_group_visibility=runner_group_visibility)
     target = lookup.target

@@ -236,13 +236,21 @@ class WebhookReceiver:
         is renewed, however it ends (`hooks.autoscaler.reservations`). Only a hint: without a
         reservation, or without the API server, the delivery is answered as before."""
         target, name = _target_of(decision)
-        with contextlib.suppress(KubeError):  # NotFound included: no reservation, nothing kept
-            await self.kube.merge_patch(
-                CAPACITY_RESERVATIONS,
-                target.namespace,
-                name,
-                {"spec": {"jobStartTime": format_time(now)}},
-            )
+        for namespace in decision.namespaces or (target.namespace,):
+            try:
+                await self.kube.merge_patch(
+                    CAPACITY_RESERVATIONS,
+                    namespace,
+                    name,
+                    {"spec": {"jobStartTime": format_time(now)}},
+                )
+            except NotFound:
+                continue  # no reservation of the job here
+            except KubeError as error:
+                log.warning(
+                    "reservation not marked as started",
+                    extra={"reservation": f"{namespace}/{name}", "detail": str(error)},
+                )
         return Reply(200, decision.message, outcome=IGNORED, autoscaler=target.reference)
 
     async def _reserve(self, event: WorkflowJobEvent, decision: Decision, now: datetime) -> Reply:
