@@ -138,14 +138,11 @@ def count_reservations(
             expires_at = reservation.expires_at(now)
             renew = renew_beyond is not None and reservation.renewable
             if expires_at <= now and renew and reservation.replicas > 0:
-                if not reservation.job_started and idle_runners <= 0:
-                    # No runner took its job yet, and none sits idle that would: it is still
-                    # queued (or its `in_progress` was lost: its `completed` settles it, and
-                    # once a runner idles it expires).
-                    unaccounted -= reservation.replicas
-                    renewed.append(reservation.name)
-                    expires_at = now + reservation.lifetime
-                elif reservation.replicas <= unaccounted:
+                # No runner took its job yet, and none sits idle that would: it is still queued
+                # (or its `in_progress` was lost: its `completed` settles it, and once a runner
+                # idles it expires). Else a busy runner no one accounts for holds its job.
+                queued = not reservation.job_started and idle_runners <= 0
+                if queued or reservation.replicas <= unaccounted:
                     unaccounted -= reservation.replicas
                     renewed.append(reservation.name)
                     expires_at = now + reservation.lifetime

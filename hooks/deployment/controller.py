@@ -53,7 +53,7 @@ from hooks.naming import (
 )
 from hooks.replicaset.controller import readable_time, template_hash
 from hooks.resources.common import ScaleSetStatus
-from hooks.resources.readable_part import readable_fields
+from hooks.resources.readable_part import readable_status
 from hooks.resources.replicaset import (
     RunnerDeployment,
     RunnerDeploymentStatus,
@@ -335,7 +335,8 @@ def finalize_runner_deployment(
         )
     except ValueError:
         declaration = None
-    previous = _readable_status(request.parent)
+    # Decided by its record of the scale set, whatever else in the object no longer reads.
+    previous = readable_status(RunnerDeploymentStatus, request.parent)
     recorded = previous.scale_set
     if declaration is None and recorded is None:
         return CompositeHookResponse(status=unchanged, children=[], finalized=True)
@@ -365,15 +366,6 @@ def finalize_runner_deployment(
             resync_after_seconds=max(problem.retry_after, 1.0),
         )
     return CompositeHookResponse(status=unchanged, children=[], finalized=True)
-
-
-def _readable_status(parent: KubeObject) -> RunnerDeploymentStatus:
-    """The status as last written, each field that reads (a finalize decides by its record of
-    the scale set whatever else in the object no longer reads)."""
-    raw = parent.get("status")
-    if not isinstance(raw, dict):
-        return RunnerDeploymentStatus()
-    return readable_fields(RunnerDeploymentStatus, raw) or RunnerDeploymentStatus()
 
 
 def _recorded_scope(request: CompositeHookRequest) -> Scope | None:

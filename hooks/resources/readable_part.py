@@ -68,3 +68,12 @@ def readable_fields(model: type[Model], raw: dict[str, Any]) -> Model | None:
                 return None
             for field in faulty & part.keys():
                 del part[field]
+
+
+def readable_status(model: type[Model], parent: dict[str, Any]) -> Model:
+    """A parent's status as `model`, each field that reads (`readable_fields`); empty when it
+    has none or none reads."""
+    raw = parent.get("status")
+    if not isinstance(raw, dict):
+        return model()
+    return readable_fields(model, raw) or model()

@@ -16,7 +16,7 @@ from hooks.resources.pod_rules import (
     metadata_problems,
     pod_problems,
 )
-from hooks.resources.readable_part import readable_fields, readable_part
+from hooks.resources.readable_part import readable_part, readable_status
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
 from hooks.runner.registration import registration_mode
 from hooks.runner.validation import VALIDATION_DEFAULTS, validate_runner_spec
@@ -59,10 +59,7 @@ def uses_jit(runner_set: RunnerSet, deps: HookDeps) -> bool:
 
 
 def observed_status(parent: KubeObject) -> RunnerSetStatus:
-    raw = parent.get("status")
-    if not isinstance(raw, dict):
-        return RunnerSetStatus()
-    return readable_fields(RunnerSetStatus, raw) or RunnerSetStatus()
+    return readable_status(RunnerSetStatus, parent)
 
 
 def _spec_problems(runner_set: RunnerSet, *, jit: bool) -> list[str]:
