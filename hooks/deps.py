@@ -92,6 +92,7 @@ class HookDeps:
     def default_scale_down_delay(self) -> timedelta:
         return timedelta(seconds=self.settings.default_scale_down_delay)
 
-    @property
-    def common_runner_labels(self) -> tuple[str, ...]:
-        return tuple(self.settings.common_runner_labels)
+    def with_common_labels(self, labels: list[str]) -> list[str]:
+        """A set's runner labels with ARC's --common-runner-labels appended, each once."""
+        common = [label for label in self.settings.common_runner_labels if label not in labels]
+        return [*labels, *common] if common else labels

@@ -195,7 +195,13 @@ FAILED_STEP = "failed_step"
 EXIT_CODE = "exit_code"
 
 _JOB = list(JOB_LABELS)
-_JOB_DURATION_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 21600)
+_JOB_DURATION_BUCKETS = (
+    *(0.01, 0.05, 0.1, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 20, 25, 30, 40, 50),
+    *(60, 70, 80, 90, 100, 110, 120, 150, 180, 210, 240, 300, 360, 420, 480, 540, 600, 900),
+    *(1200, 1800, 2400, 3000, 3600, 7200, 21600),
+)
+"""ARC's `runtimeBuckets` (`pkg/actionsmetrics/metrics.go`), so that queries and alerts naming a
+bucket (`le="180"`) read the same here, and two more for jobs of hours."""
 WORKFLOW_JOBS_QUEUED = Counter(
     "github_workflow_jobs_queued", "workflow_job queued events.", _JOB, registry=REGISTRY
 )

@@ -52,7 +52,7 @@ def keep_scale_set(
             scope,
             declaration.name,
             declaration.runner_group,
-            [*labels, *deps.common_runner_labels],
+            deps.with_common_labels(list(labels)),
             known_id=recorded.id if recorded is not None else None,
         )
     except GitHubError as error:

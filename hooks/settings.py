@@ -267,8 +267,10 @@ class Settings(BaseSettings):
             return self.github_url.rstrip("/")
         if self.github_enterprise_url:
             base = self.github_enterprise_url.rstrip("/")
-            host = base.split("://", 1)[-1]
-            if host.startswith("api.") or base.endswith("/api/v3"):
+            host = base.split("://", 1)[-1].split("/", 1)[0]
+            # go-github's NewEnterpriseClient, as ARC's getEnterpriseApiUrl mirrors it: a host
+            # `api.<...>` or `<...>.api.<...>` serves the API at its root.
+            if host.startswith("api.") or ".api." in host or base.endswith("/api/v3"):
                 return base
             return f"{base}/api/v3"
         return "https://api.github.com"

@@ -597,3 +597,43 @@ def test_a_runner_named_too_long_for_its_ephemeral_claims_is_invalid_and_gets_no
         driver.parent["metadata"]["finalizers"] = ["example.com/keep"]
         again = {c["type"]: c for c in driver.sync()["status"]["conditions"]}["Valid"]
         assert again["message"].count(f"<pod>-{volume}") == 1
+
+
+def test_a_runner_container_mounting_work_itself_is_refused(client: TestClient) -> None:
+    """ARC's applyWorkVolumeClaimTemplateToPod refuses it: the claim goes at the work
+    directory, where the container hooks look for it; mounted elsewhere, the job pods would
+    see an empty workspace. The pod the runner has is kept."""
+    driver = started(client, K8S_SPEC)
+    before = copy.deepcopy(driver.children)
+    mounted = {"name": "runner", "volumeMounts": [{"name": "work", "mountPath": "/elsewhere"}]}
+    driver.parent["spec"] = {**K8S_SPEC, "containers": [mounted]}
+
+    answer = driver.sync()
+
+    valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+    assert valid["status"] == "False"
+    assert "runner container must not mount 'work'" in valid["message"]
+    assert driver.children.keys() == before.keys()
+    assert "/elsewhere" not in str(child(answer, "Pod"))
+
+
+def test_a_runnerset_whose_runner_container_mounts_work_creates_nothing(
+    client: TestClient,
+) -> None:
+    container = {"name": "runner", "volumeMounts": [{"name": "work", "mountPath": "/elsewhere"}]}
+    template = {"metadata": {"labels": {"app": "k8s-set"}}, "spec": {"containers": [container]}}
+    controller = yaml.safe_load((ROOT / "metacontroller" / "runnerset-controller.yaml").read_text())
+    request = {
+        "controller": controller,
+        "parent": runner_set(template=template, replicas=1),
+        "children": {},
+        "related": {},
+    }
+
+    response = client.post("/sync/runnerset", json=request)
+
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["children"] == []
+    valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+    assert "runner container must not mount 'work'" in valid["message"]

@@ -158,6 +158,33 @@ def test_a_started_job_reports_its_queue_time(client: TestClient) -> None:
     assert only("github_workflow_job_queue_duration_seconds_sum", repository=repository)[1] == 42
 
 
+ARC_RUNTIME_BUCKETS = (
+    *(0.01, 0.05, 0.1, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 20, 25, 30, 40, 50),
+    *(60, 70, 80, 90, 100, 110, 120, 150, 180, 210, 240, 300, 360, 420, 480, 540, 600, 900),
+    *(1200, 1800, 2400, 3000, 3600),
+)
+"""`runtimeBuckets` of actions/actions-runner-controller `pkg/actionsmetrics/metrics.go`
+(Apache-2.0), the buckets of ARC's two job duration histograms."""
+
+
+def test_a_queue_time_lands_in_arcs_buckets(client: TestClient) -> None:
+    """A query or an alert written for ARC that names a bucket (`le="180"`) reads the same."""
+    repository = unique("bucket-probe")
+    payload = example("in_progress.3", repository)
+    payload["workflow_job"]["started_at"] = "2021-09-13T02:23:53Z"  # 160 s after created_at
+
+    assert deliver(client, payload) == 200
+
+    buckets = {
+        labels["le"]: value
+        for labels, value in samples(
+            "github_workflow_job_queue_duration_seconds_bucket", repository=repository
+        )
+    }
+    assert {float(le) for le in buckets} >= set(ARC_RUNTIME_BUCKETS)
+    assert (buckets["150.0"], buckets["180.0"]) == (0.0, 1.0)
+
+
 def test_labels_left_out_of_the_setting_are_exported_empty() -> None:
     repository = unique("setting-probe")
     env = {"JOB_METRICS_LABELS": "repository,head_branch"}

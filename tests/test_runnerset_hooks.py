@@ -27,6 +27,7 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
+from hooks.app import create_app
 from hooks.children import as_kept
 from hooks.clock import ManualClock, format_time
 from hooks.github.port import GitHubError, RemoveOutcome, RemoveResult, Scope
@@ -36,6 +37,7 @@ from hooks.runnerset.decide import MAX_RUNNERS_CALLED_FOR_PER_SYNC
 from hooks.scale_target import MAX_NEW_RUNNERS_PER_SYNC, NEXT_BATCH_SECONDS
 from hooks.settings import Settings
 from tests.call_log import record_calls
+from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub, rate_limited
 
 KubeObject = dict[str, Any]
@@ -2144,3 +2146,28 @@ def test_a_members_creation_time_ahead_of_now_holds_no_scale_up(
     world.sync()  # asserts a 200
 
     assert len(world.statefulsets()) == 3
+
+
+def _first_statefulset(
+    github: InMemoryGitHub, clock: ManualClock, env: dict[str, str]
+) -> KubeObject:
+    app = create_app(hook_settings(env), github=github, clock=clock)
+    with hook_client(app) as client:
+        answer = RunnerSetWorld(client, github, clock, runner_set()).sync()
+    (sts,) = of_kind(answer, "StatefulSet").values()
+    return sts
+
+
+def test_common_runner_labels_reach_the_runners_and_their_hash(
+    github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """ARC appends --common-runner-labels to a RunnerSet's labels (runnerset_controller.go)
+    as to a RunnerDeployment's: a job asking for one must find these runners."""
+    with_common = _first_statefulset(github, clock, {"COMMON_RUNNER_LABELS": "fast,linux,ssd"})
+    without = _first_statefulset(github, clock, {})
+
+    assert env_of(with_common)["RUNNER_LABELS"]["value"] == "linux,fast,ssd"  # each once
+    assert env_of(without)["RUNNER_LABELS"]["value"] == "linux"
+    # A change of the common labels is a change of the runners: they roll over.
+    hashes = [sts["metadata"]["labels"]["runner-template-hash"] for sts in (with_common, without)]
+    assert hashes[0] != hashes[1]

@@ -9,11 +9,13 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
+from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
 from hooks.runner.registration import jit_labels
 from hooks.runnerset.decide import MAX_NEW_JIT_RUNNERS_PER_SYNC
 from hooks.scale_target import NEXT_BATCH_SECONDS
 from tests import sim_scenarios
+from tests.hook_app import hook_client, hook_settings
 from tests.in_memory_github import InMemoryGitHub, rate_limited
 from tests.test_runnerset_hooks import (
     ORG,
@@ -310,3 +312,16 @@ def test_the_rest_of_a_scale_up_waits_for_the_rate_limit_not_for_a_next_batch(
     world.settle(3)
     assert len(world.statefulsets()) == 3
     assert "scaleUpRemaining" not in world.parent["status"]
+
+
+def test_jit_runners_register_with_the_common_runner_labels(
+    github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    app = create_app(hook_settings({"COMMON_RUNNER_LABELS": "gpu"}), github=github, clock=clock)
+    with hook_client(app) as client:
+        world = jit_world(client, github, clock)
+        world.scale(1)
+        world.sync()
+
+    (registered,) = github.runners[ORG]
+    assert "gpu" in registered.labels

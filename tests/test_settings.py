@@ -34,6 +34,16 @@ def settings(**env: str) -> Settings:
             "https://api.ghes.example.com",
             "https://api.ghes.example.com/",
         ),
+        (  # go-github: a host with `.api.` in it serves the API at its root too
+            {"GITHUB_ENTERPRISE_URL": "https://acme.api.example.com"},
+            "https://acme.api.example.com",
+            "https://acme.api.example.com/",
+        ),
+        (  # ... but not one whose path says so
+            {"GITHUB_ENTERPRISE_URL": "https://example.com/x.api.y"},
+            "https://example.com/x.api.y/api/v3",
+            "https://example.com/x.api.y/",
+        ),
         (
             {"GITHUB_URL": "http://127.0.0.1:9000/", "GITHUB_RUNNER_GITHUB_URL": "https://gh.io"},
             "http://127.0.0.1:9000",

@@ -228,7 +228,7 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
         scale_set = kept
         conditions[SCALE_SET_READY] = kept_condition(kept)
 
-    template = _runner_template(deployment, deps.common_runner_labels, scale_set)
+    template = _runner_template(deployment, deps, scale_set)
     hash_ = template_hash(template)
     autoscalers = request.objects("HorizontalRunnerAutoscaler", related=True)
     size = effective_replicas(deployment, autoscalers, now)
@@ -390,15 +390,14 @@ def _recorded_scope(request: CompositeHookRequest) -> Scope | None:
 
 def _runner_template(
     deployment: RunnerDeployment,
-    common_labels: tuple[str, ...],
+    deps: HookDeps,
     scale_set: ScaleSetStatus | None = None,
 ) -> RunnerTemplate:
     """The template with ARC's --common-runner-labels appended and, in scale-set mode, the
     scale set's id (both take part in the hash: a new scale set rolls its runners over)."""
     template = deployment.spec.template
-    if common_labels:
-        labels = list(template.spec.labels)
-        labels += [label for label in common_labels if label not in labels]
+    labels = deps.with_common_labels(template.spec.labels)
+    if labels is not template.spec.labels:
         spec = template.spec.model_copy(update={"labels": labels})
         template = template.model_copy(update={"spec": spec})
     if scale_set is not None:

@@ -476,7 +476,9 @@ def runnerdeployment_crd() -> dict[str, Any]:
             _column("Repository", ".spec.template.spec.repository"),
             _column("Group", ".spec.template.spec.group"),
             _column("Labels", ".spec.template.spec.labels"),
-            _column("Desired", ".spec.replicas", "number"),
+            # ARC's column reads spec.replicas, which its HRA overwrites; an HRA here leaves
+            # the spec as applied, and the size the set runs at is in the status.
+            _column("Desired", ".status.desiredReplicas", "number"),
             _column("Current", ".status.replicas", "number"),
             _column("Up-To-Date", ".status.updatedReplicas", "number"),
             _column("Available", ".status.availableReplicas", "number"),
@@ -497,7 +499,7 @@ def runnerset_crd() -> dict[str, Any]:
         kind="RunnerSet",
         short_names=(),
         printer_columns=[
-            _column("Desired", ".spec.replicas", "number"),
+            _column("Desired", ".status.desiredReplicas", "number"),  # as a RunnerDeployment's
             _column("Current", ".status.replicas", "number"),
             _column("Up-To-Date", ".status.updatedReplicas", "number"),
             _column("Available", ".status.availableReplicas", "number"),

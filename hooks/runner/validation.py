@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from typing import Any
 
 import orjson
 
@@ -202,7 +203,18 @@ def _container_mode_problems(spec: RunnerSpec) -> list[str]:
         problems.append("spec.volumes must not define 'work' in kubernetes container mode")
     if any(m.get("name") == "work" for m in spec.volume_mounts):
         problems.append("spec.volumeMounts must not mount 'work' in kubernetes container mode")
+    if any(_mounts_work(c) for c in spec.containers if c.get("name") == "runner"):
+        # The claim is mounted at the work directory, where the container hooks expect it:
+        # mounted elsewhere, the job pods would see an empty workspace.
+        problems.append("the runner container must not mount 'work' in kubernetes container mode")
     return problems
+
+
+def _mounts_work(container: dict[str, Any]) -> bool:
+    mounts = container.get("volumeMounts")
+    return isinstance(mounts, list) and any(
+        isinstance(m, dict) and m.get("name") == "work" for m in mounts
+    )
 
 
 def _jit_problems(spec: RunnerSpec) -> list[str]:

@@ -37,6 +37,12 @@ def parse_runner_set(
         return None, [describe_validation_error(error, "RunnerSet")]
     if runner_set.spec is None:
         return runner_set, ["spec is required"]
+    labels = deps.with_common_labels(runner_set.spec.labels)
+    if labels is not runner_set.spec.labels:
+        # ARC's --common-runner-labels reach a RunnerSet's runners as a RunnerDeployment's:
+        # in their registration and in the pod's hash (a change rolls them over).
+        spec = runner_set.spec.model_copy(update={"labels": labels})
+        runner_set = runner_set.model_copy(update={"spec": spec})
     return runner_set, _spec_problems(runner_set, jit=uses_jit(runner_set, deps))
 
 
