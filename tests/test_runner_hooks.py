@@ -662,6 +662,52 @@ def test_a_runner_that_ran_a_while_before_failing_starts_a_new_row_of_failures(
     assert answer["resyncAfterSeconds"] == pytest.approx(settings.pod_failure_backoff)
 
 
+def _failed_for_good(driver: HookDriver, clock: ManualClock, settings: Settings) -> None:
+    driver.sync()
+    driver.sync()
+    for failure in range(1, settings.pod_max_failures + 1):
+        _fail_pod(driver, clock)
+        driver.sync()
+        if failure < settings.pod_max_failures:
+            clock.advance(failure_backoff(failure, settings))
+            driver.sync()
+            driver.sync()
+    assert driver.last["status"]["phase"] == "Failed" and driver.pod() is None
+
+
+def test_a_failed_runner_whose_spec_is_fixed_starts_a_pod_at_once(
+    client: TestClient, clock: ManualClock, settings: Settings
+) -> None:
+    """A fixed image should not wait out a backoff of up to half an hour earned by the old one
+    (ARC tries again at once, whatever changed)."""
+    driver = driver_for(client)
+    _failed_for_good(driver, clock, settings)
+
+    driver.parent["spec"] = {**ORG_SPEC, "image": "example/runner:fixed"}
+    driver.parent["metadata"]["generation"] += 1
+    driver.sync()
+    driver.sync()
+
+    pod = driver.pod()
+    assert pod is not None
+    assert pod["spec"]["containers"][0]["image"] == "example/runner:fixed"
+    assert "failures" not in driver.last["status"]  # a new row
+    assert driver.last["status"]["phase"] != "Failed"
+
+
+def test_a_failed_runner_whose_spec_stays_waits_out_its_backoff(
+    client: TestClient, clock: ManualClock, settings: Settings
+) -> None:
+    driver = driver_for(client)
+    _failed_for_good(driver, clock, settings)
+
+    clock.advance(settings.pod_failure_backoff_max - 1)
+    driver.sync()  # the same generation: the status says it was synced already
+
+    assert driver.pod() is None
+    assert driver.last["status"]["failures"] == settings.pod_max_failures
+
+
 @pytest.mark.parametrize(
     "recorded", ["yesterday", "0001-01-01T00:00:00+14:00", "2100-01-01T00:00:00Z"]
 )

@@ -177,6 +177,13 @@ def decide_finalize(facts: RunnerFacts, github: Answers) -> RunnerPlan:
     return _Decision(facts, github).finalize()
 
 
+def _spec_changed_since_last_sync(facts: RunnerFacts) -> bool:
+    """The Runner's spec changed since the status was written: Metacontroller records the
+    generation it synced in `status.observedGeneration`."""
+    observed = facts.status.observed_generation
+    return observed is not None and facts.runner.metadata.generation > observed
+
+
 class _Decision:
     """One decision; its state lives only as long as the call."""
 
@@ -190,13 +197,18 @@ class _Decision:
         self.github_outdated = False
         self.list_fresh_until: datetime | None = None  # until when the list looked in is served
         status = facts.status
+        failures, last_failure_time = status.failures or 0, status.last_failure_time
+        if _spec_changed_since_last_sync(facts):
+            # A spec edited after its pods failed (a fixed image, say) is tried at once, in a
+            # new row of failures: the backoff, up to half an hour, was for the old spec.
+            failures, last_failure_time = 0, None
         self.out = RunnerPlan(
             # The current pod's runner, or the one whose stop goes on, is looked for where it
             # registered; a new pod registers where the spec says (`_start_pod`).
             scope=stop_scope(facts) or facts.scope,
             stop=status.graceful_stop,
-            failures=status.failures or 0,
-            last_failure_time=status.last_failure_time,
+            failures=failures,
+            last_failure_time=last_failure_time,
             runner_id=status.runner_id,
             jit_config_time=status.jit_config_time,
             conditions=dict(facts.conditions),
