@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hooks.autoscaler import (
     AutoscalingError,
@@ -20,7 +22,13 @@ from hooks.autoscaler import (
     WorkflowRun,
     desired_replicas,
 )
-from hooks.autoscaler.desired import CAPPED_AT_MAX, RAISED_TO_MIN, SCALE_DOWN_DELAYED, SUGGESTED
+from hooks.autoscaler.desired import (
+    CAPPED_AT_MAX,
+    RAISED_TO_MIN,
+    SCALE_DOWN_DELAYED,
+    SUGGESTED,
+    Decision,
+)
 from hooks.clock import format_time
 from hooks.resources.autoscaler import (
     METRIC_PERCENTAGE_RUNNERS_BUSY,
@@ -439,3 +447,119 @@ def test_the_earliest_change_wins() -> None:
     )
 
     assert decision.next_change_at == datetime(2022, 3, 1, 12, 20, tzinfo=UTC)
+
+
+# PercentageRunnersBusy: one step per sync period.
+
+PERIOD = timedelta(seconds=60)
+
+
+class CountingBusy:
+    """Busy runners as GitHub would count them, and how often they were asked for."""
+
+    def __init__(self, busy: int) -> None:
+        self.busy = busy
+        self.asked = 0
+
+    def busy_runners(self) -> int:
+        self.asked += 1
+        return self.busy
+
+    def workflow_runs(self, repository: str, status: str) -> Sequence[WorkflowRun]:
+        raise AssertionError("workflow runs were asked for")
+
+    def workflow_jobs(self, repository: str, run_id: int) -> Sequence[WorkflowJob]:
+        raise AssertionError("jobs were asked for")
+
+
+def after_sync(
+    autoscaler: HorizontalRunnerAutoscaler, decision: Decision
+) -> HorizontalRunnerAutoscaler:
+    """The HRA as the next sync sees it: the status the controller writes from `decision`."""
+    step = decision.suggestion.busy_step
+    status = HorizontalRunnerAutoscalerStatus(
+        desired_replicas=decision.desired_replicas,
+        observed_generation=autoscaler.metadata.generation or None,
+        cache_entries=[step.cache_entry()] if step else [],
+    )
+    return autoscaler.model_copy(update={"status": status})
+
+
+def test_a_busy_step_stands_for_the_sync_period_however_often_the_hra_is_synced() -> None:
+    """Found by an independent run: synced at each change of its target, the HRA applied its
+    factor again and again, 12 idle runners to 6, 3 and 2 within a second, then back to 12."""
+    autoscaler = hra(1, 20, [BUSY])
+    github = CountingBusy(busy=0)
+    replicas, seen = 12, []
+    for seconds in (0, 1, 2, 30, 59, 60, 61, 120):
+        now = NOW + timedelta(seconds=seconds)
+        target = ScaleTarget(REPO_TARGET.scope, replicas=replicas)
+        decision = desired_replicas(autoscaler, target, github, now, sync_period=PERIOD)
+        autoscaler = after_sync(autoscaler, decision)
+        replicas = decision.desired_replicas
+        seen.append(replicas)
+
+    assert seen == [8, 8, 8, 8, 8, 5, 5, 3]  # int(12 x 0.7), int(8 x 0.7), int(5 x 0.7)
+    assert github.asked == 3  # and GitHub is asked once a period
+    entry = autoscaler.status.cache_entries[0]  # type: ignore[union-attr]
+    assert (entry.key, entry.value) == ("desiredReplicas", 3)  # ARC's former cache entry
+
+
+@pytest.mark.parametrize(
+    "changed",
+    ["spec edited", "expiry beyond a period", "expiry unreadable"],
+)
+def test_a_recorded_step_that_cannot_be_trusted_is_taken_again(changed: str) -> None:
+    first = desired_replicas(
+        hra(1, 20, [BUSY]),
+        ScaleTarget(REPO_TARGET.scope, 12),
+        CountingBusy(0),
+        NOW,
+        sync_period=PERIOD,
+    )
+    autoscaler = after_sync(hra(1, 20, [BUSY]), first)
+    recorded = autoscaler.status
+    assert recorded is not None
+    if changed == "spec edited":
+        metadata = autoscaler.metadata.model_copy(update={"generation": 2})
+        autoscaler = autoscaler.model_copy(update={"metadata": metadata})
+    else:
+        expiry = format_time(NOW + 2 * PERIOD) if changed == "expiry beyond a period" else "soon"
+        entry = recorded.cache_entries[0].model_copy(update={"expiration_time": expiry})
+        status = recorded.model_copy(update={"cache_entries": [entry]})
+        autoscaler = autoscaler.model_copy(update={"status": status})
+    github = CountingBusy(busy=0)
+
+    later = desired_replicas(
+        autoscaler,
+        ScaleTarget(REPO_TARGET.scope, 8),
+        github,
+        NOW + timedelta(seconds=1),
+        sync_period=PERIOD,
+    )
+
+    assert github.asked == 1 and later.desired_replicas == 5
+
+
+@given(
+    offsets=st.lists(st.floats(min_value=0, max_value=59.999), min_size=1, max_size=12),
+    busy=st.integers(0, 30),
+    replicas=st.integers(0, 30),
+)
+@settings(max_examples=200)
+def test_within_a_period_the_busy_metric_is_asked_once_and_its_answer_stands(
+    offsets: list[float], busy: int, replicas: int
+) -> None:
+    autoscaler = hra(0, 40, [BUSY])
+    github = CountingBusy(busy)
+    suggestions = set()
+    for offset in sorted(offsets):
+        now = NOW + timedelta(seconds=offset)
+        target = ScaleTarget(REPO_TARGET.scope, replicas=replicas)
+        decision = desired_replicas(autoscaler, target, github, now, sync_period=PERIOD)
+        autoscaler = after_sync(autoscaler, decision)
+        replicas = decision.desired_replicas
+        suggestions.add(decision.suggestion.replicas)
+
+    assert github.asked == 1
+    assert len(suggestions) == 1

@@ -4,6 +4,7 @@ virtual time with `run_to`; every job completes, none is cut off, no registratio
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from collections.abc import Callable, Iterable
@@ -303,3 +304,19 @@ def test_busy_metric_with_webhook_reservations_gives_a_steady_answer_to_steady_l
     assert max(second_hour) <= max(first_hour) + 1, desired
     assert statistics.mean(second_hour) <= statistics.mean(first_hour) + 0.5, desired
     assert BUSY_RUNNERS in {s.suggested_by for s in steady}
+
+
+def test_the_busy_metric_takes_one_step_a_sync_period() -> None:
+    """Found by an independent run: the HRA, synced at each change of its target, applied its
+    factor at every such sync (12 idle runners to 6, 3 and 2 within a second, then back to 12
+    with the two left busy): nine runners churned and 21 ran against maxReplicas 12."""
+    run = run_sampled("percentage-busy-steps", step=5.0)
+
+    assert_clean(run.summary, all_completed=True)
+    assert run.summary.runners.peak <= 12  # maxReplicas
+    assert run.summary.runners.created == 12  # static runners: none replaced
+    # The scale-down after the load: one step a minute (12, 6, 3, 2), never faster.
+    answers = [(s.at, s.desired) for s in run.samples if s.desired is not None]
+    falls = [at for (_, before), (at, now) in itertools.pairwise(answers) if now < before]
+    assert len(falls) >= 3, answers
+    assert all(b - a >= SYNC_PERIOD - 5 for a, b in itertools.pairwise(falls)), answers

@@ -363,6 +363,7 @@ class _Sync:
                 busy_runners=counts.busy,
                 idle_runners=counts.idle,
                 default_scale_down_delay=self.deps.default_scale_down_delay,
+                sync_period=timedelta(seconds=self.deps.sync_period),
             )
         except RateLimitedError as error:
             return self._unchanged(
@@ -563,6 +564,11 @@ class _Sync:
                 ),
                 "scheduled_overrides_summary": decision.scheduled_overrides_summary,
                 "observed_generation": self.hra.metadata.generation or None,
+                "cache_entries": (
+                    [decision.suggestion.busy_step.cache_entry()]
+                    if decision.suggestion.busy_step
+                    else []
+                ),
                 "newest_reservation_time": self._newest_reservation_time(reservations, decision),
                 "reserved_replicas": decision.reservations.reserved,
                 "idle_beyond_min_since": (
@@ -660,7 +666,7 @@ class _HookActivity:
         self.github = github
         self.busy = busy
         self.listing = listing
-        self.counted_busy = 0
+        self.counted_busy = busy  # as the Runners' status says, until a list is read
 
     def busy_runners(self) -> int:
         """A Runner mirrors a list it synced with, up to a few minutes old once its state has

@@ -12,6 +12,12 @@
    (not in scale-set mode), but never above `maxReplicas` (ARC keeps it above a lowered max);
 6. `lastSuccessfulScaleOutTime` becomes now when the value goes up (from nothing: above 1).
 
+PercentageRunnersBusy steps from the replicas in effect, so it takes one step per sync period,
+as ARC's HRA, synced once a period, does: its suggestion stands until the period ends
+(`status.cacheEntries`, ARC's former cache of it), however often the target's or the
+reservations' changes sync the HRA meanwhile. Stepped at every such sync, 12 idle runners went
+to 6, 3 and 2 within a second, and then, with the two left busy, back up to 12.
+
 Unlike ARC, a spec whose values ARC would misuse (a negative maxReplicas, minReplicas above
 maxReplicas, a negative delay or reservation) is refused with InvalidSpecError, checked where
 ARC checks that min and max are set (`validation.py`).
@@ -50,6 +56,7 @@ from hooks.children import problems_message
 from hooks.clock import format_time, parse_time
 from hooks.resources.autoscaler import (
     METRIC_PERCENTAGE_RUNNERS_BUSY,
+    CacheEntry,
     HorizontalRunnerAutoscaler,
     HorizontalRunnerAutoscalerStatus,
 )
@@ -74,12 +81,52 @@ class ScaleTarget:
     assigned_jobs: int | None = None  # as the listener last counted them (None: not yet)
 
 
+BUSY_STEP_KEY = "desiredReplicas"
+"""The key of the standing PercentageRunnersBusy suggestion in `status.cacheEntries` (ARC's
+`CacheEntryKeyDesiredReplicas`)."""
+
+
+@dataclass(frozen=True)
+class BusyStep:
+    """A PercentageRunnersBusy suggestion and the end of the sync period it stands for."""
+
+    replicas: int
+    until: datetime
+
+    def cache_entry(self) -> CacheEntry:
+        return CacheEntry(
+            key=BUSY_STEP_KEY, value=self.replicas, expiration_time=format_time(self.until)
+        )
+
+
+def standing_busy_step(
+    hra: HorizontalRunnerAutoscaler, now: datetime, period: timedelta
+) -> BusyStep | None:
+    """The step the status records, while its period lasts and the spec is the one it was
+    taken for. An expiry beyond one period from now (another replica's clock ahead, an edit)
+    or an unreadable one stands for nothing."""
+    status = hra.status
+    if status is None or status.observed_generation != (hra.metadata.generation or None):
+        return None
+    for entry in status.cache_entries:
+        if entry.key != BUSY_STEP_KEY or entry.value is None:
+            continue
+        try:
+            until = parse_time(entry.expiration_time or "")
+        except ValueError:
+            continue
+        if now < until <= now + period:
+            return BusyStep(entry.value, until)
+    return None
+
+
 @dataclass(frozen=True)
 class Suggestion:
     replicas: int | None  # None: no metric, or none that suggests anything
     metric: str = ""  # the metric that suggested it
     jobs: JobCounts | None = None  # what TotalNumberOf...WorkflowRuns counted, when asked
     busy: int | None = None  # what PercentageRunnersBusy counted, when asked
+    busy_step: BusyStep | None = None  # PercentageRunnersBusy's step, taken or standing
 
 
 @dataclass(frozen=True)
@@ -111,8 +158,10 @@ def desired_replicas(
     busy_runners: int = 0,
     idle_runners: int = 0,
     default_scale_down_delay: timedelta = DEFAULT_SCALE_DOWN_DELAY,
+    sync_period: timedelta | None = None,
 ) -> Decision:
     """Size the target. `reservations` come in addition to `spec.capacityReservations`.
+    `sync_period`: how long a PercentageRunnersBusy step stands (None: a step every call).
 
     Raises AutoscalingError (with ARC's message where ARC has one) for an HRA that cannot be
     sized as configured.
@@ -134,7 +183,15 @@ def desired_replicas(
     if target.scale_set:
         suggestion = suggest_by_assigned_jobs(hra, target, minimum)
     else:
-        suggestion = suggest_replicas(hra, target, activity, reserved=counted.reserved)
+        standing = standing_busy_step(hra, now, sync_period) if sync_period else None
+        suggestion = suggest_replicas(
+            hra,
+            target,
+            activity,
+            reserved=counted.reserved,
+            standing=standing,
+            next_step_at=now + sync_period if sync_period else None,
+        )
     suggested = minimum if suggestion.replicas is None else suggestion.replicas
     clamped, reason = _clamp(suggested + counted.reserved, minimum, spec.max_replicas)
     delay = _scale_down_delay(hra, default_scale_down_delay)
@@ -162,6 +219,7 @@ def desired_replicas(
             next_boundary(spec.scheduled_overrides, now),
             counted.next_expiry,
             hold.until if hold else None,
+            suggestion.busy_step.until if suggestion.busy_step else None,
         ),
         min_replicas=minimum,
         suggestion=suggestion,
@@ -175,23 +233,32 @@ def suggest_replicas(
     activity: ActivitySource,
     *,
     reserved: int = 0,
+    standing: BusyStep | None = None,
+    next_step_at: datetime | None = None,
 ) -> Suggestion:
     """ARC's `suggestDesiredReplicas`: the second metric is asked only when the first
     suggests nothing (0), which is how PercentageRunnersBusy scales up from zero. `reserved`
-    is what reservations add on top of the suggestion (PercentageRunnersBusy discounts it)."""
+    is what reservations add on top of the suggestion (PercentageRunnersBusy discounts it).
+    `standing`: PercentageRunnersBusy's step of this sync period, taken already; else a step
+    is taken, to stand until `next_step_at` (None: not recorded)."""
     spec = hra.spec
     _check_bounds(hra)
     check_metric_types(spec.metrics)
     suggestion = Suggestion(replicas=None)
     busy: int | None = None
     for metric in spec.metrics:
-        if metric.type == METRIC_PERCENTAGE_RUNNERS_BUSY:
+        if metric.type == METRIC_PERCENTAGE_RUNNERS_BUSY and standing is not None:
+            suggestion = Suggestion(standing.replicas, metric.type, busy_step=standing)
+        elif metric.type == METRIC_PERCENTAGE_RUNNERS_BUSY:
             busy = activity.busy_runners()
             replicas = suggest_by_busy_runners(busy_rule(metric), target.replicas, busy, reserved)
-            suggestion = Suggestion(replicas, metric.type, busy=busy)
+            step = BusyStep(replicas, next_step_at) if next_step_at is not None else None
+            suggestion = Suggestion(replicas, metric.type, busy=busy, busy_step=step)
         else:
             jobs = suggest_by_workflow_runs(metric, target.scope, activity)
-            suggestion = Suggestion(jobs.total, metric.type or "", jobs=jobs, busy=busy)
+            suggestion = Suggestion(
+                jobs.total, metric.type or "", jobs=jobs, busy=busy, busy_step=suggestion.busy_step
+            )
         if suggestion.replicas is not None and suggestion.replicas > 0:
             break
     return suggestion
