@@ -35,6 +35,7 @@ from pydantic_core import PydanticCustomError
 from hooks.clock import parse_optional_time
 from hooks.events import LifecycleEvent
 from hooks.kube.port import Resource
+from hooks.redaction import mask_credentials
 
 KubeObject = dict[str, Any]
 ObjectGroups = dict[str, dict[str, KubeObject]]
@@ -438,7 +439,9 @@ def _member(group_key: str, key: str) -> str:
 
 
 def _shown(key: str) -> str:
-    """A key as an error message quotes it: short, whatever its length."""
+    """A key as an error message quotes it: short, whatever its length, and masked before it
+    is cut (cut first, a token's tail would escape the mask's minimum length)."""
+    key = mask_credentials(key)
     return repr(key if len(key) <= 60 else key[:57] + "...")
 
 

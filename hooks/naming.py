@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
+from typing import Any
 
 TEMPLATE_HASH_LABEL = "runner-template-hash"
 """On a set's runners: the hash of the template they were made from."""
@@ -30,6 +31,24 @@ RUNNER_NAME_SUFFIX = 1 + 4 + 13
 """What a set adds to its name to name a runner: `-`, the uid tag, the counter."""
 MAX_SLOT_DIGITS = 7
 """A RunnerSet's volume slots, as a claim name spells them: up to ten million."""
+
+
+LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+"""A label value's characters, as Kubernetes' `IsValidLabelValue` takes them (with at most
+`MAX_LABEL_VALUE` of them)."""
+
+
+def is_label_value(text: str) -> bool:
+    return len(text) <= MAX_LABEL_VALUE and LABEL_VALUE.fullmatch(text) is not None
+
+
+def deployment_name_selector(name: str) -> dict[str, Any] | None:
+    """A label selector for a RunnerDeployment's runners, or None for a name that is no label
+    value: none of its runners could carry it, and Metacontroller refuses a selector with such
+    a value, failing every sync of the parent that asked for it (a finalize included)."""
+    if not is_label_value(name):
+        return None
+    return {"matchLabels": {DEPLOYMENT_NAME_LABEL: name}}
 
 
 def deployment_name_problem(name: str) -> str | None:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from hooks import metrics
 from hooks.autoscaler.controller import AutoscalerObservation
+from hooks.redaction import mask_credentials
 from hooks.resources.autoscaler import (
     METRIC_PERCENTAGE_RUNNERS_BUSY,
     METRIC_QUEUED_AND_IN_PROGRESS_WORKFLOW_RUNS,
@@ -96,8 +97,10 @@ class WebhookLabels:
         return cls(settings.job_metrics_labels, settings.job_metrics_max_label_values)
 
     def value(self, label: str, raw: str | None) -> str:
-        """What `label` reports for `raw`: cut, and `OVERFLOW` once the label is full."""
-        value = (raw or "")[:MAX_LABEL_VALUE_LENGTH]
+        """What `label` reports for `raw`: masked (`/metrics` is read without credentials, and a
+        job name may hold a token pasted into a command line), cut, and `OVERFLOW` once the
+        label is full."""
+        value = mask_credentials(raw or "")[:MAX_LABEL_VALUE_LENGTH]
         if not value or value == OVERFLOW:
             return value
         with self._lock:

@@ -1105,6 +1105,22 @@ RUNNERS_RULE = {
         ),
         ({"kind": "RunnerDeployment"}, []),
         ({"kind": "RunnerDeployment", "name": ""}, []),
+        # Found by a hostile probe: a name no label may hold made a selector Metacontroller
+        # refuses, failing every sync, so the HRA never got the condition saying why.
+        *(
+            (
+                {"kind": "RunnerDeployment", "name": name},
+                [
+                    {
+                        "apiVersion": API,
+                        "resource": "runnerdeployments",
+                        "names": [name],
+                        "namespace": NAMESPACE,
+                    }
+                ],
+            )
+            for name in ("my app", "x" * 64, "-lead")
+        ),
         ({"kind": "Deployment", "name": TARGET}, []),
         (None, []),
     ],

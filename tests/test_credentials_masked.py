@@ -236,3 +236,18 @@ def test_a_problem_cut_short_is_masked_before_it_is_cut() -> None:
 
     assert TOKEN[:12] not in message
     assert message.endswith(f"and {20 + 1 - MAX_PROBLEMS_SHOWN} more")
+
+
+@given(offset=st.integers(min_value=0, max_value=70))
+def test_a_refusal_quoting_a_member_key_cut_short_shows_no_part_of_a_token(offset: int) -> None:
+    """Found by a hostile probe: a key was cut to 57 characters and then masked, so a token
+    starting past the 27th character left 29 of its 36 characters, below the mask's minimum."""
+    request = copy.deepcopy(SEEDS["/sync/runner"][0])
+    key = "a" * offset + "/" + TOKEN
+    request["children"] = {"Pod.v1": {key: {"kind": "Pod"}}}
+    with hook_server() as (client, errors):
+        response = post(client, "/sync/runner", orjson.dumps(request))
+        check_answer("/sync/runner", request, response, errors)
+
+    assert response.status_code == 422
+    assert not any(TOKEN[i : i + 12] in response.text for i in range(len(TOKEN) - 11))

@@ -185,6 +185,21 @@ def test_a_queue_time_lands_in_arcs_buckets(client: TestClient) -> None:
     assert (buckets["150.0"], buckets["180.0"]) == (0.0, 1.0)
 
 
+def test_a_token_in_a_job_name_does_not_reach_metrics(client: TestClient) -> None:
+    """Found by a hostile probe: `/metrics` is read without credentials, and a job name may
+    quote a command line with a token in it."""
+    token = "ghp_Zq9Wm4Xk7Lp2Rt8Vn3Bc6Hj5Df1Gs0Ya7Ue4"
+    repository = unique("token-probe")
+    payload = example("queued.6", repository)
+    payload["workflow_job"]["name"] = f"deploy --token {token}"
+
+    assert deliver(client, payload) == 200
+
+    labels, _ = only(QUEUED, repository=repository)
+    assert token not in labels["job_name"] and labels["job_name"].startswith("deploy --token")
+    assert token not in client.get("/metrics").text
+
+
 def test_labels_left_out_of_the_setting_are_exported_empty() -> None:
     repository = unique("setting-probe")
     env = {"JOB_METRICS_LABELS": "repository,head_branch"}

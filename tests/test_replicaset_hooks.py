@@ -795,3 +795,20 @@ def test_a_count_beyond_what_kubernetes_holds_is_not_summed(client: TestClient, 
     second = {**first, "metadata": {**first["metadata"], "name": "web-other"}}
     answer = sync_deployment(client, deployment(2), [first, second])
     assert answer["status"]["readyReplicas"] == 0  # unreadable: none ready
+
+
+@pytest.mark.parametrize(("name", "asks_for_runners"), [("ci", True), ("x" * 67, False)])
+def test_a_deployment_being_deleted_with_a_scale_set_asks_for_runners_by_a_valid_selector(
+    client: TestClient, name: str, asks_for_runners: bool
+) -> None:
+    """Found by a hostile probe: a name past 63 characters (an invalid deployment, which never
+    made runners) gave a selector Metacontroller refuses, so its finalize was never called."""
+    parent = deployment(1)
+    parent["metadata"].update(name=name, deletionTimestamp="2026-01-01T00:00:00Z")
+    parent["metadata"]["annotations"] = {"arc-hooks.dev/scale-set": "octo"}
+
+    response = client.post("/customize/runnerdeployment", json={"controller": {}, "parent": parent})
+
+    assert response.status_code == 200
+    resources = [rule["resource"] for rule in response.json()["relatedResources"]]
+    assert ("runners" in resources) is asks_for_runners

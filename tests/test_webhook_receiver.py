@@ -743,3 +743,17 @@ def test_a_timely_queued_delivery_asks_github_nothing() -> None:
     world.clock.advance(60)
     assert world.deliver(job_payload("queued", created_at=T0)).outcome == SCALED
     assert asked == []
+
+
+@pytest.mark.parametrize("offset", [0, 60, 80, 95])
+def test_a_label_named_in_the_no_target_reply_shows_no_part_of_a_token(offset: int) -> None:
+    """Found by a hostile probe: a label was cut to 100 characters and then masked, so a token
+    near the cut left a tail too short for the mask. GitHub shows the reply in its delivery
+    log."""
+    token = "ghp_Zq9Wm4Xk7Lp2Rt8Vn3Bc6Hj5Df1Gs0Ya7Ue4"
+    world = make_world(autoscaler(), deployment(organization=OWNER, labels=["linux"]), visible=[])
+
+    reply = world.deliver(job_payload("queued", labels=["self-hosted", "x" * offset + "-" + token]))
+
+    assert reply.message.startswith(NO_TARGET_MESSAGE)
+    assert not any(token[i : i + 12] in reply.message for i in range(len(token) - 11))

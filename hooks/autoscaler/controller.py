@@ -69,7 +69,7 @@ from hooks.metacontroller import (
     object_or_empty,
     observed_time,
 )
-from hooks.naming import DEPLOYMENT_NAME_LABEL
+from hooks.naming import deployment_name_selector
 from hooks.resources.autoscaler import (
     METRIC_PERCENTAGE_RUNNERS_BUSY,
     HorizontalRunnerAutoscaler,
@@ -131,14 +131,9 @@ def customize_horizontal_runner_autoscaler(request: dict[str, Any]) -> dict[str,
     rules: list[dict[str, Any]] = [
         {"apiVersion": API_VERSION, "resource": _PLURALS[kind], "names": [name]}
     ]
-    if kind == RUNNER_DEPLOYMENT and _measures_busy_runners(parent):
-        rules.append(
-            {
-                "apiVersion": API_VERSION,
-                "resource": "runners",
-                "labelSelector": {"matchLabels": {DEPLOYMENT_NAME_LABEL: name}},
-            }
-        )
+    selector = deployment_name_selector(name)
+    if kind == RUNNER_DEPLOYMENT and _measures_busy_runners(parent) and selector is not None:
+        rules.append({"apiVersion": API_VERSION, "resource": "runners", "labelSelector": selector})
     if namespace:
         for rule in rules:
             rule["namespace"] = namespace

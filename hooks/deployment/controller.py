@@ -49,6 +49,7 @@ from hooks.naming import (
     DEPLOYMENT_NAME_LABEL,
     TEMPLATE_HASH_LABEL,
     deployment_name_problem,
+    deployment_name_selector,
     without_controller_uid,
 )
 from hooks.replicaset.controller import readable_time, template_hash
@@ -96,14 +97,9 @@ def customize_runner_deployment(request: dict[str, Any]) -> dict[str, Any]:
         {"apiVersion": API_VERSION, "resource": "horizontalrunnerautoscalers", "labelSelector": {}}
     ]
     name = metadata.get("name")
-    if metadata.get("deletionTimestamp") and isinstance(name, str) and _has_scale_set(parent):
-        rules.append(
-            {
-                "apiVersion": API_VERSION,
-                "resource": "runners",
-                "labelSelector": {"matchLabels": {DEPLOYMENT_NAME_LABEL: name}},
-            }
-        )
+    selector = deployment_name_selector(name) if isinstance(name, str) else None
+    if metadata.get("deletionTimestamp") and selector is not None and _has_scale_set(parent):
+        rules.append({"apiVersion": API_VERSION, "resource": "runners", "labelSelector": selector})
     if isinstance(namespace, str) and namespace:
         for rule in rules:
             rule["namespace"] = namespace

@@ -42,12 +42,12 @@ import jsonschema
 import orjson
 
 from hooks.memo import PLAIN_JSON, Memo
+from hooks.naming import LABEL_VALUE
 from hooks.redaction import mask_credentials
 
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 IANA_SERVICE_NAME = re.compile(r"[-a-z0-9]+")
 QUANTITY_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 QUANTITY = re.compile(rf"({QUANTITY_NUMBER.pattern})((?:[KMGTPE]i)|[numkMGTPE]|[eE][+-]?[0-9]+)?")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from hooks.redaction import mask_credentials
 from hooks.resources.autoscaler import HorizontalRunnerAutoscaler, HorizontalRunnerAutoscalerSpec
 from hooks.resources.replicaset import RunnerDeployment
 from hooks.resources.runner import RunnerConfig
@@ -230,7 +231,9 @@ class ScaleTarget:
             return "its scaleUpTrigger has no githubEvent.workflowJob"
         missing = self.runners.missing_labels(job_labels, limit=LABELS_NAMED + 1)
         if missing:
-            named = ", ".join(label[:LABEL_SHOWN] for label in missing[:LABELS_NAMED])
+            # Masked before cut: cut first, a token's tail would escape the mask.
+            shown = (mask_credentials(label)[:LABEL_SHOWN] for label in missing[:LABELS_NAMED])
+            named = ", ".join(shown)
             more = ", and more" if len(missing) > LABELS_NAMED else ""
             runners = f"{self.runners.kind} {self.runners.name!r}"
             return f"its {runners} lacks the job's labels {named}{more}"
