@@ -93,6 +93,12 @@ class HookDeps:
         return timedelta(seconds=self.settings.default_scale_down_delay)
 
     def with_common_labels(self, labels: list[str]) -> list[str]:
-        """A set's runner labels with ARC's --common-runner-labels appended, each once."""
-        common = [label for label in self.settings.common_runner_labels if label not in labels]
+        """A set's runner labels with ARC's --common-runner-labels appended: those it lacks,
+        each once (GitHub compares labels without case)."""
+        seen = {label.casefold() for label in labels}
+        common = []
+        for label in self.settings.common_runner_labels:
+            if label.casefold() not in seen:
+                seen.add(label.casefold())
+                common.append(label)
         return [*labels, *common] if common else labels

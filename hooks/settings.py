@@ -57,7 +57,9 @@ class Settings(BaseSettings):
     common_runner_labels: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         alias="COMMON_RUNNER_LABELS",
-        description="Comma-separated labels added to every RunnerDeployment's runners.",
+        description=(
+            "Comma-separated labels added to the runners of every RunnerDeployment and RunnerSet."
+        ),
     )
     runner_registration_mode: Literal["token", "jit"] = Field(
         default="token", alias="RUNNER_REGISTRATION_MODE"

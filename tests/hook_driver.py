@@ -140,7 +140,11 @@ class HookDriver:
         return self.call("/sync/runner")
 
     def finalize(self) -> dict[str, Any]:
-        self.parent["metadata"].setdefault("deletionTimestamp", "2026-01-01T00:00:00Z")
+        metadata = self.parent["metadata"]
+        if "deletionTimestamp" not in metadata:
+            # The API server moves the generation when it marks an object for deletion.
+            metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+            metadata["generation"] = metadata.get("generation", 0) + 1
         return self.call("/finalize/runner", finalizing=True)
 
     def _apply(self, answer: dict[str, Any]) -> None:

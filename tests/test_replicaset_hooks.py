@@ -6,10 +6,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from hooks.app import create_app
 from hooks.clock import ManualClock, format_time
+from hooks.deps import HookDeps
 from hooks.github.cached import CachedGitHub
 from hooks.github.port import GitHubError, Scope
 from hooks.scale_target import MAX_NEW_RUNNERS_PER_SYNC
@@ -737,6 +740,28 @@ def test_common_runner_labels_are_appended_and_hashed(clock: ManualClock) -> Non
 
     assert with_labels["spec"]["template"]["spec"]["labels"] == ["linux", "fast", "ssd"]
     assert with_labels["metadata"]["name"] != without["metadata"]["name"]
+
+
+LABELS = st.lists(st.sampled_from(["linux", "Linux", "gpu", "GPU", "x64", "fast"]), max_size=6)
+
+
+@given(spec_labels=LABELS, common=LABELS)
+def test_common_labels_are_added_once_each_whatever_their_case(
+    spec_labels: list[str], common: list[str]
+) -> None:
+    deps = HookDeps(
+        InMemoryGitHub(ManualClock()),
+        ManualClock(),
+        hook_settings({"COMMON_RUNNER_LABELS": ",".join(common)}),
+    )
+
+    labels = deps.with_common_labels(spec_labels)
+
+    assert labels[: len(spec_labels)] == spec_labels  # the spec's own, as written
+    added = [label.casefold() for label in labels[len(spec_labels) :]]
+    assert len(added) == len(set(added))
+    assert not set(added) & {label.casefold() for label in spec_labels}
+    assert {label.casefold() for label in common} <= {label.casefold() for label in labels}
 
 
 def test_customize_asks_for_the_autoscalers_of_the_namespace(client: TestClient) -> None:

@@ -708,6 +708,34 @@ def test_a_failed_runner_whose_spec_stays_waits_out_its_backoff(
     assert driver.last["status"]["failures"] == settings.pod_max_failures
 
 
+def test_a_failed_runner_whose_status_lacks_the_observed_generation_keeps_its_backoff(
+    client: TestClient, clock: ManualClock, settings: Settings
+) -> None:
+    """A status that does not say which generation it saw proves no edit: were it read as
+    one, every sync would start a pod, a hot loop of pods and GitHub calls."""
+    driver = driver_for(client)
+    _failed_for_good(driver, clock, settings)
+    del driver.parent["status"]["observedGeneration"]
+
+    driver.sync()
+
+    assert driver.pod() is None
+    assert driver.last["status"]["failures"] == settings.pod_max_failures
+
+
+def test_deleting_a_failed_runner_keeps_its_row_of_failures(
+    client: TestClient, clock: ManualClock, settings: Settings
+) -> None:
+    """Found in review: the API server moves the generation when it marks the deletion, which
+    read as an edit emptied the status' failures while it still said Failed."""
+    driver = driver_for(client)
+    _failed_for_good(driver, clock, settings)
+
+    answer = driver.finalize()
+
+    assert answer["status"]["failures"] == settings.pod_max_failures
+
+
 @pytest.mark.parametrize(
     "recorded", ["yesterday", "0001-01-01T00:00:00+14:00", "2100-01-01T00:00:00Z"]
 )

@@ -197,18 +197,13 @@ class _Decision:
         self.github_outdated = False
         self.list_fresh_until: datetime | None = None  # until when the list looked in is served
         status = facts.status
-        failures, last_failure_time = status.failures or 0, status.last_failure_time
-        if _spec_changed_since_last_sync(facts):
-            # A spec edited after its pods failed (a fixed image, say) is tried at once, in a
-            # new row of failures: the backoff, up to half an hour, was for the old spec.
-            failures, last_failure_time = 0, None
         self.out = RunnerPlan(
             # The current pod's runner, or the one whose stop goes on, is looked for where it
             # registered; a new pod registers where the spec says (`_start_pod`).
             scope=stop_scope(facts) or facts.scope,
             stop=status.graceful_stop,
-            failures=failures,
-            last_failure_time=last_failure_time,
+            failures=status.failures or 0,
+            last_failure_time=status.last_failure_time,
             runner_id=status.runner_id,
             jit_config_time=status.jit_config_time,
             conditions=dict(facts.conditions),
@@ -221,6 +216,11 @@ class _Decision:
     def sync(self) -> RunnerPlan:
         out, pod = self.out, self.pod
         out.condition("Valid", True, "Valid")
+        if out.failures and _spec_changed_since_last_sync(self.facts):
+            # A spec edited after its pods failed (a fixed image, say) is tried at once, in a
+            # new row of failures: the backoff, up to half an hour, was for the old spec. (Not
+            # in finalize: the API server moves the generation when it marks a deletion.)
+            out.failures, out.last_failure_time = 0, None
         if out.stop is not None and pod is not None and out.stop.pod_uid != pod.uid:
             # A new pod runs: the previous incarnation's stop and registration are history.
             out.stop = None

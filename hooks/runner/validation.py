@@ -226,7 +226,7 @@ def _jit_problems(spec: RunnerSpec) -> list[str]:
     if len(jit_labels(spec.labels, spec.node_selector)) > MAX_JIT_LABELS:
         problems.append(
             f"JIT registration allows at most {MAX_JIT_LABELS} labels, "
-            f"{', '.join(IMPLICIT_JIT_LABELS)} included"
+            f"{', '.join(IMPLICIT_JIT_LABELS)} and COMMON_RUNNER_LABELS included"
         )
     return problems
 
