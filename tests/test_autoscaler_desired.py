@@ -29,6 +29,7 @@ from hooks.autoscaler.desired import (
     SUGGESTED,
     Decision,
 )
+from hooks.autoscaler.errors import InvalidSpecError
 from hooks.clock import format_time
 from hooks.resources.autoscaler import (
     METRIC_PERCENTAGE_RUNNERS_BUSY,
@@ -38,6 +39,7 @@ from hooks.resources.autoscaler import (
     HorizontalRunnerAutoscalerSpec,
     HorizontalRunnerAutoscalerStatus,
     MetricSpec,
+    RecurrenceRule,
     ScheduledOverride,
 )
 from hooks.resources.common import ObjectMeta
@@ -388,6 +390,22 @@ def test_an_active_override_sets_min_and_its_end_is_the_next_change() -> None:
     assert decision.min_replicas == decision.desired_replicas == 4
     assert decision.scheduled_overrides_summary == "min=1 time=2022-03-02 00:00:00 +0000 UTC"
     assert decision.next_change_at == datetime(2022, 3, 2, tzinfo=UTC)
+
+
+def test_the_number_of_overrides_is_bounded_before_any_is_matched() -> None:
+    """Found by a hostile probe: each override is a recurrence rule matched at every sync, and
+    11,000 of them took a sync past Metacontroller's timeout."""
+    weekly = ScheduledOverride(
+        start_time="2022-03-01T00:00:00Z",
+        end_time="2022-03-02T00:00:00Z",
+        min_replicas=4,
+        recurrence_rule=RecurrenceRule(frequency="Weekly"),
+    )
+    at_most = desired_replicas(hra(1, 10, overrides=[weekly] * 100), REPO_TARGET, NoGitHub(), NOW)
+
+    with pytest.raises(InvalidSpecError, match=r"spec.scheduledOverrides: at most 100"):
+        desired_replicas(hra(1, 10, overrides=[weekly] * 101), REPO_TARGET, NoGitHub(), NOW)
+    assert at_most.desired_replicas == 4
 
 
 def test_spec_and_object_reservations_add_up_and_expire() -> None:

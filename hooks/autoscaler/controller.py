@@ -39,6 +39,7 @@ from hooks.autoscaler.errors import AutoscalingError, InvalidSpecError
 from hooks.autoscaler.metrics import RunnerScope
 from hooks.autoscaler.reservations import Reservation, count_reservations
 from hooks.autoscaler.schedule import match_overrides, min_replicas_with
+from hooks.autoscaler.validation import MAX_SCHEDULED_OVERRIDES
 from hooks.children import (
     ConditionValue,
     describe_validation_error,
@@ -430,8 +431,11 @@ class _Sync:
         runs is matched by a busy runner; idle runners beyond those reservations are kept by
         the scale-down delay or a metric, whatever the reservations); at most one when the
         target would be at `maxReplicas` even without that many reservations."""
+        overrides = self.hra.spec.scheduled_overrides
+        if len(overrides) > MAX_SCHEDULED_OVERRIDES:
+            return 0  # an invalid spec (`desired_replicas` says so), never matched
         minimum = min_replicas_with(
-            match_overrides(self.hra.spec.scheduled_overrides, self.now), self.hra.spec.min_replicas
+            match_overrides(overrides, self.now), self.hra.spec.min_replicas
         )
         if idle <= minimum:
             return 0  # no runner beyond minReplicas sits idle: no count needed (a burst's case)

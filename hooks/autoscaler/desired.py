@@ -167,6 +167,7 @@ def desired_replicas(
     sized as configured.
     """
     spec = hra.spec
+    _check_bounds(hra)  # before the overrides are matched: their number is bounded
     overrides = match_overrides(spec.scheduled_overrides, now)
     minimum = min_replicas_with(overrides, spec.min_replicas)
     counted = count_reservations(

@@ -25,6 +25,12 @@ from hooks.webhook.targets import DEFAULT_RESERVATION_DURATION
 _FALLBACK = f"reservations last {int(DEFAULT_RESERVATION_DURATION.total_seconds()) // 60}m instead"
 
 
+MAX_SCHEDULED_OVERRIDES = 100
+"""Each override is a recurrence rule matched at every sync: found by a hostile probe, 11,000
+of them (1.4 MB, which etcd takes) made a sync take 18 s, past Metacontroller's timeout, so the
+HRA never got a status saying why."""
+
+
 def spec_problems(spec: HorizontalRunnerAutoscalerSpec) -> list[str]:
     """Every reason the spec cannot be sized as written; empty when it can."""
     problems: list[str] = []
@@ -46,6 +52,9 @@ def spec_problems(spec: HorizontalRunnerAutoscalerSpec) -> list[str]:
     for index, reservation in enumerate(spec.capacity_reservations):
         if reservation.replicas is not None and reservation.replicas < 0:
             problems.append(f"spec.capacityReservations[{index}].replicas must be 0 or more")
+    if len(spec.scheduled_overrides) > MAX_SCHEDULED_OVERRIDES:
+        problems.append(f"spec.scheduledOverrides: at most {MAX_SCHEDULED_OVERRIDES}")
+        return problems
     # An override's minReplicas may exceed maxReplicas: ARC then sizes to it (it raises the
     # answer to the minimum before capping it), which its "prepare for spikes" example relies
     # on. Only a negative one is meaningless.
