@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -837,3 +838,20 @@ def test_a_deployment_being_deleted_with_a_scale_set_asks_for_runners_by_a_valid
     assert response.status_code == 200
     resources = [rule["resource"] for rule in response.json()["relatedResources"]]
     assert ("runners" in resources) is asks_for_runners
+
+
+@pytest.mark.parametrize(("value_bytes", "batch"), [(0, MAX_NEW_RUNNERS_PER_SYNC), (10**6, 8)])
+def test_a_batch_of_new_runners_is_bounded_by_bytes_too(
+    client: TestClient, value_bytes: int, batch: int
+) -> None:
+    """Found by a hostile probe: 500 Runners of a template carrying a 1 MB env value made an
+    answer of 500 MB; a quarter of HOOK_MAX_REQUEST_BYTES (32 MiB) holds 8 of them."""
+    env = [{"name": "BIG", "value": "x" * value_bytes}]
+    parent = replica_set(1000)
+    parent["spec"]["template"]["spec"] = {**SPEC, "env": env}
+
+    answer = sync_set(client, parent, [])
+
+    assert len(answer["children"]) == batch
+    assert answer["status"]["scaleUpRemaining"] == 1000 - batch
+    assert len(orjson.dumps(answer)) < 32 * 2**20 // 4 + 2**20

@@ -2171,3 +2171,17 @@ def test_common_runner_labels_reach_the_runners_and_their_hash(
     # A change of the common labels is a change of the runners: they roll over.
     hashes = [sts["metadata"]["labels"]["runner-template-hash"] for sts in (with_common, without)]
     assert hashes[0] != hashes[1]
+
+
+def test_a_batch_of_new_runner_sets_is_bounded_by_bytes_too(world: RunnerSetWorld) -> None:
+    """Found by a hostile probe: a pod template carrying a 1 MB value, 500 StatefulSets per
+    answer, made an answer of 500 MB."""
+    world.parent["spec"]["template"]["spec"] = {
+        "containers": [{"name": "runner", "env": [{"name": "BIG", "value": "x" * 10**6}]}]
+    }
+    world.scale(100)
+
+    answer = world.sync()
+
+    assert 1 <= len(of_kind(answer, "StatefulSet")) <= 8
+    assert answer["resyncAfterSeconds"] == NEXT_BATCH_SECONDS

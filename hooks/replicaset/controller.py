@@ -17,6 +17,7 @@ from datetime import datetime
 from functools import cached_property, lru_cache, partial
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from hooks.children import (
@@ -70,6 +71,7 @@ from hooks.scale_target import (
     MAX_NEW_RUNNERS_PER_SYNC,
     NEXT_BATCH_SECONDS,
     RECREATION_DELAY,
+    new_runner_batch,
     rest_of_scale_up,
 )
 from hooks.unobserved import asked_for, grace_left, still_unobserved
@@ -322,14 +324,17 @@ class _ReplicaSetSync:
                 "waiting after a webhook scale-up before creating more ephemeral runners",
             )
             return []
-        if missing > MAX_NEW_RUNNERS_PER_SYNC:
+        start = self._next_index()
+        first = self._runner(self._name(start))
+        limit = self.deps.settings.hook_max_request_bytes
+        batch = new_runner_batch(limit, len(orjson.dumps(first)), MAX_NEW_RUNNERS_PER_SYNC)
+        if missing > batch:
             self.resync.append(NEXT_BATCH_SECONDS)
             self.count_done = False  # the rest comes from the next sync, for the same count
-            self.scale_up_remaining = missing - MAX_NEW_RUNNERS_PER_SYNC
-            missing = MAX_NEW_RUNNERS_PER_SYNC
+            self.scale_up_remaining = missing - batch
+            missing = batch
         self.conditions["Scaling"] = ("True", "Created", f"created {missing} runner(s)")
-        start = self._next_index()
-        return [self._runner(self._name(start + i)) for i in range(missing)]
+        return [first, *(self._runner(self._name(start + i)) for i in range(1, missing))]
 
     def _recreation_hold(self) -> float | None:
         if SCALE_SET_ID_ANNOTATION in self.replica_set.spec.template.metadata.annotations:

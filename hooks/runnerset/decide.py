@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
+import orjson
+
 from hooks.children import ConditionValue
 from hooks.clock import format_time, parse_optional_time
 from hooks.github.port import ConflictError, GitHubError, GitHubRunner, Scope
@@ -51,6 +53,7 @@ from hooks.scale_target import (
     MAX_NEW_RUNNERS_PER_SYNC,
     NEXT_BATCH_SECONDS,
     RECREATION_DELAY,
+    new_runner_batch,
     rest_of_scale_up,
 )
 from hooks.settings import Settings
@@ -483,7 +486,10 @@ class _Decision:
         if not self.facts.jit and shared_token is None:
             out.scale_up_remaining = missing  # none made: the condition says why
             return
-        batch = MAX_NEW_JIT_RUNNERS_PER_SYNC if self.facts.jit else MAX_NEW_RUNNERS_PER_SYNC
+        most = MAX_NEW_JIT_RUNNERS_PER_SYNC if self.facts.jit else MAX_NEW_RUNNERS_PER_SYNC
+        # Each runner's StatefulSet carries the pod template: the spec's size measures it.
+        spec_bytes = len(orjson.dumps(self.facts.spec.model_dump(by_alias=True, mode="json")))
+        batch = new_runner_batch(self.facts.settings.hook_max_request_bytes, spec_bytes, most)
         created_before = out.created
         for offset in range(min(missing, batch)):
             name = self._runner_prefix() + base36(index + offset)
