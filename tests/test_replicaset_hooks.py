@@ -855,3 +855,29 @@ def test_a_batch_of_new_runners_is_bounded_by_bytes_too(
     assert len(answer["children"]) == batch
     assert answer["status"]["scaleUpRemaining"] == 1000 - batch
     assert len(orjson.dumps(answer)) < 32 * 2**20 // 4 + 2**20
+
+
+@pytest.mark.parametrize("asked_by", ["setting", "annotation"])
+def test_a_jit_template_of_static_runners_is_invalid_on_the_sets_themselves(
+    clock: ManualClock, asked_by: str
+) -> None:
+    """Found by an independent run: with JIT registration, `ephemeral: false` made Runners that
+    each said why they never started, while their RunnerDeployment and RunnerReplicaSet said
+    Valid and no job ran."""
+    env = {"RUNNER_REGISTRATION_MODE": "jit"} if asked_by == "setting" else {}
+    rd = deployment(2, ephemeral=False)
+    rrs = replica_set(2, ephemeral=False)
+    rrs["spec"]["template"]["spec"] = {**SPEC, "ephemeral": False}
+    if asked_by == "annotation":
+        jit = {"arc-hooks.dev/registration": "jit"}
+        rd["spec"]["template"]["metadata"] = {"annotations": jit}
+        rrs["spec"]["template"]["metadata"]["annotations"] = jit
+
+    with make_client(clock, **env) as client:
+        answers = [sync_deployment(client, rd), sync_set(client, rrs, [])]
+
+    for answer in answers:
+        valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+        assert valid["status"] == "False"
+        assert "spec.ephemeral must not be false" in valid["message"]
+        assert answer["children"] == []

@@ -61,6 +61,7 @@ from hooks.resources.replicaset import (
     RunnerTemplate,
 )
 from hooks.resources.runner import API_VERSION
+from hooks.runner.parse import registers_with_jit
 from hooks.runner.validation import validate_runner_template
 from hooks.scale_set_keeper import (
     SCALE_SET_READY,
@@ -188,7 +189,12 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
             now,
             ["RunnerReplicaSet"],
         )
-    problems = validate_runner_template(deployment.spec.template)
+    template = deployment.spec.template
+    mode = deps.settings.runner_registration_mode
+    jit = SCALE_SET_ANNOTATION in deployment.metadata.annotations or registers_with_jit(
+        template.metadata.annotations, mode
+    )
+    problems = validate_runner_template(template, jit=jit)
     if (name_problem := deployment_name_problem(deployment.metadata.name)) is not None:
         problems.append(name_problem)
     if deployment.spec.replicas is not None and deployment.spec.replicas < 0:

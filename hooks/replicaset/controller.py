@@ -59,6 +59,7 @@ from hooks.resources.replicaset import (
     RunnerTemplate,
 )
 from hooks.resources.runner import API_VERSION
+from hooks.runner.parse import registers_with_jit
 from hooks.runner.pod import ephemeral_volume_names
 from hooks.runner.validation import validate_runner_template
 from hooks.scale_set_mode import (
@@ -188,7 +189,9 @@ def sync_runner_replica_set(request: CompositeHookRequest, deps: HookDeps) -> Co
         return invalid_answer(
             request, [describe_validation_error(error, "RunnerReplicaSet")], now, ["Runner"]
         )
-    problems = validate_runner_template(replica_set.spec.template)
+    template = replica_set.spec.template
+    jit = registers_with_jit(template.metadata.annotations, deps.settings.runner_registration_mode)
+    problems = validate_runner_template(template, jit=jit)
     if (name_problem := replica_set_name_problem(replica_set.metadata.name)) is not None:
         problems.append(name_problem)
     elif (

@@ -7,6 +7,7 @@ first use, is kept by the exact parent text and the settings it depends on.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -176,8 +177,14 @@ def readable_runner(request: CompositeHookRequest, deps: HookDeps) -> ParsedRunn
 def _registered_as(runner: Runner, mode: str) -> tuple[int | None, bool]:
     """The scale set the Runner is a member of, if any, and whether it registers with JIT."""
     scale_set_id = member_of_scale_set(runner.metadata.annotations)
-    jit = scale_set_id is not None or registration_mode(runner.metadata.annotations, mode) == "jit"
-    return scale_set_id, jit
+    return scale_set_id, registers_with_jit(runner.metadata.annotations, mode)
+
+
+def registers_with_jit(annotations: Mapping[str, str], mode: str) -> bool:
+    """Whether a Runner with these annotations (or a set's template with them) registers with a
+    JIT config: a scale set's member always, else as asked, else as the server's setting."""
+    in_scale_set = member_of_scale_set(annotations) is not None
+    return in_scale_set or registration_mode(annotations, mode) == "jit"
 
 
 def observed_status(parent: KubeObject, deps: HookDeps) -> RunnerStatus:

@@ -105,18 +105,21 @@ _TEMPLATE_PROBLEMS: Memo[bytes, tuple[str, ...]] = Memo(256)
 of its Runners, and its template rarely changes."""
 
 
-def validate_runner_template(template: RunnerTemplate) -> list[str]:
+def validate_runner_template(template: RunnerTemplate, *, jit: bool = False) -> list[str]:
     """A RunnerReplicaSet's or RunnerDeployment's template: the Runners it makes, and their
-    pods, must be accepted (problems are prefixed with the template's path)."""
-    key = orjson.dumps(template.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+    pods, must be accepted (problems are prefixed with the template's path). `jit`: its
+    Runners register with JIT configs, whose own rules apply (a set whose Runners all refuse
+    to start says why itself, not only on each Runner)."""
+    dumped = template.model_dump(mode="json")
+    key = orjson.dumps([dumped, jit], option=orjson.OPT_SORT_KEYS)
     known = _TEMPLATE_PROBLEMS.get(key)
     if known is None:
-        known = tuple(_template_problems(template))
+        known = tuple(_template_problems(template, jit))
         _TEMPLATE_PROBLEMS.put(key, known)
     return list(known)
 
 
-def _template_problems(template: RunnerTemplate) -> list[str]:
+def _template_problems(template: RunnerTemplate, jit: bool) -> list[str]:
     metadata = ObjectMeta(
         name="runner",
         labels=dict(template.metadata.labels),
@@ -124,7 +127,7 @@ def _template_problems(template: RunnerTemplate) -> list[str]:
     )
     return [
         f"spec.template.spec: {problem}"
-        for problem in validate_runner_spec(template.spec, metadata=metadata)
+        for problem in validate_runner_spec(template.spec, jit=jit, metadata=metadata)
     ]
 
 
