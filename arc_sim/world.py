@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import random
 import threading
 import time
@@ -415,6 +416,10 @@ class World:
         self.applies += 1
         target = runner_target(manifest)
         if target is not None:
+            if manifest.get("kind") in ("RunnerDeployment", "RunnerSet"):
+                # Their runners also carry the server's COMMON_RUNNER_LABELS.
+                common = tuple(self.settings.common_runner_labels)
+                target = dataclasses.replace(target, labels=(*target.labels, *common))
             self.runner_targets.append(target)
 
     def _apply_from_scenario(self, obj: KubeObject, where: str) -> None:
@@ -515,9 +520,12 @@ class World:
         rate_limited = sum(1 for r in self.github.requests if r.status in (403, 429))
         hook_calls = self.emulator.hook_calls
         all_jobs = self.github.jobs()
+        unfinished = [job for job in all_jobs if job.status != "completed"]
         unservable = {
             job.id
-            for job in summary_unservable(all_jobs, self.runner_targets, self.github.enterprise_of)
+            for job in summary_unservable(
+                unfinished, self.runner_targets, self.github.enterprise_of
+            )
         }
         stranded = [
             job for job in all_jobs if job.status != "completed" and job.id not in unservable

@@ -320,3 +320,13 @@ def test_the_busy_metric_takes_one_step_a_sync_period() -> None:
     falls = [at for (_, before), (at, now) in itertools.pairwise(answers) if now < before]
     assert len(falls) >= 3, answers
     assert all(b - a >= SYNC_PERIOD - 5 for a, b in itertools.pairwise(falls)), answers
+
+
+def test_jobs_asking_for_a_common_runner_label_are_served_by_webhook_scaling() -> None:
+    """Found by an independent run: the receiver matched jobs against the template's labels
+    alone, so jobs asking for a COMMON_RUNNER_LABELS label never reserved a runner from zero;
+    and the summary's servable-jobs check ignored those labels too, so it called the outage ok."""
+    run = run_sampled("common-runner-labels-webhook", step=MINUTE)
+
+    assert_clean(run.summary, none_waiting=True, all_completed=True)
+    assert run.summary.jobs.unservable == 0

@@ -203,6 +203,7 @@ def make_world(
     visible: list[RunnerGroup] | GitHubError | None = None,
     targets_ttl: float = 5.0,
     job_status: JobStatusLookup | None = None,
+    common_labels: tuple[str, ...] = (),
 ) -> World:
     clock = ManualClock(T0)
     store = ObjectStore(clock)
@@ -224,6 +225,7 @@ def make_world(
         targets_ttl=targets_ttl,
         runner_group_visibility=visibility if visible is not None else None,
         job_status=job_status,
+        common_labels=common_labels,
     )
     return World(clock, store, receiver, calls)
 
@@ -757,3 +759,24 @@ def test_a_label_named_in_the_no_target_reply_shows_no_part_of_a_token(offset: i
 
     assert reply.message.startswith(NO_TARGET_MESSAGE)
     assert not any(token[i : i + 12] in reply.message for i in range(len(token) - 11))
+
+
+@pytest.mark.parametrize("common", [(), ("fleet",), ("FLEET",)])
+def test_a_job_asking_for_a_common_runner_label_reserves_a_runner(
+    common: tuple[str, ...],
+) -> None:
+    """Found by an independent run: the runners carry COMMON_RUNNER_LABELS, but the receiver
+    matched jobs against the template's labels alone, so webhook-only scaling from zero never
+    served a job asking for one (ARC's webhook server is not given the flag at all)."""
+    world = make_world(
+        autoscaler(), deployment(organization=OWNER, labels=["linux"]), common_labels=common
+    )
+
+    reply = world.deliver(job_payload("queued", labels=["self-hosted", "fleet"]))
+
+    if common:
+        assert reply.message == f"scaled {HRA_NAME} by 1"
+        assert len(world.reservations()) == 1
+    else:
+        assert reply.message.startswith(NO_TARGET_MESSAGE)
+        assert world.reservations() == []

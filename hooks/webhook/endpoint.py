@@ -92,6 +92,7 @@ def _receiver(
         # Only the visibility lookup blocks; without it, deciding needs no thread hop.
         run_blocking=run_blocking if visibility is not None else None,
         job_status=job_status if settings.has_github_credentials else None,
+        common_labels=settings.common_runner_labels,
     )
 
 

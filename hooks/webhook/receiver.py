@@ -118,6 +118,7 @@ class WebhookReceiver:
         runner_group_visibility: RunnerGroupVisibility | None = None,
         run_blocking: BlockingCall | None = None,
         job_status: JobStatusLookup | None = None,
+        common_labels: Sequence[str] = (),
     ) -> None:
         self.kube = kube
         self.job_status = job_status
@@ -126,7 +127,9 @@ class WebhookReceiver:
         self.allow_unsigned = allow_unsigned
         self.runner_group_visibility = runner_group_visibility
         self.run_blocking = run_blocking or _inline
-        self.targets = TargetCache(kube, clock, namespace=namespace, ttl=targets_ttl)
+        self.targets = TargetCache(
+            kube, clock, namespace=namespace, ttl=targets_ttl, common_labels=common_labels
+        )
         self._recent: OrderedDict[str, None] = OrderedDict()
 
     def answer_unread(self, headers: Mapping[str, str]) -> Reply | None:
@@ -430,8 +433,17 @@ class TargetCache:
     Three LIST calls per refresh, shared by every delivery in between (single flight).
     """
 
-    def __init__(self, kube: KubePort, clock: Clock, *, namespace: str | None, ttl: float) -> None:
+    def __init__(
+        self,
+        kube: KubePort,
+        clock: Clock,
+        *,
+        namespace: str | None,
+        ttl: float,
+        common_labels: Sequence[str] = (),
+    ) -> None:
         self.kube = kube
+        self.common_labels = tuple(common_labels)
         self.clock = clock
         self.namespace = namespace or None
         self.ttl = timedelta(seconds=ttl)
@@ -463,13 +475,16 @@ class TargetCache:
             runner_sets = await self.kube.list(RUNNER_SETS, self.namespace)
         except NotFound:
             runner_sets = []  # the RunnerSet CRD is not installed
-        return join_targets(autoscalers, [*deployments, *runner_sets])
+        return join_targets(autoscalers, [*deployments, *runner_sets], self.common_labels)
 
 
 def join_targets(
-    autoscalers: Sequence[KubeObject], scale_targets: Sequence[KubeObject]
+    autoscalers: Sequence[KubeObject],
+    scale_targets: Sequence[KubeObject],
+    common_labels: Sequence[str] = (),
 ) -> list[ScaleTarget]:
-    """Each HRA with the object its `scaleTargetRef` names; HRAs without one are skipped."""
+    """Each HRA with the object its `scaleTargetRef` names; HRAs without one are skipped.
+    `common_labels`: the server's COMMON_RUNNER_LABELS, which every target's runners carry."""
     by_key = {
         (
             obj.get("kind"),
@@ -489,7 +504,7 @@ def join_targets(
             # and finding the target could cost a runner-group lookup per delivery.
             continue
         try:
-            joined.append(ScaleTarget.from_objects(hra, target))
+            joined.append(ScaleTarget.from_objects(hra, target, common_labels))
         except ValueError as error:  # pydantic's ValidationError included
             # Where and what, never the value: pydantic's own text abbreviates a long value
             # (a token pasted into the wrong field) past what the log's mask recognizes.

@@ -16,6 +16,7 @@ Keys compare case-insensitively, as GitHub compares owner, repository and group 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -190,8 +191,15 @@ class ScaleTarget:
         )
 
     @classmethod
-    def from_objects(cls, hra: Mapping[str, Any], target: Mapping[str, Any]) -> ScaleTarget:
-        """Join an HRA and its scale target as the API server serves them (JSON objects).
+    def from_objects(
+        cls,
+        hra: Mapping[str, Any],
+        target: Mapping[str, Any],
+        common_labels: Sequence[str] = (),
+    ) -> ScaleTarget:
+        """Join an HRA and its scale target as the API server serves them (JSON objects). Its
+        runners carry `common_labels` too (COMMON_RUNNER_LABELS: a job asking for one of them
+        is theirs; ARC's webhook server, a process of its own, is not given them).
 
         Raises ValueError when `target` is not the object the HRA's `scaleTargetRef` names.
         """
@@ -213,7 +221,10 @@ class ScaleTarget:
         else:
             # A RunnerSet carries the runner configuration inline in its spec.
             config = RunnerConfig.model_validate(target.get("spec") or {})
-        return cls.join(autoscaler, TargetRunners.from_config(ref_kind, ref_name, config))
+        runners = TargetRunners.from_config(ref_kind, ref_name, config)
+        if common_labels:
+            runners = dataclasses.replace(runners, labels=(*runners.labels, *common_labels))
+        return cls.join(autoscaler, runners)
 
     @property
     def reference(self) -> str:
