@@ -32,6 +32,7 @@ class Milestone:
     at: float  # seconds after the start
     text: str
     hook_outage_from: float | None = None  # on the end of a hook outage: when it began
+    hook_outage_replica: int = 0  # ... and the replica it broke
 
 
 def milestones(scenario: Scenario) -> list[Milestone]:
@@ -70,6 +71,7 @@ def _entry_milestones(index: int, entry: TimelineEntry, replicas: int) -> list[M
                 at + outage.duration,
                 f"hook outage ends: hook replica {replica} answers again",
                 hook_outage_from=at,
+                hook_outage_replica=replica,
             ),
         ]
     if entry.github_outage is not None:
@@ -142,7 +144,7 @@ class Progress:
         self._pending = milestones(scenario)
         self._last_minute = -1
         self._live_line = False  # a live line is on screen, without its newline
-        self._outages: list[tuple[float, float]] = []  # hook outages over, start to end
+        self._outages: list[_Outage] = []  # hook outages over
 
     def __call__(self, world: World) -> None:
         elapsed = (world.clock.now() - world.scenario_start).total_seconds()
@@ -189,9 +191,9 @@ class Progress:
     def _mark(self, world: World, mark: Milestone) -> None:
         text = mark.text
         if mark.hook_outage_from is not None:
-            window = (mark.hook_outage_from, mark.at)
-            self._outages.append(window)
-            failed = _failed_hook_calls(world, [window])
+            outage = _Outage(mark.hook_outage_from, mark.at, mark.hook_outage_replica)
+            self._outages.append(outage)
+            failed = _failed_hook_calls(world, [outage])
             calls = "hook call" if failed == 1 else "hook calls"
             text += f" ({failed} {calls} failed while it lasted)"
         self._end_live_line()
@@ -206,13 +208,20 @@ class Progress:
             self._live_line = False
 
 
-def _failed_hook_calls(world: World, windows: list[tuple[float, float]]) -> int:
-    """Failed hook calls within any of `windows` (seconds after the start, end excluded), as
-    Metacontroller's recent SyncError events record them."""
+@dataclass(frozen=True)
+class _Outage:
+    start: float  # seconds after the start
+    end: float  # excluded
+    replica: int
+
+
+def _failed_hook_calls(world: World, outages: list[_Outage]) -> int:
+    """The calls each outage's replica failed while it lasted (two outages at once count each
+    its own replica's, and none is missed: the emulator's list of recent errors is bounded)."""
     count = 0
-    for error in world.emulator.stats.recent_errors:
-        at = (error.time - world.scenario_start).total_seconds()
-        count += any(start <= at < end for start, end in windows)
+    for made_at, replica in world.transport.faulted_calls:
+        at = (made_at - world.scenario_start).total_seconds()
+        count += any(o.replica == replica and o.start <= at < o.end for o in outages)
     return count
 
 

@@ -186,3 +186,41 @@ def test_closing_ends_the_live_line_so_what_follows_starts_on_its_own() -> None:
     assert out.getvalue().endswith("\n")
     progress.close()  # once is enough
     assert out.getvalue().count("\n") == 1
+
+
+TWO_OUTAGES = """
+name: two-outages
+seed: 2
+duration: 12m
+hookReplicas: 3
+objects:
+  - apiVersion: actions.summerwind.dev/v1alpha1
+    kind: RunnerDeployment
+    metadata: {name: app, namespace: ci}
+    spec:
+      replicas: 4
+      template:
+        spec: {organization: acme, labels: [linux], ephemeral: true}
+timeline:
+  - {at: 2m, hookOutage: {replica: 0, duration: 5m, mode: error}}
+  - {at: 2m, hookOutage: {replica: 1, duration: 5m, mode: error}}
+jobs:
+  - {repository: acme/app, labels: [self-hosted, linux], count: 20, start: 1m, every: 20s,
+     duration: 1m}
+"""
+
+
+def test_two_outages_at_once_each_count_their_own_replicas_failed_calls() -> None:
+    """Found by an independent run: each line counted every failure of the window, whichever
+    replica's, from the emulator's recent errors, which keep 1,000."""
+    out = io.StringIO()
+    progress = Progress(out, load_scenario(TWO_OUTAGES), every_minutes=5)
+    world = World(load_scenario(TWO_OUTAGES))
+    summary = world.run(progress)
+
+    counts = [
+        int(m[1])
+        for m in re.finditer(r"hook outage ends: .*\((\d+) hook calls? failed", out.getvalue())
+    ]
+    assert len(counts) == 2 and all(counts)
+    assert sum(counts) == summary.hooks.errors == progress.hook_errors_in_outages(world)

@@ -154,6 +154,8 @@ class AsgiTransport:
         self.rng = rng
         self.clock = clock
         self.calls_by_replica = [0] * len(self.apps)
+        # When each call to a replica broken on purpose was made, and to which (clock given).
+        self.faulted_calls: list[tuple[datetime, int]] = []
         self.restarts = 0
         # Calls whose replica restarted while answering them (several may share a restart).
         self.answers_lost = 0
@@ -220,7 +222,10 @@ class AsgiTransport:
         index = self.rng.randrange(len(self.apps)) if len(self.apps) > 1 else 0
         restarts = bool(self._restart_rate) and self._restart_rng.random() < self._restart_rate
         self.calls_by_replica[index] += 1
-        return _Route(index, self.apps[index], self._active_fault(index), restarts)
+        fault = self._active_fault(index)
+        if fault is not None and self.clock is not None:
+            self.faulted_calls.append((self.clock.now(), index))
+        return _Route(index, self.apps[index], fault, restarts)
 
     def _restarted(self, routes: Sequence[_Route]) -> None:
         for route in routes:
