@@ -23,6 +23,21 @@ NEXT_BATCH_SECONDS = 1.0
 """When the set asks to be synced again for the next batch."""
 
 
+def runners_that_fit(request_limit: int, runner_bytes: int) -> int:
+    """How many runners of `runner_bytes` (the objects a set makes for each) one sync request
+    of the set can carry within the hook's request limit (`HOOK_MAX_REQUEST_BYTES`): each comes
+    back in it with Metacontroller's last-applied copy and a status, about twice its size and
+    a kilobyte. A set past it gets 413 at every sync, and so could neither scale nor replace
+    anything: it is not grown past it."""
+    return request_limit // (2 * max(runner_bytes, 1) + 1024)
+
+
+REQUEST_LIMIT_MESSAGE = (
+    "{fit} runners of this template are all that the set's sync requests can carry within "
+    "HOOK_MAX_REQUEST_BYTES ({limit} bytes): raise it, or make the template smaller"
+)
+
+
 def new_runner_batch(request_limit: int, runner_bytes: int, most: int) -> int:
     """How many runners one answer creates: at most `most`, and no more than a quarter of the
     hook's request limit holds (`HOOK_MAX_REQUEST_BYTES`), at least one. Found by a hostile

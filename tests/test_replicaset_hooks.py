@@ -853,8 +853,29 @@ def test_a_batch_of_new_runners_is_bounded_by_bytes_too(
     answer = sync_set(client, parent, [])
 
     assert len(answer["children"]) == batch
-    assert answer["status"]["scaleUpRemaining"] == 1000 - batch
     assert len(orjson.dumps(answer)) < 32 * 2**20 // 4 + 2**20
+
+
+def test_a_set_is_not_grown_past_what_its_sync_requests_can_carry(client: TestClient) -> None:
+    """Found in review: each Runner comes back in the set's request, with Metacontroller's
+    last-applied copy; past HOOK_MAX_REQUEST_BYTES every sync got 413, and the set could
+    neither scale nor replace anything, saying nothing. 16 Runners of 1 MB fit 32 MiB."""
+    parent = replica_set(1000)
+    parent["spec"]["template"]["spec"] = {**SPEC, "env": [{"name": "BIG", "value": "x" * 10**6}]}
+    first = sync_set(client, parent, [])
+    runners = [runner(c["metadata"]["name"], "2026-01-01T00:00:00Z") for c in first["children"]]
+
+    second = sync_set(client, {**parent, "status": first["status"]}, runners)
+    third = sync_set(
+        client,
+        {**parent, "status": second["status"]},
+        [runner(c["metadata"]["name"], "2026-01-01T00:00:00Z") for c in second["children"]],
+    )
+
+    assert (len(first["children"]), len(second["children"]), len(third["children"])) == (8, 16, 16)
+    scaling = next(c for c in third["status"]["conditions"] if c["type"] == "Scaling")
+    assert (scaling["status"], scaling["reason"]) == ("False", "RequestLimit")
+    assert "16 runners" in scaling["message"] and "HOOK_MAX_REQUEST_BYTES" in scaling["message"]
 
 
 @pytest.mark.parametrize("asked_by", ["setting", "annotation"])

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
+import orjson
 import pytest
 import yaml
 from starlette.testclient import TestClient
@@ -2185,3 +2186,26 @@ def test_a_batch_of_new_runner_sets_is_bounded_by_bytes_too(world: RunnerSetWorl
 
     assert 1 <= len(of_kind(answer, "StatefulSet")) <= 8
     assert answer["resyncAfterSeconds"] == NEXT_BATCH_SECONDS
+
+
+def test_a_runner_set_is_not_grown_past_what_its_sync_requests_can_carry(
+    world: RunnerSetWorld,
+) -> None:
+    """Found in review: past HOOK_MAX_REQUEST_BYTES every sync got 413 and the set could
+    neither scale nor replace anything, saying nothing. What a member weighs is measured on a
+    StatefulSet as built (labels of the set's own included), and on its pod."""
+    world.parent["metadata"]["labels"] = {f"team-{i}": "x" * 60 for i in range(4000)}
+    world.parent["spec"]["template"]["spec"] = {
+        "containers": [{"name": "runner", "env": [{"name": "BIG", "value": "x" * 500_000}]}]
+    }
+    world.scale(100)
+
+    for _ in range(6):
+        answer = world.sync()
+
+    count = len(world.statefulsets())
+    assert 1 <= count < 100
+    assert len(orjson.dumps(answer)) < 32 * 2**20
+    scaling = condition(answer["status"], "Scaling")
+    assert (scaling["status"], scaling["reason"]) == ("False", "RequestLimit")
+    assert f"{count} runners" in scaling["message"]

@@ -72,8 +72,10 @@ from hooks.scale_target import (
     MAX_NEW_RUNNERS_PER_SYNC,
     NEXT_BATCH_SECONDS,
     RECREATION_DELAY,
+    REQUEST_LIMIT_MESSAGE,
     new_runner_batch,
     rest_of_scale_up,
+    runners_that_fit,
 )
 from hooks.unobserved import asked_for, grace_left, still_unobserved
 
@@ -257,7 +259,8 @@ class _ReplicaSetSync:
                 if c.template_hash not in current:
                     outdated.append(c)
         keep = self._keep(active, outdated)
-        new = self._new_runners(self.desired - len(keep) - leaving - len(self.unobserved))
+        present = len(keep) + leaving + len(self.unobserved)
+        new = self._new_runners(self.desired - present, present + len(completed))
         children = [c.kept for c in keep] + new
         # Running Runners being deleted, and those this answer leaves out (deleted next).
         kept = {c.name for c in keep}
@@ -311,7 +314,9 @@ class _ReplicaSetSync:
         except GitHubError:
             return None
 
-    def _new_runners(self, missing: int) -> list[KubeObject]:
+    def _new_runners(self, missing: int, present: int) -> list[KubeObject]:
+        """The Runners to create for `missing`; `present`: the Runners the set's requests
+        carry besides (all but those this answer leaves out)."""
         if missing <= 0:
             return []
         missing, hold, later = rest_of_scale_up(
@@ -330,13 +335,21 @@ class _ReplicaSetSync:
         start = self._next_index()
         first = self._runner(self._name(start))
         limit = self.deps.settings.hook_max_request_bytes
-        batch = new_runner_batch(limit, len(orjson.dumps(first)), MAX_NEW_RUNNERS_PER_SYNC)
+        runner_bytes = len(orjson.dumps(first))
+        room = runners_that_fit(limit, runner_bytes) - present
+        if room < missing:
+            message = REQUEST_LIMIT_MESSAGE.format(fit=present + max(room, 0), limit=limit)
+            self.conditions["Scaling"] = ("False", "RequestLimit", message)
+            if room <= 0:
+                return []
+            missing = room
+        batch = new_runner_batch(limit, runner_bytes, MAX_NEW_RUNNERS_PER_SYNC)
         if missing > batch:
             self.resync.append(NEXT_BATCH_SECONDS)
             self.count_done = False  # the rest comes from the next sync, for the same count
             self.scale_up_remaining = missing - batch
             missing = batch
-        self.conditions["Scaling"] = ("True", "Created", f"created {missing} runner(s)")
+        self.conditions.setdefault("Scaling", ("True", "Created", f"created {missing} runner(s)"))
         return [first, *(self._runner(self._name(start + i)) for i in range(1, missing))]
 
     def _recreation_hold(self) -> float | None:

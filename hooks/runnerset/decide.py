@@ -53,8 +53,10 @@ from hooks.scale_target import (
     MAX_NEW_RUNNERS_PER_SYNC,
     NEXT_BATCH_SECONDS,
     RECREATION_DELAY,
+    REQUEST_LIMIT_MESSAGE,
     new_runner_batch,
     rest_of_scale_up,
+    runners_that_fit,
 )
 from hooks.settings import Settings
 from hooks.unobserved import UNOBSERVED_GRACE, asked_for, grace_left, still_unobserved
@@ -482,14 +484,22 @@ class _Decision:
             )
             return
         index, free_slots = self._next_index(), self._free_slots()
+        limit = self.facts.settings.hook_max_request_bytes
+        member_bytes = self._member_bytes(self._runner_prefix() + base36(index))
+        room = runners_that_fit(limit, member_bytes) - len(self.members) - len(out.unobserved)
+        if room < missing:
+            fit = len(self.members) + len(out.unobserved) + max(room, 0)
+            message = REQUEST_LIMIT_MESSAGE.format(fit=fit, limit=limit)
+            out.conditions["Scaling"] = ("False", "RequestLimit", message)
+            if room <= 0:
+                return
+            missing = room
         shared_token = None if self.facts.jit else self._registration_token()
         if not self.facts.jit and shared_token is None:
             out.scale_up_remaining = missing  # none made: the condition says why
             return
         most = MAX_NEW_JIT_RUNNERS_PER_SYNC if self.facts.jit else MAX_NEW_RUNNERS_PER_SYNC
-        # Each runner's StatefulSet carries the pod template: the spec's size measures it.
-        spec_bytes = len(orjson.dumps(self.facts.spec.model_dump(by_alias=True, mode="json")))
-        batch = new_runner_batch(self.facts.settings.hook_max_request_bytes, spec_bytes, most)
+        batch = new_runner_batch(limit, member_bytes, most)
         created_before = out.created
         for offset in range(min(missing, batch)):
             name = self._runner_prefix() + base36(index + offset)
@@ -512,6 +522,20 @@ class _Decision:
         if out.created:
             created = f"created {out.created} runner(s)"
             out.conditions.setdefault("Scaling", ("True", "Created", created))
+
+    def _member_bytes(self, name: str) -> int:
+        """What one more member weighs in the set's requests: its StatefulSet as built, and its
+        pod (in the request too), about half as much again."""
+        sample = statefulset(
+            self.facts.runner_set,
+            self.facts.defaults,
+            name=name,
+            hash_=self.out.hash,
+            slot=0 if self.spec.volume_claim_templates else None,
+            created_at=format_time(self.now),
+            jit=self.facts.jit,
+        )
+        return len(orjson.dumps(sample)) * 3 // 2
 
     def _add_runner(self, name: str, material: RegistrationMaterial, free_slot: int) -> None:
         runner_set, out = self.facts.runner_set, self.out
