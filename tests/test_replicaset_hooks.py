@@ -902,3 +902,21 @@ def test_a_jit_template_of_static_runners_is_invalid_on_the_sets_themselves(
         assert valid["status"] == "False"
         assert "spec.ephemeral must not be false" in valid["message"]
         assert answer["children"] == []
+
+
+def test_a_set_that_has_runners_still_scales_them_down_whatever_jits_rules_say(
+    clock: ManualClock,
+) -> None:
+    """Found in review: switching the server to JIT made every set of static runners invalid,
+    and an invalid set keeps its Runners as they are: a rollout's old set never went to zero
+    and its token-registered runners took jobs for good."""
+    old = replica_set(0, ephemeral=False)
+    old["spec"]["template"]["spec"] = {**SPEC, "ephemeral": False}
+    runners = [runner(f"pool-{i}", "2026-01-01T00:00:00Z") for i in range(3)]
+
+    with make_client(clock, RUNNER_REGISTRATION_MODE="jit") as client:
+        answer = sync_set(client, old, runners)
+
+    assert answer["children"] == []  # scaled down to its zero replicas
+    valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+    assert valid["status"] == "True"

@@ -780,3 +780,21 @@ def test_a_job_asking_for_a_common_runner_label_reserves_a_runner(
     else:
         assert reply.message.startswith(NO_TARGET_MESSAGE)
         assert world.reservations() == []
+
+
+def test_a_pool_whose_own_labels_fit_the_job_is_chosen_over_common_labels() -> None:
+    """Found in review: with COMMON_RUNNER_LABELS=linux every pool matched a plain linux job,
+    and the first by name (a GPU pool) took it, where ARC sends it to the linux pool."""
+    world = make_world(
+        autoscaler("a-gpu"),
+        deployment("a-gpu", organization=OWNER, labels=["gpu"]),
+        autoscaler("b-linux"),
+        deployment("b-linux", organization=OWNER, labels=["linux"]),
+        common_labels=("linux",),
+    )
+
+    linux = world.deliver(job_payload("queued", labels=["self-hosted", "linux"]))
+    gpu = world.deliver(job_payload("queued", job_id=JOB_ID + 1, labels=["self-hosted", "gpu"]))
+
+    assert linux.message == "scaled b-linux by 1"
+    assert gpu.message == "scaled a-gpu by 1"

@@ -189,10 +189,13 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
             now,
             ["RunnerReplicaSet"],
         )
-    template = deployment.spec.template
+    # JIT's rules judge a deployment before it has sets (see the RunnerReplicaSet's), with the
+    # labels its runners get.
     mode = deps.settings.runner_registration_mode
-    jit = SCALE_SET_ANNOTATION in deployment.metadata.annotations or registers_with_jit(
-        template.metadata.annotations, mode
+    template = _runner_template(deployment, deps)
+    jit = not request.objects("RunnerReplicaSet") and (
+        SCALE_SET_ANNOTATION in deployment.metadata.annotations
+        or registers_with_jit(template.metadata.annotations, mode)
     )
     problems = validate_runner_template(template, jit=jit)
     if (name_problem := deployment_name_problem(deployment.metadata.name)) is not None:

@@ -192,7 +192,12 @@ def sync_runner_replica_set(request: CompositeHookRequest, deps: HookDeps) -> Co
             request, [describe_validation_error(error, "RunnerReplicaSet")], now, ["Runner"]
         )
     template = replica_set.spec.template
-    jit = registers_with_jit(template.metadata.annotations, deps.settings.runner_registration_mode)
+    # JIT's rules judge a set before it has Runners: one that has some (made before the server
+    # switched to JIT, say) must still scale them down and be deleted, and they report why
+    # they cannot start again themselves.
+    jit = not request.objects("Runner") and registers_with_jit(
+        template.metadata.annotations, deps.settings.runner_registration_mode
+    )
     problems = validate_runner_template(template, jit=jit)
     if (name_problem := replica_set_name_problem(replica_set.metadata.name)) is not None:
         problems.append(name_problem)

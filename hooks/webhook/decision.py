@@ -88,8 +88,14 @@ def decide(
     *,
     now: datetime,
     runner_group_visibility: RunnerGroupVisibility | None = None,
+    common_labels: Sequence[str] = (),
 ) -> Decision:
     """What a delivery changes, under ARC's rules.
+
+    `common_labels` (COMMON_RUNNER_LABELS), which every target's runners carry too, are
+    looked at only when no target takes the job without them: a job asking for one of them
+    is then served (ARC's webhook server is not given them), and one that some target's own
+    labels fit goes where ARC would send it, not to the first target of all.
 
     - `ping`: nothing; the answer is "pong".
     - `workflow_job` `queued`: reserve one runner of the matching HRA.
@@ -110,6 +116,21 @@ def decide(
     """
     if isinstance(event, PingEvent):
         return Decision(Action.NONE, PONG)
+    decision = _decide(event, targets, now=now, runner_group_visibility=runner_group_visibility)
+    if decision.target is not None or not common_labels or not may_scale(event):
+        return decision
+    with_common = [target.with_labels(common_labels) for target in targets]
+    fallback = _decide(event, with_common, now=now, runner_group_visibility=runner_group_visibility)
+    return fallback if fallback.target is not None else decision
+
+
+def _decide(
+    event: WorkflowJobEvent,
+    targets: Sequence[ScaleTarget],
+    *,
+    now: datetime,
+    runner_group_visibility: RunnerGroupVisibility | None,
+) -> Decision:
     ignored = f"ignored workflow_job action {event.action!r}: it does not scale"
     if not may_scale(event):
         return Decision(Action.NONE, ignored)

@@ -127,9 +127,8 @@ class WebhookReceiver:
         self.allow_unsigned = allow_unsigned
         self.runner_group_visibility = runner_group_visibility
         self.run_blocking = run_blocking or _inline
-        self.targets = TargetCache(
-            kube, clock, namespace=namespace, ttl=targets_ttl, common_labels=common_labels
-        )
+        self.common_labels = tuple(common_labels)
+        self.targets = TargetCache(kube, clock, namespace=namespace, ttl=targets_ttl)
         self._recent: OrderedDict[str, None] = OrderedDict()
 
     def answer_unread(self, headers: Mapping[str, str]) -> Reply | None:
@@ -202,7 +201,13 @@ class WebhookReceiver:
         visibility = self.runner_group_visibility
         try:
             decision = await self.run_blocking(
-                lambda: decide(event, targets, now=now, runner_group_visibility=visibility)
+                lambda: decide(
+                    event,
+                    targets,
+                    now=now,
+                    runner_group_visibility=visibility,
+                    common_labels=self.common_labels,
+                )
             )
         except GitHubError as error:
             # As ARC without credentials: every group counts as visible. Scaling for a group
@@ -211,7 +216,7 @@ class WebhookReceiver:
                 "runner group lookup failed; treating every group as visible",
                 extra={"detail": str(error)},
             )
-            decision = decide(event, targets, now=now)
+            decision = decide(event, targets, now=now, common_labels=self.common_labels)
         notes = "; ".join(decision.notes[:NOTES_SHOWN])
         if len(decision.notes) > NOTES_SHOWN:
             notes += f"; and {len(decision.notes) - NOTES_SHOWN} more"
@@ -433,17 +438,8 @@ class TargetCache:
     Three LIST calls per refresh, shared by every delivery in between (single flight).
     """
 
-    def __init__(
-        self,
-        kube: KubePort,
-        clock: Clock,
-        *,
-        namespace: str | None,
-        ttl: float,
-        common_labels: Sequence[str] = (),
-    ) -> None:
+    def __init__(self, kube: KubePort, clock: Clock, *, namespace: str | None, ttl: float) -> None:
         self.kube = kube
-        self.common_labels = tuple(common_labels)
         self.clock = clock
         self.namespace = namespace or None
         self.ttl = timedelta(seconds=ttl)
@@ -475,16 +471,13 @@ class TargetCache:
             runner_sets = await self.kube.list(RUNNER_SETS, self.namespace)
         except NotFound:
             runner_sets = []  # the RunnerSet CRD is not installed
-        return join_targets(autoscalers, [*deployments, *runner_sets], self.common_labels)
+        return join_targets(autoscalers, [*deployments, *runner_sets])
 
 
 def join_targets(
-    autoscalers: Sequence[KubeObject],
-    scale_targets: Sequence[KubeObject],
-    common_labels: Sequence[str] = (),
+    autoscalers: Sequence[KubeObject], scale_targets: Sequence[KubeObject]
 ) -> list[ScaleTarget]:
-    """Each HRA with the object its `scaleTargetRef` names; HRAs without one are skipped.
-    `common_labels`: the server's COMMON_RUNNER_LABELS, which every target's runners carry."""
+    """Each HRA with the object its `scaleTargetRef` names; HRAs without one are skipped."""
     by_key = {
         (
             obj.get("kind"),
@@ -504,7 +497,7 @@ def join_targets(
             # and finding the target could cost a runner-group lookup per delivery.
             continue
         try:
-            joined.append(ScaleTarget.from_objects(hra, target, common_labels))
+            joined.append(ScaleTarget.from_objects(hra, target))
         except ValueError as error:  # pydantic's ValidationError included
             # Where and what, never the value: pydantic's own text abbreviates a long value
             # (a token pasted into the wrong field) past what the log's mask recognizes.

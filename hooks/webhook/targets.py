@@ -191,15 +191,8 @@ class ScaleTarget:
         )
 
     @classmethod
-    def from_objects(
-        cls,
-        hra: Mapping[str, Any],
-        target: Mapping[str, Any],
-        common_labels: Sequence[str] = (),
-    ) -> ScaleTarget:
-        """Join an HRA and its scale target as the API server serves them (JSON objects). Its
-        runners carry `common_labels` too (COMMON_RUNNER_LABELS: a job asking for one of them
-        is theirs; ARC's webhook server, a process of its own, is not given them).
+    def from_objects(cls, hra: Mapping[str, Any], target: Mapping[str, Any]) -> ScaleTarget:
+        """Join an HRA and its scale target as the API server serves them (JSON objects).
 
         Raises ValueError when `target` is not the object the HRA's `scaleTargetRef` names.
         """
@@ -221,10 +214,12 @@ class ScaleTarget:
         else:
             # A RunnerSet carries the runner configuration inline in its spec.
             config = RunnerConfig.model_validate(target.get("spec") or {})
-        runners = TargetRunners.from_config(ref_kind, ref_name, config)
-        if common_labels:
-            runners = dataclasses.replace(runners, labels=(*runners.labels, *common_labels))
-        return cls.join(autoscaler, runners)
+        return cls.join(autoscaler, TargetRunners.from_config(ref_kind, ref_name, config))
+
+    def with_labels(self, labels: Sequence[str]) -> ScaleTarget:
+        """The same HRA, its runners carrying `labels` too."""
+        runners = dataclasses.replace(self.runners, labels=(*self.runners.labels, *labels))
+        return dataclasses.replace(self, runners=runners)
 
     @property
     def reference(self) -> str:
