@@ -51,6 +51,7 @@ class ScriptedPort:
         self.list_hook: Callable[[], None] | None = None
         self.list_error: GitHubError | None = None
         self.jit_error: GitHubError | None = None
+        self.token_error: GitHubError | None = None
         self.runs: dict[tuple[str, str], list[WorkflowRun]] = {}
         self.jobs: dict[tuple[str, int], list[WorkflowJob]] = {}
         self.visible_groups: dict[tuple[str, str], list[RunnerGroupInfo]] = {}
@@ -82,6 +83,8 @@ class ScriptedPort:
 
     def registration_token(self, scope: Scope) -> RegistrationToken:
         self.calls["token"] += 1
+        if self.token_error is not None:
+            raise self.token_error
         return RegistrationToken(
             token=f"token-{self.calls['token']}", expires_at=self.clock.now() + self.token_ttl
         )
@@ -934,3 +937,20 @@ def test_concurrent_callers_share_one_read(
     results = run_concurrently(monkeypatch, hook, lambda: READS[read](cache))
     assert activity.calls[read] == 1
     assert all(len(result) == 1 for result in results)
+
+
+def test_a_token_still_valid_is_handed_out_while_github_refuses_a_new_one(
+    port: ScriptedPort, clock: ManualClock
+) -> None:
+    """Found by an independent run: through a 30-minute rate limit a pool of ephemeral runners
+    ran dry, though the token fetched before it was valid for 26 more minutes: the cache drops
+    a token 30 minutes before it expires, and a new pod needs 10."""
+    cache = make_cache(port, clock)
+    first = cache.registration_token(ORG)
+    clock.advance(35 * 60)  # 25 minutes left: past the cache, still good for a new pod
+    port.token_error = RateLimitedError("rate limited", retry_after=600)
+
+    assert cache.registration_token(ORG) is first
+    clock.advance(15 * 60)  # 10 minutes left: no more
+    with pytest.raises(RateLimitedError):
+        cache.registration_token(ORG)

@@ -145,3 +145,12 @@ def test_demo_runs_and_holds_its_invariants() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "noLeakedRegistrations  ok" in result.stdout
+
+
+def test_an_ephemeral_pool_keeps_its_runners_through_a_rate_limit() -> None:
+    """Found by an independent run: through a 30-minute rate limit the pool ran dry (0 pods,
+    60 jobs queued, the slowest 600 s), though its token was valid for 26 more minutes."""
+    summary = run("rate-limit-ephemeral-pool")
+
+    assert_clean(summary, all_completed=True)
+    assert summary.jobs.max_queue_seconds < 60

@@ -51,6 +51,10 @@ Item = TypeVar("Item")
 
 # The port promises a registration token with at least this much validity left.
 TOKEN_MIN_VALIDITY = timedelta(minutes=30)
+SPARE_TOKEN_MIN_VALIDITY = timedelta(minutes=10)
+"""While GitHub refuses a new token (a rate limit, an outage), the last one is still handed out
+until this much validity is left, what a new pod needs to register (a pool ran dry through a
+rate limit with a token valid for 26 more minutes)."""
 # Group ids change only when an admin recreates a group; ten minutes bounds the staleness.
 RUNNER_GROUP_TTL = timedelta(minutes=10)
 DEFAULT_MAX_ENTRIES = 4096
@@ -200,6 +204,7 @@ class CachedGitHub(GitHubPort):
         # list is not taken.
         self._scope_changed_at: dict[Scope, datetime] = {}
         self._tokens: _TTLMap[Scope, RegistrationToken] = _TTLMap(max_entries)
+        self._spare_tokens: _TTLMap[Scope, RegistrationToken] = _TTLMap(max_entries)
         self._groups: _TTLMap[tuple[Scope, str], int] = _TTLMap(max_entries)
         self._removals: _TTLMap[tuple[Scope, int], RemoveResult] = _TTLMap(max_entries)
         self._runs: _TTLMap[tuple[str, str], tuple[WorkflowRun, ...]] = _TTLMap(max_entries)
@@ -332,10 +337,18 @@ class CachedGitHub(GitHubPort):
 
         def store(value: RegistrationToken, now: datetime) -> None:
             self._tokens.put(scope, value, value.expires_at - TOKEN_MIN_VALIDITY, now)
+            self._spare_tokens.put(scope, value, value.expires_at - SPARE_TOKEN_MIN_VALIDITY, now)
 
-        return self._single_flight(
-            ("token", scope), cached, lambda: self._inner.registration_token(scope), store
-        )
+        try:
+            return self._single_flight(
+                ("token", scope), cached, lambda: self._inner.registration_token(scope), store
+            )
+        except GitHubError:
+            with self._lock:
+                spare = self._spare_tokens.get(scope, self._clock.now())
+            if spare is None:
+                raise
+            return spare
 
     def runner_group_id(self, scope: Scope, group_name: str) -> int:
         key = (scope, group_name)

@@ -340,7 +340,8 @@ class GitHubPort(Protocol):
         ...
 
     def registration_token(self, scope: Scope) -> RegistrationToken:
-        """A registration token with at least 30 minutes of validity left."""
+        """A registration token with at least 30 minutes of validity left (while GitHub
+        refuses a new one, the cache hands out its last while 10 minutes are left)."""
         ...
 
     def generate_jit_config(
