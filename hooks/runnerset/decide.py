@@ -121,6 +121,8 @@ class Member:
     keep: bool = True
     release: bool = False  # scale the StatefulSet to 0
     new_material: RegistrationMaterial | None = None
+    # Its runner started after its scope's list was asked: the list cannot say anything of it.
+    newer_than_list: bool = False
 
     @property
     def runner_id(self) -> int | None:
@@ -271,7 +273,16 @@ class _Decision:
         self.list_fresh_until = min(fresh_until, default=None)
         self.listed = tuple(listed[self.scope].values())
         for member in self.members:
-            member.github_runner = listed[self._scope_of(member)].get(member.observed.runner_name)
+            scope = self._scope_of(member)
+            member.github_runner = listed[scope].get(member.observed.runner_name)
+            pod, asked_at = member.observed.pod, self.listed_at.get(scope)
+            member.newer_than_list = (
+                member.github_runner is None
+                and pod is not None
+                and pod.ready_since is not None
+                and asked_at is not None
+                and pod.ready_since > asked_at
+            )
 
     def _scope_of(self, member: Member) -> Scope:
         """Where the member's runner registers: as its StatefulSet says, else the spec."""

@@ -73,10 +73,39 @@ def _statefulset_child(member: Member, key: bytes | None, namespace: str) -> Kub
     return child
 
 
+def runner_counts(
+    kept: list[Member], active: list[Member], previous: RunnerSetStatus
+) -> tuple[int, int]:
+    """The registered and busy runners, as `registeredReplicas` and `busyReplicas` report
+    them (PercentageRunnersBusy reads them). A runner started after its scope's list was
+    asked is not in it: it is counted registered, and busy in the proportion the listed ones
+    are (else the last status was), rather than idle. Found by an independent run: an
+    ephemeral set turning over all at once read 1 busy of 8 every third minute while all 8
+    were busy, and its HRA scaled it down into a backlog."""
+    listed = [m for m in active if not m.newer_than_list]
+    unlisted = len(active) - len(listed)
+    registered = sum(1 for m in listed if m.github_runner is not None and m.github_runner.online)
+    busy_listed = sum(1 for m in listed if m.busy)
+    # Runners stopping while busy count too, as registered and busy (as a RunnerReplicaSet's
+    # do): their jobs still hold them, and an HRA reading these counts takes registered less
+    # busy for its idle runners (found in review: with two idle and two busy ones leaving, it
+    # read none idle).
+    stopping_busy = sum(1 for m in kept if m.stop is not None and m.busy)
+    if registered:
+        share = busy_listed / registered
+    elif previous.registered_replicas:
+        share = min((previous.busy_replicas or 0) / previous.registered_replicas, 1.0)
+    else:
+        share = 0.0
+    estimated = round(unlisted * share)
+    return registered + unlisted + stopping_busy, busy_listed + estimated + stopping_busy
+
+
 def _status(facts: RunnerSetFacts, plan: RunnerSetPlan) -> dict[str, Any]:
     kept = [m for m in plan.members if m.keep and not m.observed.terminating]
     active = [m for m in kept if m.stop is None]
     ready = [m for m in active if m.observed.pod is not None and m.observed.pod.ready]
+    registered, busy = runner_counts(kept, active, facts.status)
     status = RunnerSetStatus(
         replicas=len(kept) + len(plan.unobserved),
         ready_replicas=len(ready),
@@ -89,11 +118,8 @@ def _status(facts: RunnerSetFacts, plan: RunnerSetPlan) -> dict[str, Any]:
         # RunnerReplicaSet's do): their jobs still hold them, and an HRA reading these counts
         # takes registered less busy for its idle runners (found in review: with two idle and
         # two busy ones leaving, it read none idle).
-        registered_replicas=sum(
-            1 for m in active if m.github_runner is not None and m.github_runner.online
-        )
-        + sum(1 for m in kept if m.stop is not None and m.busy),
-        busy_replicas=sum(1 for m in kept if m.busy),
+        registered_replicas=registered,
+        busy_replicas=busy,
         next_runner_index=plan.next_index,
         unobserved_runners=plan.unobserved or None,
         conditions=merge_conditions(facts.status.conditions, plan.conditions, facts.now),
