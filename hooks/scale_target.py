@@ -73,12 +73,38 @@ def autoscaler_targeting(
     """The HRA that sizes the `kind` named `name`: the first (by name) whose scaleTargetRef
     names it and (`answered`) that has given an answer."""
     for hra in sorted(related, key=lambda obj: str(obj["metadata"]["name"])):
-        target = object_or_empty(object_or_empty(hra.get("spec")).get("scaleTargetRef"))
-        if (target.get("kind") or "RunnerDeployment") != kind or target.get("name") != name:
+        if not _targets(hra, kind, name):
             continue
         if not answered or _is_count(object_or_empty(hra.get("status")).get("desiredReplicas")):
             return hra
     return None
+
+
+AUTOSCALERS_CONDITION = "Autoscaled"
+
+
+def _targets(hra: KubeObject, kind: str, name: str) -> bool:
+    target = object_or_empty(object_or_empty(hra.get("spec")).get("scaleTargetRef"))
+    return (target.get("kind") or "RunnerDeployment") == kind and target.get("name") == name
+
+
+def autoscalers_condition(
+    kind: str, name: str, related: list[KubeObject], had_it: bool
+) -> tuple[str, str, str] | None:
+    """A condition for a set that more than one HRA targets, naming the one that sizes it (the
+    first by name that has answered) and the others, whose `ScalingActive=True` would mislead
+    (ARC's would overwrite each other's `spec.replicas` at each sync). For fewer, None, or, when
+    the set's status `had_it`, one saying the conflict is over."""
+    names = sorted(str(hra["metadata"]["name"]) for hra in related if _targets(hra, kind, name))
+    if len(names) < 2:
+        return ("True", "NoConflict", "") if had_it else None
+    sizer = autoscaler_targeting(kind, name, related)
+    chosen = str(sizer["metadata"]["name"]) if sizer is not None else None
+    ignored = [n for n in names if n != chosen]
+    shown = ", ".join(ignored[:5]) + (", ..." if len(ignored) > 5 else "")
+    sizes = f"{chosen} sizes it; " if chosen else ""
+    message = f"{len(names)} HorizontalRunnerAutoscalers target it: {sizes}{shown} do not"
+    return ("False", "ConflictingAutoscalers", message)
 
 
 AUTOSCALED_HOLD = timedelta(minutes=10)

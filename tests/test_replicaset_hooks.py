@@ -920,3 +920,25 @@ def test_a_set_that_has_runners_still_scales_them_down_whatever_jits_rules_say(
     assert answer["children"] == []  # scaled down to its zero replicas
     valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
     assert valid["status"] == "True"
+
+
+def test_two_autoscalers_on_one_deployment_are_named_in_its_status(client: TestClient) -> None:
+    """Found by an independent run: the first HRA by name sized the deployment and the other
+    said ScalingActive with its own answer; nothing said which one counted."""
+    both = sync_deployment(
+        client, deployment(1), hras=[hra("b-high", "web", 6), hra("a-low", "web", 2)]
+    )
+
+    (rs,) = both["children"]
+    assert rs["spec"]["replicas"] == 2
+    autoscaled = next(c for c in both["status"]["conditions"] if c["type"] == "Autoscaled")
+    assert (autoscaled["status"], autoscaled["reason"]) == ("False", "ConflictingAutoscalers")
+    assert "a-low sizes it; b-high do not" in autoscaled["message"]
+
+    parent = {**deployment(1), "status": both["status"]}
+    one = sync_deployment(client, parent, hras=[hra("b-high", "web", 6)])
+    autoscaled = next(c for c in one["status"]["conditions"] if c["type"] == "Autoscaled")
+    assert autoscaled["status"] == "True"
+
+    plain = sync_deployment(client, deployment(1), hras=[hra("b-high", "web", 6)])
+    assert all(c["type"] != "Autoscaled" for c in plain["status"]["conditions"])

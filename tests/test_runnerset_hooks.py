@@ -2209,3 +2209,15 @@ def test_a_runner_set_is_not_grown_past_what_its_sync_requests_can_carry(
     scaling = condition(answer["status"], "Scaling")
     assert (scaling["status"], scaling["reason"]) == ("False", "RequestLimit")
     assert f"{count} runners" in scaling["message"]
+
+
+def test_two_autoscalers_on_one_runner_set_are_named_in_its_status(world: RunnerSetWorld) -> None:
+    target = {"kind": "RunnerSet", "name": SET_NAME}
+    world.autoscalers = [autoscaler("z-high", target, 6), autoscaler("a-low", target, 2)]
+
+    answer = world.sync()
+
+    assert len(of_kind(answer, "StatefulSet")) == 2
+    autoscaled = condition(answer["status"], "Autoscaled")
+    assert (autoscaled["status"], autoscaled["reason"]) == ("False", "ConflictingAutoscalers")
+    assert "a-low sizes it; z-high do not" in autoscaled["message"]

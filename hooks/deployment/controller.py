@@ -77,9 +77,11 @@ from hooks.scale_set_mode import (
     declared_scale_set,
 )
 from hooks.scale_target import (
+    AUTOSCALERS_CONDITION,
     MAX_COUNT,
     TargetSize,
     autoscaler_targeting,
+    autoscalers_condition,
     later_effective_time,
     target_size,
 )
@@ -237,6 +239,12 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
     hash_ = template_hash(template)
     autoscalers = request.objects("HorizontalRunnerAutoscaler", related=True)
     size = effective_replicas(deployment, autoscalers, now)
+    had_it = any(c.type == AUTOSCALERS_CONDITION for c in previous_status.conditions)
+    conflict = autoscalers_condition(
+        "RunnerDeployment", deployment.metadata.name, autoscalers, had_it
+    )
+    if conflict is not None:
+        conditions[AUTOSCALERS_CONDITION] = conflict
     desired = size.replicas
     if deps.observe_size is not None:
         metadata = deployment.metadata

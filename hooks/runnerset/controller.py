@@ -101,7 +101,13 @@ from hooks.scale_set_keeper import (
     retire_scale_set,
 )
 from hooks.scale_set_mode import declared_scale_set
-from hooks.scale_target import autoscaler_targeting, later_effective_time, target_size
+from hooks.scale_target import (
+    AUTOSCALERS_CONDITION,
+    autoscaler_targeting,
+    autoscalers_condition,
+    later_effective_time,
+    target_size,
+)
 
 CHILD_KINDS = ["StatefulSet", "Secret", "PersistentVolumeClaim"]
 
@@ -251,6 +257,10 @@ def _facts(
     hras = request.objects("HorizontalRunnerAutoscaler", related=True)
     hra = autoscaler_targeting("RunnerSet", name, hras)
     last_status = observed_status(request.parent)
+    had_it = any(c.type == AUTOSCALERS_CONDITION for c in last_status.conditions)
+    conflict = autoscalers_condition("RunnerSet", name, hras, had_it)
+    if conflict is not None:
+        conditions[AUTOSCALERS_CONDITION] = conflict
     size = target_size(hra, runner_set.spec.replicas, last_status.autoscaled, deps.clock.now())
     if deps.observe_size is not None:
         deps.observe_size("RunnerSet", namespace, name, size.replicas)
