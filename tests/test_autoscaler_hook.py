@@ -763,6 +763,33 @@ def test_a_rate_limited_github_keeps_the_answer_and_retries_after_the_reset(
     assert child_names(answer) == ["job-1"]
 
 
+@pytest.mark.parametrize(("generation", "kept"), [(1, True), (2, False)])
+def test_a_failed_sync_after_an_edit_drops_the_busy_step_it_cannot_vouch_for(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub, generation: int, kept: bool
+) -> None:
+    """Found in review: Metacontroller stamps the status it writes with the parent's new
+    generation, so a busy step kept by a failed sync after an edit would stand for the new
+    spec for the rest of its period."""
+    metric = {"type": "TotalNumberOfQueuedAndInProgressWorkflowRuns"}
+    step = {"key": "desiredReplicas", "value": 3, "expirationTime": format_time(clock.now())}
+    hra = autoscaler(
+        status={"desiredReplicas": 3, "observedGeneration": 1, "cacheEntries": [step]},
+        metrics=[metric],
+    )
+    hra["metadata"]["generation"] = generation
+    cluster = Cluster(client, clock, hra)
+
+    def limited(repository: str, status: str) -> list[WorkflowRun]:
+        raise rate_limited(120)
+
+    github.list_workflow_runs = limited  # type: ignore[method-assign]
+
+    answer = cluster.sync()
+
+    assert condition(answer)["reason"] == "GitHubRateLimited"
+    assert bool(answer["status"].get("cacheEntries")) is kept
+
+
 # ------------------------------------------------------------------ pull metrics
 
 

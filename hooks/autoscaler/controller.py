@@ -615,9 +615,15 @@ class _Sync:
     ) -> CompositeHookResponse:
         """The HRA cannot be sized now: its answer and its reservations stay as they are."""
         conditions: dict[str, ConditionValue] = {SCALING_ACTIVE: ("False", reason, message)}
-        status = self.previous.model_copy(
-            update={"conditions": merge_conditions(self.previous.conditions, conditions, self.now)}
-        )
+        update: dict[str, Any] = {
+            "conditions": merge_conditions(self.previous.conditions, conditions, self.now)
+        }
+        if self.previous.observed_generation != (self.hra.metadata.generation or None):
+            # The spec changed since the busy step was taken: Metacontroller stamps this
+            # status with the new generation, which would vouch for the old step (found in
+            # review).
+            update["cache_entries"] = []
+        status = self.previous.model_copy(update=update)
         return CompositeHookResponse(
             status=status.to_wire(),
             # What the job checks of this sync learnt stays (found by review: through a list
