@@ -23,13 +23,29 @@ NEXT_BATCH_SECONDS = 1.0
 """When the set asks to be synced again for the next batch."""
 
 
+REQUEST_OVERHEAD_BYTES = 1536
+"""What an API server adds to an object a set makes, as a request carries it back: its uid,
+resourceVersion, timestamps, owner reference and status."""
+SAMPLED_CHILDREN = 16
+"""How many observed children a set weighs to learn what one of its runners costs."""
+
+
 def runners_that_fit(request_limit: int, runner_bytes: int) -> int:
-    """How many runners of `runner_bytes` (the objects a set makes for each) one sync request
-    of the set can carry within the hook's request limit (`HOOK_MAX_REQUEST_BYTES`): each comes
-    back in it with Metacontroller's last-applied copy and a status, about twice its size and
-    a kilobyte. A set past it gets 413 at every sync, and so could neither scale nor replace
-    anything: it is not grown past it."""
-    return request_limit // (2 * max(runner_bytes, 1) + 1024)
+    """How many runners, each weighing `runner_bytes` in the set's sync request (see
+    `runner_weight`), that request can carry within nine tenths of the hook's request limit
+    (`HOOK_MAX_REQUEST_BYTES`; the parent and related objects take the rest). A set past it gets
+    413 at every sync, and could then neither scale nor replace anything, nor be deleted."""
+    return request_limit * 9 // 10 // max(runner_bytes, 1)
+
+
+def runner_weight(built_bytes: int, observed: list[int]) -> int:
+    """What one runner weighs in its set's requests: the largest of the runners observed there
+    (sampled: as the API server serves them, managed fields and status included) and a tenth
+    more, else what a runner as built becomes there (Metacontroller's last-applied copy doubles
+    it, and the API server adds `REQUEST_OVERHEAD_BYTES`)."""
+    if observed:
+        return max(observed) * 11 // 10
+    return 2 * built_bytes + REQUEST_OVERHEAD_BYTES
 
 
 REQUEST_LIMIT_MESSAGE = (

@@ -856,26 +856,45 @@ def test_a_batch_of_new_runners_is_bounded_by_bytes_too(
     assert len(orjson.dumps(answer)) < 32 * 2**20 // 4 + 2**20
 
 
+def as_served(child: dict[str, Any], index: int) -> dict[str, Any]:
+    """A Runner the set made, as the API server serves it back: with Metacontroller's
+    last-applied copy of itself, a uid and a status."""
+    metadata = child["metadata"]
+    annotations = {
+        **(metadata.get("annotations") or {}),
+        "metacontroller.k8s.io/last-applied-configuration": orjson.dumps(child).decode(),
+    }
+    return {
+        **child,
+        "metadata": {
+            **metadata,
+            "namespace": "default",
+            "uid": f"runner-uid-{index}",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "annotations": annotations,
+        },
+        "status": {"phase": "Running"},
+    }
+
+
 def test_a_set_is_not_grown_past_what_its_sync_requests_can_carry(client: TestClient) -> None:
     """Found in review: each Runner comes back in the set's request, with Metacontroller's
     last-applied copy; past HOOK_MAX_REQUEST_BYTES every sync got 413, and the set could
-    neither scale nor replace anything, saying nothing. 16 Runners of 1 MB fit 32 MiB."""
+    neither scale nor replace anything, nor be deleted, saying nothing. Runners of 1 MB weigh
+    2 MB there: 13 fit nine tenths of 32 MiB."""
     parent = replica_set(1000)
     parent["spec"]["template"]["spec"] = {**SPEC, "env": [{"name": "BIG", "value": "x" * 10**6}]}
-    first = sync_set(client, parent, [])
-    runners = [runner(c["metadata"]["name"], "2026-01-01T00:00:00Z") for c in first["children"]]
+    answers = [sync_set(client, parent, [])]
+    for _ in range(2):
+        observed = [as_served(c, i) for i, c in enumerate(answers[-1]["children"])]
+        answers.append(sync_set(client, {**parent, "status": answers[-1]["status"]}, observed))
 
-    second = sync_set(client, {**parent, "status": first["status"]}, runners)
-    third = sync_set(
-        client,
-        {**parent, "status": second["status"]},
-        [runner(c["metadata"]["name"], "2026-01-01T00:00:00Z") for c in second["children"]],
-    )
-
-    assert (len(first["children"]), len(second["children"]), len(third["children"])) == (8, 16, 16)
-    scaling = next(c for c in third["status"]["conditions"] if c["type"] == "Scaling")
+    assert [len(a["children"]) for a in answers] == [8, 13, 13]
+    scaling = next(c for c in answers[-1]["status"]["conditions"] if c["type"] == "Scaling")
     assert (scaling["status"], scaling["reason"]) == ("False", "RequestLimit")
-    assert "16 runners" in scaling["message"] and "HOOK_MAX_REQUEST_BYTES" in scaling["message"]
+    assert "13 runners" in scaling["message"] and "HOOK_MAX_REQUEST_BYTES" in scaling["message"]
+    request_bytes = sum(len(orjson.dumps(as_served(c, 0))) for c in answers[-1]["children"])
+    assert request_bytes < 32 * 2**20
 
 
 @pytest.mark.parametrize("asked_by", ["setting", "annotation"])

@@ -73,8 +73,10 @@ from hooks.scale_target import (
     NEXT_BATCH_SECONDS,
     RECREATION_DELAY,
     REQUEST_LIMIT_MESSAGE,
+    SAMPLED_CHILDREN,
     new_runner_batch,
     rest_of_scale_up,
+    runner_weight,
     runners_that_fit,
 )
 from hooks.unobserved import asked_for, grace_left, still_unobserved
@@ -341,9 +343,11 @@ class _ReplicaSetSync:
         first = self._runner(self._name(start))
         limit = self.deps.settings.hook_max_request_bytes
         runner_bytes = len(orjson.dumps(first))
-        room = runners_that_fit(limit, runner_bytes) - present
+        sampled = [len(orjson.dumps(c.obj)) for c in self.children[:SAMPLED_CHILDREN]]
+        fit = runners_that_fit(limit, runner_weight(runner_bytes, sampled))
+        room = fit - present
         if room < missing:
-            message = REQUEST_LIMIT_MESSAGE.format(fit=present + max(room, 0), limit=limit)
+            message = REQUEST_LIMIT_MESSAGE.format(fit=fit, limit=limit)
             self.conditions["Scaling"] = ("False", "RequestLimit", message)
             if room <= 0:
                 return []

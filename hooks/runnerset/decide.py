@@ -54,8 +54,11 @@ from hooks.scale_target import (
     NEXT_BATCH_SECONDS,
     RECREATION_DELAY,
     REQUEST_LIMIT_MESSAGE,
+    REQUEST_OVERHEAD_BYTES,
+    SAMPLED_CHILDREN,
     new_runner_batch,
     rest_of_scale_up,
+    runner_weight,
     runners_that_fit,
 )
 from hooks.settings import Settings
@@ -497,9 +500,9 @@ class _Decision:
         index, free_slots = self._next_index(), self._free_slots()
         limit = self.facts.settings.hook_max_request_bytes
         member_bytes = self._member_bytes(self._runner_prefix() + base36(index))
-        room = runners_that_fit(limit, member_bytes) - len(self.members) - len(out.unobserved)
+        fit = runners_that_fit(limit, member_bytes)
+        room = fit - len(self.members) - len(out.unobserved)
         if room < missing:
-            fit = len(self.members) + len(out.unobserved) + max(room, 0)
             message = REQUEST_LIMIT_MESSAGE.format(fit=fit, limit=limit)
             out.conditions["Scaling"] = ("False", "RequestLimit", message)
             if room <= 0:
@@ -535,8 +538,9 @@ class _Decision:
             out.conditions.setdefault("Scaling", ("True", "Created", created))
 
     def _member_bytes(self, name: str) -> int:
-        """What one more member weighs in the set's requests: its StatefulSet as built, and its
-        pod (in the request too), about half as much again."""
+        """What one more member weighs in the set's requests (`runner_weight`): its
+        StatefulSet, its pod, its Secret and its claims, as observed members weigh them, else
+        as built: the StatefulSet, and its pod carrying the same template."""
         sample = statefulset(
             self.facts.runner_set,
             self.facts.defaults,
@@ -546,7 +550,15 @@ class _Decision:
             created_at=format_time(self.now),
             jit=self.facts.jit,
         )
-        return len(orjson.dumps(sample)) * 3 // 2
+        # Its Secret and claims, as the request carries them, with their own overhead.
+        extra = REQUEST_OVERHEAD_BYTES * (1 + len(self.spec.volume_claim_templates))
+        observed = [
+            len(orjson.dumps(m.observed.sts))
+            + len(orjson.dumps(m.observed.pod_object or {}))
+            + extra
+            for m in self.members[:SAMPLED_CHILDREN]
+        ]
+        return runner_weight(len(orjson.dumps(sample)) * 2 + extra, observed)
 
     def _add_runner(self, name: str, material: RegistrationMaterial, free_slot: int) -> None:
         runner_set, out = self.facts.runner_set, self.out

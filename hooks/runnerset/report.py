@@ -78,27 +78,25 @@ def runner_counts(
 ) -> tuple[int, int]:
     """The registered and busy runners, as `registeredReplicas` and `busyReplicas` report
     them (PercentageRunnersBusy reads them). A runner started after its scope's list was
-    asked is not in it: it is counted registered, and busy in the proportion the listed ones
-    are (else the last status was), rather than idle. Found by an independent run: an
-    ephemeral set turning over all at once read 1 busy of 8 every third minute while all 8
-    were busy, and its HRA scaled it down into a backlog."""
+    asked is not in it: it counts as registered, and the busy count the last status gave holds
+    (at most) until a list shows them, rather than reading them all as idle. Found by an
+    independent run: an ephemeral set turning over all at once read 1 busy of 8 every third
+    minute while all 8 were busy, and its HRA scaled it down into a backlog. Held, never
+    grown: an estimate that grew from itself ran an idle set up to 64 runners (found in
+    review)."""
     listed = [m for m in active if not m.newer_than_list]
     unlisted = len(active) - len(listed)
-    registered = sum(1 for m in listed if m.github_runner is not None and m.github_runner.online)
-    busy_listed = sum(1 for m in listed if m.busy)
     # Runners stopping while busy count too, as registered and busy (as a RunnerReplicaSet's
     # do): their jobs still hold them, and an HRA reading these counts takes registered less
     # busy for its idle runners (found in review: with two idle and two busy ones leaving, it
     # read none idle).
     stopping_busy = sum(1 for m in kept if m.stop is not None and m.busy)
-    if registered:
-        share = busy_listed / registered
-    elif previous.registered_replicas:
-        share = min((previous.busy_replicas or 0) / previous.registered_replicas, 1.0)
-    else:
-        share = 0.0
-    estimated = round(unlisted * share)
-    return registered + unlisted + stopping_busy, busy_listed + estimated + stopping_busy
+    online = sum(1 for m in listed if m.github_runner is not None and m.github_runner.online)
+    registered = online + unlisted + stopping_busy
+    busy = sum(1 for m in listed if m.busy) + stopping_busy
+    if unlisted:
+        busy = max(busy, previous.busy_replicas or 0)
+    return registered, min(busy, registered)
 
 
 def _status(facts: RunnerSetFacts, plan: RunnerSetPlan) -> dict[str, Any]:
