@@ -954,3 +954,17 @@ def test_a_token_still_valid_is_handed_out_while_github_refuses_a_new_one(
     clock.advance(15 * 60)  # 10 minutes left: no more
     with pytest.raises(RateLimitedError):
         cache.registration_token(ORG)
+
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_a_refused_token_request_is_not_answered_with_the_last_token(
+    port: ScriptedPort, clock: ManualClock, status: int
+) -> None:
+    """Found in review: bad credentials or a scope gone were hidden for up to 20 minutes."""
+    cache = make_cache(port, clock)
+    cache.registration_token(ORG)
+    clock.advance(35 * 60)
+    port.token_error = GitHubError("refused", status)
+
+    with pytest.raises(GitHubError):
+        cache.registration_token(ORG)

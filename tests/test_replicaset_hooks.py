@@ -961,3 +961,34 @@ def test_two_autoscalers_on_one_deployment_are_named_in_its_status(client: TestC
 
     plain = sync_deployment(client, deployment(1), hras=[hra("b-high", "web", 6)])
     assert all(c["type"] != "Autoscaled" for c in plain["status"]["conditions"])
+
+
+def test_a_set_that_has_runners_creates_none_jits_rules_would_stop(clock: ManualClock) -> None:
+    """Found in review: under a JIT server an old static set scaled up into Runners that each
+    refused to start."""
+    old = replica_set(4, ephemeral=False)
+    old["spec"]["template"]["spec"] = {**SPEC, "ephemeral": False}
+
+    with make_client(clock, RUNNER_REGISTRATION_MODE="jit") as client:
+        answer = sync_set(client, old, [runner("pool-0", "2026-01-01T00:00:00Z")])
+
+    assert [c["metadata"]["name"] for c in answer["children"]] == ["pool-0"]
+    scaling = next(c for c in answer["status"]["conditions"] if c["type"] == "Scaling")
+    assert (scaling["status"], scaling["reason"]) == ("False", "InvalidSpec")
+    assert "spec.ephemeral must not be false" in scaling["message"]
+
+
+def test_a_deployment_edited_to_what_jit_cannot_run_says_so_and_keeps_its_sets(
+    clock: ManualClock,
+) -> None:
+    """Found in review: a deployment that had a set said Valid while its new set, of a template
+    its Runners could not start with, waited for good."""
+    with make_client(clock, RUNNER_REGISTRATION_MODE="jit") as client:
+        first = sync_deployment(client, deployment(2))
+        (existing,) = first["children"]
+        edited = deployment(2, ephemeral=False)
+        answer = sync_deployment(client, edited, [observed(existing, replicas=2, ready=2)])
+
+    valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+    assert valid["status"] == "False" and "spec.ephemeral must not be false" in valid["message"]
+    assert [c["metadata"]["name"] for c in answer["children"]] == [existing["metadata"]["name"]]

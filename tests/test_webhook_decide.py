@@ -287,6 +287,18 @@ def test_an_in_progress_job_is_looked_for_wherever_an_hra_fits_its_labels() -> N
     assert decision.namespaces == ("a", "b")
 
 
+def test_an_in_progress_job_is_looked_for_where_common_labels_may_have_reserved_it() -> None:
+    """Found in review: `queued` reserved through COMMON_RUNNER_LABELS in a namespace whose
+    runners' own labels do not fit, and `in_progress` marked only where they did."""
+    own = deployment_target("alpha", namespace="a", organization="MY_ORG", labels=["label1"])
+    common = deployment_target("beta", namespace="b", organization="MY_ORG", labels=["gpu"])
+
+    decision = decide(workflow_job("in_progress"), [own, common], now=NOW, common_labels=["label1"])
+
+    assert decision.action is Action.MARK_JOB_STARTED
+    assert decision.namespaces == ("a", "b")
+
+
 @pytest.mark.parametrize("action", ["waiting", "requested", ""])
 def test_other_actions_change_nothing(action: str) -> None:
     target = deployment_target("test-name", organization="MY_ORG", labels=["label1"])

@@ -191,13 +191,13 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
             now,
             ["RunnerReplicaSet"],
         )
-    # JIT's rules judge a deployment before it has sets (see the RunnerReplicaSet's), with the
-    # labels its runners get.
+    # JIT's rules judge the template the deployment rolls out, with the labels its runners
+    # get: one its Runners could not start with is not rolled out, and says why (its sets
+    # already made keep scaling down, `hooks.replicaset.controller`).
     mode = deps.settings.runner_registration_mode
     template = _runner_template(deployment, deps)
-    jit = not request.objects("RunnerReplicaSet") and (
-        SCALE_SET_ANNOTATION in deployment.metadata.annotations
-        or registers_with_jit(template.metadata.annotations, mode)
+    jit = SCALE_SET_ANNOTATION in deployment.metadata.annotations or registers_with_jit(
+        template.metadata.annotations, mode
     )
     problems = validate_runner_template(template, jit=jit)
     if (name_problem := deployment_name_problem(deployment.metadata.name)) is not None:

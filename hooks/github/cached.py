@@ -343,9 +343,12 @@ class CachedGitHub(GitHubPort):
             return self._single_flight(
                 ("token", scope), cached, lambda: self._inner.registration_token(scope), store
             )
-        except GitHubError:
+        except GitHubError as error:
+            # Only while GitHub cannot answer: a refusal (bad credentials, a scope gone) is
+            # said at once (found in review).
+            unavailable = isinstance(error, RateLimitedError) or (error.status or 500) >= 500
             with self._lock:
-                spare = self._spare_tokens.get(scope, self._clock.now())
+                spare = self._spare_tokens.get(scope, self._clock.now()) if unavailable else None
             if spare is None:
                 raise
             return spare

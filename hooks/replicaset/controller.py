@@ -25,6 +25,7 @@ from hooks.children import (
     describe_validation_error,
     invalid_answer,
     merge_conditions,
+    problems_message,
     read_once_per_state,
     shared_kept,
 )
@@ -194,13 +195,13 @@ def sync_runner_replica_set(request: CompositeHookRequest, deps: HookDeps) -> Co
             request, [describe_validation_error(error, "RunnerReplicaSet")], now, ["Runner"]
         )
     template = replica_set.spec.template
-    # JIT's rules judge a set before it has Runners: one that has some (made before the server
-    # switched to JIT, say) must still scale them down and be deleted, and they report why
-    # they cannot start again themselves.
-    jit = not request.objects("Runner") and registers_with_jit(
-        template.metadata.annotations, deps.settings.runner_registration_mode
-    )
-    problems = validate_runner_template(template, jit=jit)
+    # JIT's rules judge the Runners a set would create. A set that has some already (made
+    # before the server switched to JIT, say) must still scale them down and be deleted: for it
+    # they only stop creation (found in review, both ways).
+    jit = registers_with_jit(template.metadata.annotations, deps.settings.runner_registration_mode)
+    has_runners = bool(request.objects("Runner"))
+    problems = validate_runner_template(template, jit=jit and not has_runners)
+    creation_problems = validate_runner_template(template, jit=True) if jit and has_runners else []
     if (name_problem := replica_set_name_problem(replica_set.metadata.name)) is not None:
         problems.append(name_problem)
     elif (
@@ -216,7 +217,7 @@ def sync_runner_replica_set(request: CompositeHookRequest, deps: HookDeps) -> Co
         problems.append("spec.effectiveTime must be an RFC 3339 time")
     if problems:
         return invalid_answer(request, problems, now, ["Runner"])
-    return _ReplicaSetSync(request, replica_set, now, deps).answer()
+    return _ReplicaSetSync(request, replica_set, now, deps, creation_problems).answer()
 
 
 class _ReplicaSetSync:
@@ -226,8 +227,10 @@ class _ReplicaSetSync:
         replica_set: RunnerReplicaSet,
         now: datetime,
         deps: HookDeps,
+        creation_problems: list[str] | None = None,
     ):
         self.request = request
+        self.creation_problems = creation_problems or []  # new Runners would not start
         self.replica_set = replica_set
         self.now = now
         self.deps = deps
@@ -325,6 +328,10 @@ class _ReplicaSetSync:
         """The Runners to create for `missing`; `present`: the Runners the set's requests
         carry besides (all but those this answer leaves out)."""
         if missing <= 0:
+            return []
+        if self.creation_problems:
+            message = problems_message(self.creation_problems)
+            self.conditions["Scaling"] = ("False", "InvalidSpec", message)
             return []
         missing, hold, later = rest_of_scale_up(
             missing, self._recreation_hold(), self.status.scale_up_remaining

@@ -116,12 +116,19 @@ def decide(
     """
     if isinstance(event, PingEvent):
         return Decision(Action.NONE, PONG)
-    decision = _decide(event, targets, now=now, runner_group_visibility=runner_group_visibility)
-    if decision.target is not None or not common_labels or not may_scale(event):
-        return decision
+    if not common_labels or not may_scale(event):
+        return _decide(event, targets, now=now, runner_group_visibility=runner_group_visibility)
     with_common = [target.with_labels(common_labels) for target in targets]
-    fallback = _decide(event, with_common, now=now, runner_group_visibility=runner_group_visibility)
-    return fallback if fallback.target is not None else decision
+    if event.action == "in_progress":
+        # Marked wherever `queued` may have reserved, through the common labels too (found in
+        # review: the reservation made through them was never marked).
+        return _decide(event, with_common, now=now, runner_group_visibility=None)
+    decision = _decide(event, targets, now=now, runner_group_visibility=runner_group_visibility)
+    if decision.target is not None:
+        return decision
+    # Its notes say why with the labels the runners do carry (found in review: "lacks the
+    # job's labels x" for a job only a hidden runner group's runners, which carry x, fit).
+    return _decide(event, with_common, now=now, runner_group_visibility=runner_group_visibility)
 
 
 def _decide(
