@@ -112,10 +112,6 @@ def _status(facts: RunnerSetFacts, plan: RunnerSetPlan) -> dict[str, Any]:
         + plan.created,
         desired_replicas=facts.desired,
         autoscaled=facts.autoscaled,
-        # Runners stopping while busy count too, as registered and busy (as a
-        # RunnerReplicaSet's do): their jobs still hold them, and an HRA reading these counts
-        # takes registered less busy for its idle runners (found in review: with two idle and
-        # two busy ones leaving, it read none idle).
         registered_replicas=registered,
         busy_replicas=busy,
         next_runner_index=plan.next_index,
