@@ -180,3 +180,25 @@ def test_spent_registration_secrets_are_not_written_again_at_every_sync() -> Non
     assert_clean(summary, none_waiting=True, all_completed=True)
     assert writes["changed"] > 0
     assert writes["unchanged"] <= writes["changed"] // 10
+
+
+def test_a_runner_set_turning_over_under_a_backlog_reads_busy() -> None:
+    """Found by an independent run: the runners of an ephemeral set turning over together
+    registered after the scope's list was read, and busyReplicas fell from 8 to 1 every third
+    minute while all 8 were busy."""
+    sim = world("runnerset-turnover-busy-count")
+    sim.begin()
+    seen = []
+    for minute in range(10, 26):
+        sim.run_to(minute * 60)
+        (rs,) = sim.store.list_objects("RunnerSet")
+        status = rs.get("status") or {}
+        if sim.github.job_summary().waiting:  # a backlog: every runner soon takes a job
+            seen.append((status.get("registeredReplicas"), status.get("busyReplicas")))
+    sim.run_to(sim.scenario.duration)
+    summary = sim.finish()
+
+    assert_clean(summary)
+    assert seen
+    assert min(busy for _, busy in seen) >= 5, seen
+    assert min(registered for registered, _ in seen) >= 7, seen

@@ -278,14 +278,27 @@ class _Decision:
         for member in self.members:
             scope = self._scope_of(member)
             member.github_runner = listed[scope].get(member.observed.runner_name)
-            pod, asked_at = member.observed.pod, self.listed_at.get(scope)
-            member.newer_than_list = (
-                member.github_runner is None
-                and pod is not None
-                and pod.ready_since is not None
-                and asked_at is not None
-                and pod.ready_since > asked_at
+            member.newer_than_list = self._newer_than_list(member, self.listed_at.get(scope))
+
+    def _newer_than_list(self, member: Member, asked_at: datetime | None) -> bool:
+        """The member's runner is not in its scope's list because it started after the list
+        was asked, or is starting: its pod is not ready yet, and was made no longer than one
+        list period before the list (a pod that never gets ready is not waited for)."""
+        pod = member.observed.pod
+        if member.github_runner is not None or pod is None or asked_at is None or pod.stopped:
+            return False
+        if pod.ready_since is not None:
+            return pod.ready_since > asked_at
+        made = observed_time(
+            str(
+                object_or_empty((member.observed.pod_object or {}).get("metadata")).get(
+                    "creationTimestamp"
+                )
+                or ""
             )
+        )
+        period = (self.list_fresh_until - asked_at) if self.list_fresh_until else None
+        return made is not None and period is not None and made > asked_at - period
 
     def _scope_of(self, member: Member) -> Scope:
         """Where the member's runner registers: as its StatefulSet says, else the spec."""
