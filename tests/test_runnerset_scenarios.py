@@ -188,13 +188,13 @@ def test_a_runner_set_turning_over_under_a_backlog_reads_busy() -> None:
     minute while all 8 were busy."""
     sim = world("runnerset-turnover-busy-count")
     sim.begin()
-    seen = []
+    seen: list[tuple[int, int]] = []
     for minute in range(10, 26):
         sim.run_to(minute * 60)
         (rs,) = sim.store.list_objects("RunnerSet")
         status = rs.get("status") or {}
         if sim.github.job_summary().waiting:  # a backlog: every runner soon takes a job
-            seen.append((status.get("registeredReplicas"), status.get("busyReplicas")))
+            seen.append((status.get("registeredReplicas") or 0, status.get("busyReplicas") or 0))
     sim.run_to(sim.scenario.duration)
     summary = sim.finish()
 
