@@ -289,14 +289,7 @@ class _Decision:
             return False
         if pod.ready_since is not None:
             return pod.ready_since > asked_at
-        made = observed_time(
-            str(
-                object_or_empty((member.observed.pod_object or {}).get("metadata")).get(
-                    "creationTimestamp"
-                )
-                or ""
-            )
-        )
+        made = _creation_time(member.observed.pod_object)
         period = (self.list_fresh_until - asked_at) if self.list_fresh_until else None
         return made is not None and period is not None and made > asked_at - period
 
@@ -554,6 +547,16 @@ class _Decision:
         """What one more member weighs in the set's requests (`runner_weight`): its
         StatefulSet, its pod, its Secret and its claims, as observed members weigh them, else
         as built: the StatefulSet, and its pod carrying the same template."""
+        # Its Secret and claims, as the request carries them, with their own overhead.
+        extra = REQUEST_OVERHEAD_BYTES * (1 + len(self.spec.volume_claim_templates))
+        observed = [
+            len(orjson.dumps(m.observed.sts))
+            + len(orjson.dumps(m.observed.pod_object or {}))
+            + extra
+            for m in self.members[:SAMPLED_CHILDREN]
+        ]
+        if observed:
+            return runner_weight(0, observed)
         sample = statefulset(
             self.facts.runner_set,
             self.facts.defaults,
@@ -563,15 +566,7 @@ class _Decision:
             created_at=format_time(self.now),
             jit=self.facts.jit,
         )
-        # Its Secret and claims, as the request carries them, with their own overhead.
-        extra = REQUEST_OVERHEAD_BYTES * (1 + len(self.spec.volume_claim_templates))
-        observed = [
-            len(orjson.dumps(m.observed.sts))
-            + len(orjson.dumps(m.observed.pod_object or {}))
-            + extra
-            for m in self.members[:SAMPLED_CHILDREN]
-        ]
-        return runner_weight(len(orjson.dumps(sample)) * 2 + extra, observed)
+        return runner_weight(len(orjson.dumps(sample)) * 2 + extra, [])
 
     def _add_runner(self, name: str, material: RegistrationMaterial, free_slot: int) -> None:
         runner_set, out = self.facts.runner_set, self.out
@@ -720,3 +715,8 @@ def _created_at(member: Member) -> datetime | None:
     """When this hook created the member's StatefulSet (its sync-time annotation)."""
     annotations = (member.observed.sts.get("metadata") or {}).get("annotations") or {}
     return observed_time(annotations.get(SYNC_TIME_ANNOTATION))  # near year 9999: none
+
+
+def _creation_time(obj: KubeObject | None) -> datetime | None:
+    metadata = object_or_empty((obj or {}).get("metadata"))
+    return observed_time(str(metadata.get("creationTimestamp") or ""))
