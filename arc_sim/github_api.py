@@ -370,7 +370,12 @@ class GitHubApi:
             return anonymous, "Requires authentication"
         scheme, _, credential = header.partition(" ")
         credential = credential.strip()
-        if scheme.lower() not in ("token", "bearer") or not credential:
+        if scheme.lower() == "basic" and auth == "token":
+            # GitHub takes a username with a PAT as its password.
+            credential = _basic_password(credential)
+        elif scheme.lower() not in ("token", "bearer"):
+            return anonymous, "Bad credentials"
+        if not credential:
             return anonymous, "Bad credentials"
         if auth == "jwt":
             try:
@@ -895,3 +900,13 @@ def _docs_url(route: str | None) -> str:
 
 def _is_ghes(path: str) -> bool:
     return path == GHES_PREFIX or path.startswith(f"{GHES_PREFIX}/")
+
+
+def _basic_password(credential: str) -> str:
+    """The password of a basic-auth credential (`base64(user:password)`); "" when unreadable."""
+    try:
+        pair = base64.b64decode(credential, validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    user, colon, password = pair.partition(":")
+    return password if colon and user else ""

@@ -192,14 +192,9 @@ def _serve(
     settings = _settings("serve")
     if settings is None:
         return 2
-    secrets = [
+    secrets = settings.github_secrets + [
         s.get_secret_value()
-        for s in (
-            settings.github_token,
-            settings.github_app_private_key,
-            settings.github_webhook_secret_token,
-            settings.hook_bearer_token,
-        )
+        for s in (settings.github_webhook_secret_token, settings.hook_bearer_token)
         if s is not None
     ]
     # The hook tokens mounted as files, as they are at start.
@@ -251,16 +246,12 @@ def _listen(namespace: str | None, metrics_port: int) -> int:
     settings = _settings("listen")
     if settings is None:
         return 2
-    secrets = [
-        s.get_secret_value()
-        for s in (settings.github_token, settings.github_app_private_key)
-        if s is not None
-    ]
-    configure_logging(settings.log_level, secrets)
-    if not settings.has_github_credentials:
+    configure_logging(settings.log_level, settings.github_secrets)
+    if not settings.has_scale_set_credentials:
         print(
-            "arc-hooks listen: no GitHub credentials: set GITHUB_TOKEN, or GITHUB_APP_ID, "
-            "GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY",
+            "arc-hooks listen: no GitHub credentials for runner scale sets: set GITHUB_TOKEN, "
+            "or GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY (basic "
+            "auth does not reach them)",
             file=sys.stderr,
         )
         return 2

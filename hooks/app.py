@@ -68,7 +68,7 @@ def create_app(
         build_credentials_port = build_credentials_port or _credentials_ports(settings, clock)
         try:
             github = _github_from_settings(settings, clock, board)
-            if scale_sets is None and settings.has_github_credentials:
+            if scale_sets is None and settings.has_scale_set_credentials:
                 scale_sets = scale_sets_from_settings(settings, clock)
         except ValueError as error:
             # The App's key does not read (the message never quotes it): the server still

@@ -14,7 +14,7 @@ from hooks.github.credentials import UNUSABLE_APP_KEY, app_key_signs
 from hooks.github.pygithub_adapter import load_private_key
 from hooks.hook_auth import HookCredentials
 from hooks.metrics import REGISTRY
-from hooks.settings import Settings
+from hooks.settings import CREDENTIALS_HINT, Settings
 
 
 def health_routes(
@@ -44,10 +44,7 @@ def _readyz(settings: Settings, credentials: HookCredentials) -> Callable[[Reque
         if not credentials.ready:
             reasons.append(credentials.not_ready_reason())
         if not settings.has_github_credentials:
-            reasons.append(
-                "no GitHub credentials (set GITHUB_TOKEN, or GITHUB_APP_ID, "
-                "GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY)"
-            )
+            reasons.append(f"no GitHub credentials ({CREDENTIALS_HINT})")
         elif not app_key_usable:
             reasons.append(f"GITHUB_APP_PRIVATE_KEY {UNUSABLE_APP_KEY}")
         return _readiness(reasons)
@@ -90,6 +87,8 @@ async def _metrics(request: Request) -> Response:
 def _app_key_usable(settings: Settings) -> bool:
     """The server's GitHub App key, when the App is what it calls GitHub with, can sign. Read
     once: a key that cannot would fail every call, so the replica takes no traffic."""
+    if settings.uses_basic_auth:
+        return True
     if settings.github_token is not None and settings.github_token.get_secret_value():
         return True
     if settings.github_app_private_key is None:

@@ -44,7 +44,7 @@ def keep_scale_set(
     if deps.scale_sets is None:
         return ScaleSetProblem(
             "ScaleSetsUnavailable",
-            "this server has no GitHub credentials to reach runner scale sets with",
+            "this server has no GitHub token or App to reach runner scale sets with",
             deps.sync_period,
         )
     try:
@@ -85,7 +85,7 @@ def retire_scale_set(
     if runners_left:
         return ("False", "Retiring", f"{named} is deleted once its runners are gone"), None, False
     if deps.scale_sets is None:
-        message = f"{named} cannot be deleted: this server has no GitHub credentials"
+        message = f"{named} cannot be deleted: this server has no GitHub token or App"
         return ("False", "ScaleSetsUnavailable", message), deps.sync_period, False
     problem = delete_scale_set(deps, scope, recorded)
     if problem is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Annotated, Literal
 
 from pydantic import AllowInfNan, Field, SecretStr, field_validator
@@ -13,6 +14,11 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 DEFAULT_RUNNER_IMAGE = "summerwind/actions-runner:latest"
 DEFAULT_DOCKER_IMAGE = "docker:dind"
+CREDENTIALS_HINT = (
+    "set GITHUB_TOKEN, or GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY, "
+    "or GITHUB_BASICAUTH_USERNAME and GITHUB_BASICAUTH_PASSWORD"
+)
+"""What a server without GitHub credentials is told to set."""
 
 
 Seconds = Annotated[float, Field(ge=0), AllowInfNan(False)]
@@ -30,6 +36,14 @@ class Settings(BaseSettings):
         default=None,
         alias="GITHUB_APP_PRIVATE_KEY",
         description="A path to a PEM file, or the PEM itself.",
+    )
+    github_basicauth_username: str | None = Field(
+        default=None,
+        alias="GITHUB_BASICAUTH_USERNAME",
+        description="With GITHUB_BASICAUTH_PASSWORD: HTTP basic auth instead of a token or App.",
+    )
+    github_basicauth_password: SecretStr | None = Field(
+        default=None, alias="GITHUB_BASICAUTH_PASSWORD"
     )
     github_enterprise_url: str | None = Field(default=None, alias="GITHUB_ENTERPRISE_URL")
     github_url: str | None = Field(
@@ -258,9 +272,40 @@ class Settings(BaseSettings):
         return value
 
     @property
-    def has_github_credentials(self) -> bool:
+    def uses_basic_auth(self) -> bool:
+        """Basic auth is configured: it goes before a token and an App, as in ARC."""
+        password = self.github_basicauth_password
+        return bool(self.github_basicauth_username and password and password.get_secret_value())
+
+    @property
+    def has_scale_set_credentials(self) -> bool:
+        """A token or an App: what runner scale sets are reached with (not basic auth)."""
         app = self.github_app_id and self.github_app_installation_id and self.github_app_private_key
         return bool(self.github_token or app)
+
+    @property
+    def has_github_credentials(self) -> bool:
+        return self.uses_basic_auth or self.has_scale_set_credentials
+
+    @property
+    def github_secrets(self) -> list[str]:
+        """The server's GitHub credentials as text, to be masked wherever they could show:
+        basic auth's password also as its `Authorization` header carries it."""
+        secrets = [
+            secret.get_secret_value()
+            for secret in (
+                self.github_token,
+                self.github_app_private_key,
+                self.github_basicauth_password,
+            )
+            if secret is not None and secret.get_secret_value()
+        ]
+        if self.uses_basic_auth:
+            assert self.github_basicauth_password is not None
+            password = self.github_basicauth_password.get_secret_value()
+            pair = f"{self.github_basicauth_username}:{password}"
+            secrets.append(base64.b64encode(pair.encode()).decode())
+        return secrets
 
     @property
     def api_base_url(self) -> str:

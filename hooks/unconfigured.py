@@ -24,7 +24,7 @@ from hooks.github.port import (
     WorkflowRun,
 )
 
-MESSAGE = "no GitHub credentials configured (GITHUB_TOKEN or a GitHub App)"
+MESSAGE = "no GitHub credentials configured (GITHUB_TOKEN, a GitHub App, or basic auth)"
 
 
 class UnconfiguredGitHub:

@@ -57,14 +57,17 @@ class ApiCredentials:
     urls: Mapping[str, str] = field(default_factory=dict)  # setting name -> URL
 
     def settings_overrides(self) -> dict[str, Any]:
-        """The settings these credentials replace. The four credential fields are always
-        replaced (a Secret with a token must not inherit the server's App, nor the reverse);
-        a URL the Secret leaves out stays the server's, as ARC falls back to its own."""
+        """The settings these credentials replace. The credential fields are always replaced
+        (a Secret with a token must not inherit the server's App, nor the reverse, nor the
+        server's basic auth, which goes first and which such a Secret cannot give, as in
+        ARC); a URL the Secret leaves out stays the server's, as ARC falls back to its own."""
         return {
             "github_token": SecretStr(self.token) if self.token else None,
             "github_app_id": self.app_id,
             "github_app_installation_id": self.installation_id,
             "github_app_private_key": SecretStr(self.private_key) if self.private_key else None,
+            "github_basicauth_username": None,
+            "github_basicauth_password": None,
             **self.url_overrides(),
         }
 

@@ -82,7 +82,7 @@ from hooks.metrics import (
     GITHUB_RATE_LIMIT_REMAINING,
     GITHUB_RATE_LIMIT_RESET,
 )
-from hooks.settings import Settings
+from hooks.settings import CREDENTIALS_HINT, Settings
 
 T = TypeVar("T")
 
@@ -318,7 +318,12 @@ def _base64_text(text: str) -> str:
 
 
 def auth_from_settings(settings: Settings, clock: Clock) -> Auth.Auth:
-    """A PAT when GITHUB_TOKEN is set (as ARC prefers it), else the GitHub App installation."""
+    """In ARC's order: basic auth when both its settings are given (for a proxy in front of
+    GitHub's API), a PAT when GITHUB_TOKEN is set, else the GitHub App installation."""
+    if settings.uses_basic_auth:
+        assert settings.github_basicauth_password is not None
+        password = settings.github_basicauth_password.get_secret_value()
+        return Auth.Login(str(settings.github_basicauth_username), password)
     if settings.github_token is not None and settings.github_token.get_secret_value():
         return Auth.Token(settings.github_token.get_secret_value())
     if (
@@ -329,10 +334,7 @@ def auth_from_settings(settings: Settings, clock: Clock) -> Auth.Auth:
         key = load_private_key(settings.github_app_private_key.get_secret_value())
         app = ClockAppAuth(settings.github_app_id, key, clock)
         return app.get_installation_auth(settings.github_app_installation_id)
-    raise ValueError(
-        "no GitHub credentials: set GITHUB_TOKEN, or GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID "
-        "and GITHUB_APP_PRIVATE_KEY"
-    )
+    raise ValueError(f"no GitHub credentials: {CREDENTIALS_HINT}")
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -387,17 +389,12 @@ class PyGithubAdapter(GitHubPort):
     def from_settings(
         cls, settings: Settings, clock: Clock, *, credentials: str = DEFAULT_CREDENTIALS
     ) -> PyGithubAdapter:
-        secrets = [
-            secret.get_secret_value()
-            for secret in (settings.github_token, settings.github_app_private_key)
-            if secret is not None
-        ]
         return cls(
             auth=auth_from_settings(settings, clock),
             clock=clock,
             base_url=settings.api_base_url,
             timeout=settings.github_request_timeout,
-            secrets=secrets,
+            secrets=settings.github_secrets,
             credentials=credentials,
         )
 
