@@ -34,7 +34,7 @@ def record_autoscaler(seen: AutoscalerObservation) -> None:
     metrics.HRA_RESERVED_REPLICAS.labels(**base).set(seen.decision.reservations.reserved)
     target = {
         **base,
-        "kind": seen.target_kind,
+        "kind": seen.target_kind.lower(),  # ARC's values: runnerdeployment, runnerset
         "name": seen.target_name,
         "enterprise": seen.scope.enterprise,
         "organization": seen.scope.organization,
@@ -43,8 +43,9 @@ def record_autoscaler(seen: AutoscalerObservation) -> None:
     types = {metric.type for metric in hra.spec.metrics}
     suggestion = seen.decision.suggestion
     if METRIC_PERCENTAGE_RUNNERS_BUSY in types:
-        if suggestion.metric == METRIC_PERCENTAGE_RUNNERS_BUSY and suggestion.replicas is not None:
-            metrics.HRA_REPLICAS_DESIRED.labels(**target).set(suggestion.replicas)
+        # ARC sets it whenever the metric is asked, also when the fallback metric then decides.
+        if suggestion.busy_replicas is not None:
+            metrics.HRA_REPLICAS_DESIRED.labels(**target).set(suggestion.busy_replicas)
         metrics.HRA_RUNNERS.labels(**target).set(seen.runners)
         metrics.HRA_RUNNERS_REGISTERED.labels(**target).set(seen.registered)
         metrics.HRA_RUNNERS_BUSY.labels(**target).set(seen.busy)

@@ -1223,6 +1223,50 @@ def test_metrics_show_the_desired_replicas_after_a_sync(
         assert secret not in metrics.text
 
 
+def _hra_samples(text: str, name: str, hra: str) -> list[tuple[dict[str, str], float]]:
+    return [
+        (sample.labels, sample.value)
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name and sample.labels.get("horizontalrunnerautoscaler") == hra
+    ]
+
+
+def test_the_scale_target_series_carry_arcs_lowercase_kind(
+    client: TestClient, clock: ManualClock
+) -> None:
+    # ARC's scaleTarget.kind: "runnerdeployment" or "runnerset"
+    # (horizontalrunnerautoscaler_controller.go, scaleTargetFromRD and Reconcile).
+    hra = autoscaler(metrics=[BUSY_METRIC], minReplicas=1, maxReplicas=10)
+    hra["metadata"]["name"] = "kind-probe"
+    Cluster(client, clock, hra, related=[reporting(registered=2, busy=1)]).sync()
+
+    series = _hra_samples(
+        client.get("/metrics").text, "horizontalrunnerautoscaler_runners", "kind-probe"
+    )
+
+    assert [labels["kind"] for labels, _ in series] == ["runnerdeployment"]
+
+
+def test_replicas_desired_is_percentage_runners_busys_own_even_when_the_fallback_decides(
+    client: TestClient, clock: ManualClock
+) -> None:
+    # ARC (autoscaling.go, suggestReplicasByPercentageRunnersBusy) sets replicas_desired each
+    # time the metric is asked; its 0 then makes suggestDesiredReplicas ask the fallback.
+    total = {"type": "TotalNumberOfQueuedAndInProgressWorkflowRuns"}
+    hra = autoscaler(metrics=[BUSY_METRIC, total], minReplicas=0, maxReplicas=10)
+    hra["metadata"]["name"] = "fallback-probe"
+    # 1 replica, none busy: below the scale-down threshold, int(1 * 0.5) = 0 is suggested.
+    Cluster(client, clock, hra, related=[reporting(registered=1, busy=0)]).sync()
+
+    text = client.get("/metrics").text
+    for name in (
+        "horizontalrunnerautoscaler_replicas_desired",
+        "horizontalrunnerautoscaler_necessary_replicas",
+    ):
+        assert [value for _, value in _hra_samples(text, name, "fallback-probe")] == [0.0]
+
+
 # ------------------------------------------------------------------ lost `completed` deliveries
 
 

@@ -21,6 +21,7 @@ import yaml
 from hooks.resources.runner import Runner
 from hooks.runner.pod import (
     DOCKER_CONTAINER,
+    DOCKER_PRESTOP_SCRIPT,
     POD_TEMPLATE_HASH_LABEL,
     RUNNER_CONTAINER,
     build_runner_pod,
@@ -759,6 +760,22 @@ def test_jit_config_comes_from_the_secret() -> None:
         "secretKeyRef": {"name": SECRET_NAME, "key": JIT_CONFIG_KEY}
     }
     assert "RUNNER_TOKEN" not in env
+
+
+def test_the_docker_sidecar_always_gets_arcs_prestop_and_keeps_other_handlers() -> None:
+    # ARC (runner_controller.go, newRunnerPodWithContainerMode) sets the sidecar's lifecycle to
+    # its preStop whatever the spec says: dockerd must outlive the runner's registration.
+    own = {
+        "postStart": {"exec": {"command": ["true"]}},
+        "preStop": {"exec": {"command": ["/bin/sh", "-c", "exit 0"]}},
+    }
+    pod = build({"containers": [{"name": "docker", "lifecycle": own}]})
+
+    docker = next(c for c in pod["spec"]["containers"] if c["name"] == "docker")
+    assert docker["lifecycle"] == {
+        "postStart": own["postStart"],
+        "preStop": {"exec": {"command": ["/bin/sh", "-c", DOCKER_PRESTOP_SCRIPT]}},
+    }
 
 
 def test_restart_policy_is_forced_to_never() -> None:

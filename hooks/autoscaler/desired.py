@@ -127,6 +127,7 @@ class Suggestion:
     jobs: JobCounts | None = None  # what TotalNumberOf...WorkflowRuns counted, when asked
     busy: int | None = None  # what PercentageRunnersBusy counted, when asked
     busy_step: BusyStep | None = None  # PercentageRunnersBusy's step, taken or standing
+    busy_replicas: int | None = None  # PercentageRunnersBusy's own suggestion, when asked
 
 
 @dataclass(frozen=True)
@@ -249,16 +250,25 @@ def suggest_replicas(
     busy: int | None = None
     for metric in spec.metrics:
         if metric.type == METRIC_PERCENTAGE_RUNNERS_BUSY and standing is not None:
-            suggestion = Suggestion(standing.replicas, metric.type, busy_step=standing)
+            suggestion = Suggestion(
+                standing.replicas, metric.type, busy_step=standing, busy_replicas=standing.replicas
+            )
         elif metric.type == METRIC_PERCENTAGE_RUNNERS_BUSY:
             busy = activity.busy_runners()
             replicas = suggest_by_busy_runners(busy_rule(metric), target.replicas, busy, reserved)
             step = BusyStep(replicas, next_step_at) if next_step_at is not None else None
-            suggestion = Suggestion(replicas, metric.type, busy=busy, busy_step=step)
+            suggestion = Suggestion(
+                replicas, metric.type, busy=busy, busy_step=step, busy_replicas=replicas
+            )
         else:
             jobs = suggest_by_workflow_runs(metric, target.scope, activity)
             suggestion = Suggestion(
-                jobs.total, metric.type or "", jobs=jobs, busy=busy, busy_step=suggestion.busy_step
+                jobs.total,
+                metric.type or "",
+                jobs=jobs,
+                busy=busy,
+                busy_step=suggestion.busy_step,
+                busy_replicas=suggestion.busy_replicas,
             )
         if suggestion.replicas is not None and suggestion.replicas > 0:
             break

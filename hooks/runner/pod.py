@@ -456,10 +456,13 @@ def _docker_container(
     )
     _fill_resources(container, spec.dockerd_container_resources)
     _fill_docker_security_context(container, spec, layout)
-    if "lifecycle" not in container:
-        container["lifecycle"] = {
-            "preStop": {"exec": {"command": ["/bin/sh", "-c", DOCKER_PRESTOP_SCRIPT]}}
-        }
+    # ARC's preStop always (it replaces the sidecar's whole lifecycle): a preStop of the
+    # user's own would let dockerd stop under a job step. Other handlers are kept.
+    lifecycle = container.get("lifecycle")
+    container["lifecycle"] = {
+        **(lifecycle if isinstance(lifecycle, dict) else {}),
+        "preStop": {"exec": {"command": ["/bin/sh", "-c", DOCKER_PRESTOP_SCRIPT]}},
+    }
     return container
 
 
