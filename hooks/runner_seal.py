@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import json
 
 from hooks.github.port import Scope
 from hooks.settings import Settings
@@ -53,9 +54,24 @@ def _derived(secret: str) -> bytes:
 
 
 def runner_seal(key: bytes, namespace: str, pod_name: str, scope: Scope, runner_name: str) -> str:
-    claim = "\n".join(
-        (namespace, pod_name, scope.enterprise, scope.organization, scope.repository, runner_name)
-    )
+    fields = (namespace, pod_name, scope.enterprise, scope.organization, scope.repository)
+    return _sealed(key, _claim("pod", (*fields, runner_name)))
+
+
+def _claim(kind: str, fields: tuple[str, ...], runner_id: int | None = None) -> str:
+    """What a seal signs: one text for one claim, and none for two. Fields without a newline
+    are joined by newlines (the form seals have always had, so pods sealed before stay sealed):
+    five newlines in a pod's seal, six in a runner id's (the id after the runner's name). A
+    field holding a newline (a pod's env is its creator's to write) is signed as the JSON list
+    of the kind and the fields instead, which no joined claim equals: JSON writes newlines
+    escaped."""
+    values = fields if runner_id is None else (*fields, str(runner_id))
+    if any("\n" in value for value in fields):
+        return json.dumps([kind, *values])
+    return "\n".join(values)
+
+
+def _sealed(key: bytes, claim: str) -> str:
     return hmac.new(key, claim.encode(), hashlib.sha256).hexdigest()[:32]
 
 
@@ -76,7 +92,8 @@ def seal_holds(
 def runner_id_seal(
     key: bytes, namespace: str, pod_name: str, scope: Scope, runner_name: str, runner_id: int
 ) -> str:
-    return runner_seal(key, namespace, pod_name, scope, f"{runner_name}\n{runner_id}")
+    fields = (namespace, pod_name, scope.enterprise, scope.organization, scope.repository)
+    return _sealed(key, _claim("runner-id", (*fields, runner_name), runner_id))
 
 
 def runner_id_sealed(
@@ -88,11 +105,8 @@ def runner_id_sealed(
     runner_name: str,
     runner_id: int,
 ) -> bool:
-    return seal_holds(
-        annotations.get(ID_SEAL_ANNOTATION),
-        key,
-        namespace,
-        pod_name,
-        scope,
-        f"{runner_name}\n{runner_id}",
-    )
+    recorded = annotations.get(ID_SEAL_ANNOTATION)
+    if key is None or scope is None or not isinstance(recorded, str) or not recorded:
+        return False
+    expected = runner_id_seal(key, namespace, pod_name, scope, runner_name, runner_id)
+    return hmac.compare_digest(recorded, expected)

@@ -10,7 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hooks.github.port import Scope
-from hooks.runner_seal import runner_seal, seal_holds, seal_key
+from hooks.runner_seal import (
+    ID_SEAL_ANNOTATION,
+    runner_id_seal,
+    runner_id_sealed,
+    runner_seal,
+    seal_holds,
+    seal_key,
+)
 from hooks.settings import Settings
 
 
@@ -79,3 +86,49 @@ def test_a_seal_holds_for_exactly_what_it_was_made_for(
         (namespace, pod, scope, other_runner),
     ):
         assert seal_holds(seal, key, *claim) == (claim == made_for)
+
+
+def test_seals_made_before_keep_holding() -> None:
+    """Pods sealed by earlier builds stay sealed: the values are those builds' own."""
+    key, scope = b"k" * 32, Scope(organization="acme")
+
+    assert runner_seal(key, "ns", "pod-0", scope, "runner-a") == "79bef585986ca93b5751131a0bffb67e"
+    assert (
+        runner_id_seal(key, "ns", "pod-0", scope, "runner-a", 101)
+        == "c457ac7e220c5c5671d3f927be2a44e1"
+    )
+
+
+def test_a_runner_name_with_a_newline_is_not_a_runner_ids_seal() -> None:
+    """A pod's creator writes its RUNNER_NAME: the decorator's seal for a runner named
+    "x\\n101" was the seal of runner id 101 for runner "x", which a stop removes by id."""
+    key, scope = b"k" * 32, Scope(organization="acme")
+    forged = runner_seal(key, "ns", "pod-0", scope, "x\n101")
+
+    annotations: dict[str, object] = {ID_SEAL_ANNOTATION: forged}
+    assert not runner_id_sealed(annotations, key, "ns", "pod-0", scope, "x", 101)
+
+
+texts = st.text(max_size=12)
+any_scopes = st.builds(Scope, enterprise=texts, organization=texts, repository=texts)
+
+
+@given(texts, texts, any_scopes, texts, texts, texts, any_scopes, texts, st.integers(0, 10**12))
+def test_no_pod_seal_is_a_runner_id_seal(
+    namespace: str,
+    pod: str,
+    scope: Scope,
+    runner: str,
+    id_namespace: str,
+    id_pod: str,
+    id_scope: Scope,
+    id_runner: str,
+    runner_id: int,
+) -> None:
+    key = b"k" * 32
+    pod_seal = runner_seal(key, namespace, pod, scope, runner)
+    annotations: dict[str, object] = {ID_SEAL_ANNOTATION: pod_seal}
+
+    assert not runner_id_sealed(
+        annotations, key, id_namespace, id_pod, id_scope, id_runner, runner_id
+    )
