@@ -24,7 +24,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
-from starlette.routing import Route
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger("arc_hooks")
@@ -96,13 +96,18 @@ def serve(
         asyncio.run(_serve_all(uvicorn.Server(config), companions, reloader))
 
 
-def without_paths(app: ASGIApp, paths: frozenset[str]) -> ASGIApp:
-    """`app` answering 404 on `paths`. With a health port, the main port no longer serves
-    metrics and readiness: on the webhook receiver it is the one reachable from the internet,
-    and the metrics name private repositories, workflows and jobs."""
+def without_paths(app: Starlette, paths: frozenset[str]) -> ASGIApp:
+    """`app` answering 404 wherever its routes of `paths` would answer. With a health port,
+    the main port no longer serves metrics and readiness: on the webhook receiver it is the one
+    reachable from the internet, and the metrics name private repositories, workflows and jobs.
+    Matched as the routes match, not by comparing paths: a route's pattern takes more than its
+    path (Python's `$` matches before a final newline, so `/metrics%0A` reached `/metrics`)."""
+    private = [r for r in app.routes if isinstance(r, Route) and r.path in paths]
 
     async def serve_elsewhere(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] in paths:
+        if scope["type"] == "http" and any(
+            route.matches(scope)[0] is not Match.NONE for route in private
+        ):
             await PlainTextResponse("served on the health port only", status_code=404)(
                 scope, receive, send
             )

@@ -324,6 +324,24 @@ def test_serve_webhook_only_is_passed_to_the_server(monkeypatch: pytest.MonkeyPa
     assert "hook" in str(served["readyz"])
 
 
+@pytest.mark.parametrize("webhook_only", [True, False])
+def test_with_a_health_port_the_main_port_serves_no_metrics_nor_readiness_however_asked(
+    webhook_only: bool,
+) -> None:
+    """The main port is the receiver's public one; a route's pattern matches more than its
+    path (Python's `$` before a final newline), so `/metrics%0A` once served the metrics."""
+    from hooks.server import PRIVATE_PATHS, without_paths
+
+    clock = ManualClock()
+    settings = Settings.model_validate({"GITHUB_TOKEN": GITHUB_TOKEN})
+    app = create_app(settings, github=InMemoryGitHub(clock), clock=clock, webhook_only=webhook_only)
+    with TestClient(without_paths(app, PRIVATE_PATHS)) as client:
+        for path in ("/metrics", "/metrics%0A", "/readyz", "/readyz%0A"):
+            answer = client.get(path)
+            assert (answer.status_code, answer.text) == (404, "served on the health port only")
+        assert client.get("/healthz").status_code == 200
+
+
 def _refusals(metrics: str) -> float:
     prefix = 'arc_hooks_hook_refusals_total{reason="missing"} '
     line = next((line for line in metrics.splitlines() if line.startswith(prefix)), prefix + "0")
