@@ -214,7 +214,7 @@ def _serve(
     if webhook_only:
         log.info("serving GitHub's webhook only, at every path but the health endpoints")
     elif not credentials.accepted():
-        if credentials.allow_unauthenticated:
+        if credentials.allows_anyone:
             log.warning(
                 "HOOKS_ALLOW_UNAUTHENTICATED=true and no hook credential: any caller that "
                 "reaches this server can call the hooks (for local experiments only)"

@@ -159,16 +159,22 @@ class HookCredentials:
         tokens += [token for file in self._files if (token := file.token())]
         return tokens
 
+    @property
+    def allows_anyone(self) -> bool:
+        """Unauthenticated calls are allowed: asked for, and no token configured. A token file
+        configured but empty or gone (its Secret deleted) keeps calls refused: the server
+        does not open because a Secret went away."""
+        return self.allow_unauthenticated and self._fixed is None and not self._files
+
     def verdict(self, header: bytes | None) -> Verdict:
-        accepted = self.accepted()
-        if not accepted and self.allow_unauthenticated:
+        if self.allows_anyone:
             return Verdict.ALLOWED
-        return check_authorization(header, accepted)
+        return check_authorization(header, self.accepted())
 
     @property
     def ready(self) -> bool:
         """False while every hook call would be refused for want of a configured token."""
-        return self.allow_unauthenticated or bool(self.accepted())
+        return self.allows_anyone or bool(self.accepted())
 
     def not_ready_reason(self) -> str:
         missing = [str(file.path) for file in self._files]

@@ -377,6 +377,24 @@ def test_a_configured_token_is_required_even_when_unauthenticated_calls_are_allo
         assert c.post("/sync/runner", json=COMPOSITE, headers=HOOK_AUTH).status_code == 200
 
 
+def test_a_token_file_gone_keeps_hooks_refused_even_when_unauthenticated_calls_are_allowed(
+    tmp_path: Path,
+) -> None:
+    """`HOOKS_ALLOW_UNAUTHENTICATED` is for a server with no token configured: a configured
+    file that empties or goes away (its Secret deleted) must not open the hooks."""
+    _write_secret_file(tmp_path, "token", HOOK_TOKEN)
+    env = {"HOOK_BEARER_TOKEN_FILE": str(tmp_path / "token"), "HOOKS_ALLOW_UNAUTHENTICATED": "true"}
+    with app_client(env) as client:
+        assert client.post("/finalize/runner", json=COMPOSITE).status_code == 401
+        for gone in ("emptied", "removed"):
+            if gone == "emptied":
+                _write_secret_file(tmp_path, "token", "")
+            else:
+                (tmp_path / "token").unlink()
+            assert client.post("/finalize/runner", json=COMPOSITE).status_code == 503, gone
+            assert client.get("/readyz").status_code == 503, gone
+
+
 # --------------------------------------------------------------- token files, rotated
 
 
