@@ -36,9 +36,10 @@ def record_autoscaler(seen: AutoscalerObservation) -> None:
         **base,
         "kind": seen.target_kind.lower(),  # ARC's values: runnerdeployment, runnerset
         "name": seen.target_name,
-        "enterprise": seen.scope.enterprise,
-        "organization": seen.scope.organization,
-        "repository": seen.scope.repository,
+        # A spec's text, shown on /metrics without authentication: masked as in answers.
+        "enterprise": mask_credentials(seen.scope.enterprise),
+        "organization": mask_credentials(seen.scope.organization),
+        "repository": mask_credentials(seen.scope.repository),
     }
     types = {metric.type for metric in hra.spec.metrics}
     suggestion = seen.decision.suggestion

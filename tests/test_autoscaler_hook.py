@@ -1267,6 +1267,23 @@ def test_replicas_desired_is_percentage_runners_busys_own_even_when_the_fallback
         assert [value for _, value in _hra_samples(text, name, "fallback-probe")] == [0.0]
 
 
+def test_a_token_shaped_repository_is_masked_on_metrics(
+    client: TestClient, clock: ManualClock
+) -> None:
+    """/metrics is read without authentication; a token pasted into a spec's scope shows
+    there no more than in the hook's answer."""
+    token = "ghp_" + "A1b2C3d4E5" * 3 + "Zz9Yy8"
+    target = deployment(repository=f"acme/{token}", labels=["linux"])
+    target["status"] = {"replicas": 1, "registeredReplicas": 1, "busyReplicas": 1}
+    hra = autoscaler(metrics=[BUSY_METRIC], minReplicas=1, maxReplicas=10)
+    hra["metadata"]["name"] = "masked-probe"
+    Cluster(client, clock, hra, related=[target]).sync()
+
+    text = client.get("/metrics").text
+    assert _hra_samples(text, "horizontalrunnerautoscaler_runners", "masked-probe")
+    assert token not in text
+
+
 # ------------------------------------------------------------------ lost `completed` deliveries
 
 

@@ -42,6 +42,7 @@ from hooks.github.shared_lists import (
     SharedList,
 )
 from hooks.metrics import GITHUB_RUNNER_LIST_PERIOD
+from hooks.redaction import mask_credentials
 from hooks.settings import Settings
 
 K = TypeVar("K", bound=Hashable)
@@ -245,7 +246,8 @@ class CachedGitHub(GitHubPort):
             asked_at = value.asked_at or asked_at
             expires = value.fresh_until or asked_at + self._list_period(scope, len(value))
             self._lists.put(scope, value, expires, asked_at)
-            GITHUB_RUNNER_LIST_PERIOD.labels(str(scope)).set((expires - asked_at).total_seconds())
+            label = mask_credentials(str(scope))  # /metrics is read without authentication
+            GITHUB_RUNNER_LIST_PERIOD.labels(label).set((expires - asked_at).total_seconds())
             self._list_sizes[scope] = len(value)
             self._listed_pages.record(scope, list_pages(len(value)), asked_at, expires - asked_at)
 
