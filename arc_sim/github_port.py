@@ -45,6 +45,7 @@ from hooks.github.rest import (
     call_outcome,
     endpoint_template,
     error_message,
+    error_text,
     next_link,
     parse_registration_token,
     parse_runner,
@@ -195,7 +196,7 @@ class InProcessGitHub(GitHubPort):
         retry_after = None
         if outcome is RemoveOutcome.RATE_LIMITED:
             retry_after = rate_limit_wait(answer.status, answer.headers, message, self._clock.now())
-        text = f"{op} in {scope}: HTTP {answer.status}" + (f": {message}" if message else "")
+        text = error_text(f"{op} in {scope}", answer.status, message)
         return RemoveResult(outcome, retry_after, self._redact(text))
 
     # Requests

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import ExitStack
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, cast
 
 import pytest
@@ -44,6 +44,7 @@ from hooks.github.pygithub_adapter import PyGithubAdapter
 from hooks.github.rest import (
     MAX_ERROR_MESSAGE,
     endpoint_template,
+    port_error,
     rate_limit_wait,
     removal_outcome,
     stable_message,
@@ -416,7 +417,7 @@ def test_remove_server_error(port: GitHubPort, fake: FakeGitHub) -> None:
     fake.fail_next(status=500, method="DELETE")
     result = port.remove_runner(ENTERPRISE, runner_id)
     assert result.outcome is RemoveOutcome.ERROR
-    assert "500" in result.message
+    assert "GitHub server error (HTTP 5xx)" in result.message
     # The runner is still there; the next attempt goes through.
     assert port.remove_runner(ENTERPRISE, runner_id).outcome is RemoveOutcome.REMOVED
 
@@ -681,6 +682,19 @@ def test_an_errors_text_drops_the_request_id_sentences_and_stays_short() -> None
     long = stable_message("x" * 10_000)
     assert len(long) == MAX_ERROR_MESSAGE
     assert long.endswith("…")
+
+
+@given(st.sampled_from([500, 502, 503, 504]), st.text(max_size=200))
+def test_every_server_error_of_a_call_reads_the_same(status: int, message: str) -> None:
+    """Found by an independent failure run: through an outage GitHub answers 500, 502 and 503
+    in turn, each with its own text; each new text rewrote a status condition, whose write
+    synced the object again, which called GitHub again (1,836 failed token requests where 362
+    sufficed)."""
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    error = port_error("list runners", status, {}, message, now)
+
+    assert str(error) == "list runners: GitHub server error (HTTP 5xx)"
+    assert error.status == status  # the code itself is kept for the caller
 
 
 def test_an_errors_text_is_read_in_one_pass_however_long() -> None:

@@ -64,9 +64,9 @@ DEFAULT_MAX_ENTRIES = 4096
 BOARD_RECHECK = timedelta(seconds=2)
 
 FAILED_READ_MEMORY = timedelta(seconds=30)
-"""How long a failed runner list or runner-group lookup is answered with its error rather than
-asked again: during an outage of GitHub every Runner, member and webhook delivery asked for
-itself (a RunnerSet of 8 made 4,000 list calls in 8 minutes)."""
+"""How long a failed runner list, runner-group lookup or token request is answered with its
+error rather than asked again: during an outage of GitHub every Runner, member and webhook
+delivery asked for itself (a RunnerSet of 8 made 4,000 list calls in 8 minutes)."""
 
 
 def _no_budget() -> RateBudget | None:
@@ -342,8 +342,15 @@ class CachedGitHub(GitHubPort):
             self._spare_tokens.put(scope, value, value.expires_at - SPARE_TOKEN_MIN_VALIDITY, now)
 
         try:
+            # A failure is answered for a while rather than asked again: each pod of a set
+            # that fails to start in an outage syncs the set, and each sync asked (found by an
+            # independent failure run: 362 failed token requests in 25 minutes for 2 pods).
             return self._single_flight(
-                ("token", scope), cached, lambda: self._inner.registration_token(scope), store
+                ("token", scope),
+                cached,
+                lambda: self._inner.registration_token(scope),
+                store,
+                remember_failure=True,
             )
         except GitHubError as error:
             # Only while GitHub cannot answer: a refusal (bad credentials, a scope gone) is

@@ -62,6 +62,7 @@ from hooks.github.rest import (
     call_outcome,
     endpoint_template,
     error_message,
+    error_text,
     header,
     next_link,
     parse_registration_token,
@@ -341,8 +342,11 @@ def auth_from_settings(settings: Settings, clock: Clock) -> Auth.Auth:
 
 
 def _transport_message(exc: BaseException) -> str:
-    # requests' messages name host, port and path; credentials travel in headers, never there.
-    return f"{type(exc).__name__}: {str(exc)[:300]}"
+    """The same text for every failure of one kind: requests' own messages carry object
+    addresses (`<HTTPSConnection object at 0x7f...>`) that differ at every call, and the text
+    reaches status conditions (`rest.error_text`). They are logged at debug level."""
+    log.debug("GitHub transport failure: %s: %s", type(exc).__name__, str(exc)[:300])
+    return f"no answer from GitHub ({type(exc).__name__})"
 
 
 # -- the adapter ------------------------------------------------------------------------------
@@ -552,7 +556,7 @@ class PyGithubAdapter(GitHubPort):
         retry_after = None
         if outcome is RemoveOutcome.RATE_LIMITED:
             retry_after = rate_limit_wait(status, headers, message, self._clock.now())
-        text = f"{op} in {scope}: HTTP {status}" + (f": {message}" if message else "")
+        text = error_text(f"{op} in {scope}", status, message)
         log.debug("%s", self._redact(text))
         return RemoveResult(outcome, retry_after, self._redact(text))
 

@@ -230,11 +230,21 @@ def stable_message(message: str) -> str:
     return message
 
 
+def error_text(op: str, status: int, message: str) -> str:
+    """What a failed call says, in status conditions too: the same text for the same kind of
+    failure. A server error's code and text vary from call to call through one outage (500,
+    502, 503, each with its own page), and each new text rewrote the status, which synced the
+    object again, which called GitHub again."""
+    if status >= 500:
+        return f"{op}: GitHub server error (HTTP 5xx)"
+    stable = stable_message(message)
+    return f"{op}: HTTP {status}" + (f": {stable}" if stable else "")
+
+
 def port_error(
     op: str, status: int, headers: Mapping[str, Any] | None, message: str, now: datetime
 ) -> GitHubError:
-    stable = stable_message(message)
-    text = f"{op}: HTTP {status}" + (f": {stable}" if stable else "")
+    text = error_text(op, status, message)
     wait = rate_limit_wait(status, headers, message, now)
     if wait is not None:
         return RateLimitedError(text, retry_after=wait, status=status)
