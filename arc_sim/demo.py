@@ -56,8 +56,8 @@ SCALE_SET_ANNOTATION_LINE = "annotations: {arc-hooks.dev/scale-set: octo-runners
 
 
 def scale_set_demo_text() -> str:
-    """The same manifests with the one annotation added, GitHub's deliveries all lost (no
-    public endpoint), and the listener running."""
+    """The same manifests with the one annotation added, the jobs asking for the scale set by
+    its name, GitHub's deliveries all lost (no public endpoint), and the listener running."""
     text = DEMO_SCENARIO.replace(
         "metadata: {name: octo-runners, namespace: default}\n    spec:\n      template:",
         "metadata:\n      name: octo-runners\n      namespace: default\n"
@@ -65,6 +65,8 @@ def scale_set_demo_text() -> str:
         1,
     )
     text = text.replace("name: demo\n", "name: demo-scale-set\n", 1)
+    # A scale set answers to its name: the workflows ask for it so (`runs-on: octo-runners`).
+    text = text.replace("labels: [self-hosted, linux], count:", "labels: [octo-runners], count:")
     text = text.replace(
         "webhooks: {lossRate: 0.05, duplicateRate: 0.05, delay: 1s}",
         "webhooks: {lossRate: 1.0}  # no public endpoint: GitHub's deliveries never arrive\n"
@@ -72,6 +74,7 @@ def scale_set_demo_text() -> str:
         1,
     )
     assert SCALE_SET_ANNOTATION_LINE in text and "listeners:" in text
+    assert "[self-hosted, linux]" not in text
     return text
 
 

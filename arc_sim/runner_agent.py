@@ -35,10 +35,11 @@ import base64
 import binascii
 import enum
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Protocol
 
 from arc_sim.events import EventLoop, Timer
 from arc_sim.github_jobs import JobTaker, SimJob
@@ -152,6 +153,8 @@ class RunnerConfig:
     stuck_registrations: int = 0
     """Simulation knob (env SIMULATED_STUCK_REGISTRATIONS=N): the first N runner processes of
     this name hang before registering, as a runner that cannot reach GitHub does."""
+    start: ImageStart = "either"
+    """How the container's image starts the runner (`image_start`)."""
 
     def __repr__(self) -> str:  # never print the token or the JIT config
         return (
@@ -179,6 +182,31 @@ class RunnerConfig:
             graceful_stop_timeout=_graceful_stop_timeout(env.get("RUNNER_GRACEFUL_STOP_TIMEOUT")),
             stuck_registrations=_count(env.get(STUCK_REGISTRATIONS_ENV)),
         )
+
+
+ImageStart = Literal["token", "jit", "nothing", "either"]
+
+_ARC_IMAGE = re.compile(
+    r"(^|/)(summerwind|actions-runner-controller)/actions-runner(-dind(-rootless)?)?$"
+)
+_GITHUB_IMAGE = re.compile(r"(^|/)actions/actions-runner$")
+
+
+def image_start(image: str, command: object) -> ImageStart:
+    """What the container's process can register with. ARC's images (`summerwind/...`) run
+    startup.sh, which exits 1 without `RUNNER_TOKEN` and knows no JIT config; GitHub's
+    (`ghcr.io/actions/actions-runner`) has no entrypoint (without a command the container never
+    starts; modelled as exiting 1), and `run.sh` as its command starts
+    from a JIT config alone (it was never configured with a token). A `command` of the pod's
+    own on ARC's image, and any other image, are taken to do either."""
+    repository = image.split("@", 1)[0]
+    if repository.rfind(":") > repository.rfind("/"):
+        repository = repository[: repository.rfind(":")]
+    if _GITHUB_IMAGE.search(repository):
+        return "jit" if command else "nothing"
+    if _ARC_IMAGE.search(repository) and not command:
+        return "token"
+    return "either"
 
 
 class RunnerAgent:
@@ -234,7 +262,10 @@ class RunnerAgent:
         if container is None:
             return None
         env = container_env(store, pod, container)
-        config = RunnerConfig.from_env(env, default_name=pod["metadata"]["name"])
+        config = replace(
+            RunnerConfig.from_env(env, default_name=pod["metadata"]["name"]),
+            start=image_start(str(container.get("image") or ""), container.get("command")),
+        )
         return cls(
             config,
             github=github,
@@ -335,6 +366,9 @@ class RunnerAgent:
         config = self.config
         if self.attempt <= config.stuck_registrations:
             return  # hangs: never registers, never exits
+        if not _can_start(config):
+            self._finish(REGISTRATION_FAILED_EXIT_CODE)
+            return
         try:
             if config.jit_config:
                 scope = _scope_from_jit_config(config.jit_config) or config.scope
@@ -624,3 +658,12 @@ def _scope_from_jit_config(encoded: str) -> Scope | None:
     if len(parts) == 1:
         return Scope(organization=parts[0])
     return None
+
+
+def _can_start(config: RunnerConfig) -> bool:
+    """Whether the image's start registers with what the environment gives it."""
+    if config.start == "token":
+        return bool(config.token)  # startup.sh: 'RUNNER_TOKEN must be set'
+    if config.start == "jit":
+        return bool(config.jit_config)  # run.sh of a runner never configured
+    return config.start == "either"  # "nothing": no command to run

@@ -32,6 +32,9 @@ MEMBERS_PER_RUNNER = 2
 KB each): a set's Runners or StatefulSets and an HRA's reservations, with room for the
 versions they had before."""
 PROBLEMS_PER_RUNNER = 4
+PARSED_TEXT_PER_RUNNER = 8 * 1024
+"""JSON text of the parents and statuses kept parsed, per Runner on average at most (a Runner is
+about 2 KB): a memo counted by entries alone held 2.5 MB for each version of a 1 MB spec."""
 """Spec problems, by a digest of the parent (about 200 bytes each): kept for more Runners
 than are kept parsed."""
 
@@ -66,13 +69,14 @@ class HookDeps:
         clients = GitHubClients(self.github, self.build_credentials_port)
         object.__setattr__(self, "github_clients", clients)
         runners = self.settings.hook_memo_runners
-        for name, entries in (
-            ("parsed_parents", runners),
-            ("parsed_problems", runners * PROBLEMS_PER_RUNNER),
-            ("observed_children", runners * CHILDREN_PER_RUNNER),
-            ("parsed_statuses", runners),
+        text_budget = runners * PARSED_TEXT_PER_RUNNER
+        for name, entries, weight in (
+            ("parsed_parents", runners, text_budget),
+            ("parsed_problems", runners * PROBLEMS_PER_RUNNER, None),
+            ("observed_children", runners * CHILDREN_PER_RUNNER, None),
+            ("parsed_statuses", runners, text_budget),
         ):
-            object.__setattr__(self, name, Memo(entries))
+            object.__setattr__(self, name, Memo(entries, weight))
         by_object = ObjectMemo[Any](runners * CHILDREN_PER_RUNNER)
         object.__setattr__(self, "children_by_object", by_object)
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import orjson
 from prometheus_client import Histogram
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from hooks.children import as_kept
@@ -305,6 +305,8 @@ async def _read_body(request: Request, reading: BodyReading) -> ReadRequest:
     limit = reading.max_bytes
     try:
         body = await body_within(request, limit)
+    except ClientDisconnect:
+        raise BadHookRequest("the caller disconnected before its body arrived") from None
     except BodyTooLarge as error:
         raise BadHookRequest(
             f"request body of {error.described()} is over the limit of {limit} "

@@ -28,11 +28,19 @@ V = TypeVar("V")
 
 
 class Memo(Generic[K, V]):
-    def __init__(self, max_entries: int) -> None:
+    """At most `max_entries` entries and, with `max_weight`, at most that much weight in all
+    (what `put` is told an entry weighs, e.g. the length of the text it was worked out from):
+    a count alone let a few huge entries hold hundreds of megabytes. An entry heavier than the
+    whole budget is not kept."""
+
+    def __init__(self, max_entries: int, max_weight: int | None = None) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self._max = max_entries
+        self._max_weight = max_weight
         self._entries: OrderedDict[K, V] = OrderedDict()
+        self._weights: dict[K, int] = {}
+        self._weight = 0
         self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
@@ -53,12 +61,22 @@ class Memo(Generic[K, V]):
                     entries.move_to_end(key)
         return values
 
-    def put(self, key: K, value: V) -> None:
+    def put(self, key: K, value: V, weight: int = 0) -> None:
         with self._lock:
+            if self._max_weight is not None and weight > self._max_weight:
+                if self._entries.pop(key, None) is not None:
+                    self._weight -= self._weights.pop(key, 0)
+                return
+            self._weight += weight - self._weights.pop(key, 0)
+            if weight:
+                self._weights[key] = weight
             self._entries[key] = value
             self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+            while len(self._entries) > self._max or (
+                self._max_weight is not None and self._weight > self._max_weight
+            ):
+                evicted, _ = self._entries.popitem(last=False)
+                self._weight -= self._weights.pop(evicted, 0)
 
     def get_or_compute(self, key: K, compute: Callable[[], V]) -> V:
         """The memoized value, computed (outside the lock) and stored on a miss."""
@@ -71,6 +89,12 @@ class Memo(Generic[K, V]):
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._weights.clear()
+            self._weight = 0
+
+    @property
+    def weight(self) -> int:
+        return self._weight
 
     def __len__(self) -> int:
         return len(self._entries)

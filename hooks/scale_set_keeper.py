@@ -4,7 +4,6 @@ Failures become a `ScaleSetReady` condition and a time to try again, never an ex
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hooks.children import ConditionValue
@@ -36,7 +35,6 @@ def keep_scale_set(
     deps: HookDeps,
     scope: Scope,
     declaration: ScaleSetDeclaration,
-    labels: Sequence[str],
     recorded: ScaleSetStatus | None,
 ) -> ScaleSetStatus | ScaleSetProblem:
     """The scale set as declared; `recorded` (the target's status) is renamed or moved rather
@@ -52,7 +50,6 @@ def keep_scale_set(
             scope,
             declaration.name,
             declaration.runner_group,
-            deps.with_common_labels(list(labels)),
             known_id=recorded.id if recorded is not None else None,
         )
     except GitHubError as error:

@@ -14,6 +14,7 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 DEFAULT_RUNNER_IMAGE = "summerwind/actions-runner:latest"
 DEFAULT_DOCKER_IMAGE = "docker:dind"
+DEFAULT_JIT_RUNNER_IMAGE = "ghcr.io/actions/actions-runner:latest"
 CREDENTIALS_HINT = (
     "set GITHUB_TOKEN, or GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY, "
     "or GITHUB_BASICAUTH_USERNAME and GITHUB_BASICAUTH_PASSWORD"
@@ -60,6 +61,15 @@ class Settings(BaseSettings):
 
     # Runner pod defaults (ARC's controller flags).
     runner_image: str = Field(default=DEFAULT_RUNNER_IMAGE, alias="RUNNER_IMAGE")
+    runner_jit_image: str = Field(
+        default=DEFAULT_JIT_RUNNER_IMAGE,
+        alias="RUNNER_JIT_IMAGE",
+        description=(
+            "The runner image of a runner that registers with a JIT config (JIT registration, "
+            "scale-set mode) when its spec names none: RUNNER_IMAGE's summerwind image starts "
+            "with a registration token only."
+        ),
+    )
     docker_image: str = Field(default=DEFAULT_DOCKER_IMAGE, alias="DOCKER_IMAGE")
     docker_gid: str = Field(default="1001", alias="DOCKER_GID")
     docker_registry_mirror: str = Field(default="", alias="DOCKER_REGISTRY_MIRROR")

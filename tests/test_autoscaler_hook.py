@@ -1223,6 +1223,23 @@ def test_metrics_show_the_desired_replicas_after_a_sync(
         assert secret not in metrics.text
 
 
+@pytest.mark.parametrize(
+    "metric", [BUSY_METRIC, {"type": "TotalNumberOfQueuedAndInProgressWorkflowRuns"}]
+)
+def test_a_target_with_no_scope_is_reported_without_asking_github(
+    client: TestClient, clock: ManualClock, github: InMemoryGitHub, metric: dict[str, Any]
+) -> None:
+    """Found by the hostile fuzzer: the HRA listed `/enterprises/` every minute, spending the
+    budget on a 404 and reporting it as a GitHub failure."""
+    hra = autoscaler(metrics=[metric], minReplicas=1, maxReplicas=10)
+    answer = Cluster(client, clock, hra, related=[deployment(labels=["linux"])]).sync()
+
+    scaling = condition(answer)
+    assert (scaling["status"], scaling["reason"]) == ("False", "InvalidScaleTarget")
+    assert "names no enterprise, organization or repository" in scaling["message"]
+    assert github.calls == []
+
+
 def _hra_samples(text: str, name: str, hra: str) -> list[tuple[dict[str, str], float]]:
     return [
         (sample.labels, sample.value)

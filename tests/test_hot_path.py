@@ -82,6 +82,41 @@ def test_memo_computes_on_a_miss_only() -> None:
         Memo(0)
 
 
+@given(
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 60)), max_size=60),
+    st.integers(1, 5),
+    st.integers(1, 100),
+)
+def test_memo_keeps_within_its_weight_and_its_count(
+    puts: list[tuple[int, int]], max_entries: int, max_weight: int
+) -> None:
+    memo: Memo[int, int] = Memo(max_entries, max_weight)
+    for key, weight in puts:
+        memo.put(key, weight, weight=weight)
+        kept = [k for k in range(10) if memo.get(k) is not None]
+        assert len(kept) <= max_entries
+        assert memo.weight == sum(memo.get(k) or 0 for k in kept) <= max_weight
+        # The entry just put is kept whenever it fits at all; the oldest go first.
+        assert (memo.get(key) is not None) == (weight <= max_weight)
+
+
+def test_huge_runner_specs_cannot_fill_the_parsed_runners_memo(
+    deps: HookDeps, github: InMemoryGitHub, clock: ManualClock
+) -> None:
+    """Found by the hostile fuzzer: each version of a 1 MB spec kept 2.5 MB (its text, the
+    model and the pod) while the memo counted entries only: 170 edits filled a 512 MiB pod."""
+    from hooks.deps import PARSED_TEXT_PER_RUNNER
+    from hooks.runner import parse
+
+    sized = HookDeps(github, clock, deps.settings.model_copy(update={"hook_memo_runners": 4}))
+    budget = 4 * PARSED_TEXT_PER_RUNNER
+    for version in range(12):
+        env = [{"name": "BLOB", "value": f"{version}" + "x" * 6000}]
+        parse.parse_runner(_request(new_runner({**SPEC, "env": env}, name="big")), sized)
+        assert sized.parsed_parents.weight <= budget
+    assert 0 < len(sized.parsed_parents) < 12
+
+
 def test_object_memo_finds_the_very_object_only() -> None:
     memo: ObjectMemo[str] = ObjectMemo(2)
     a, b = {"metadata": {"name": "a"}}, {"metadata": {"name": "a"}}

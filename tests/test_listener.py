@@ -465,34 +465,46 @@ def test_a_scale_set_is_created_once_then_served_from_memory_until_its_time_is_u
     setup: Setup,
 ) -> None:
     keeper = service(setup, ttl=timedelta(minutes=10))
-    first = keeper.ensure_scale_set(ORG, "linux", None, ["gpu"])
+    first = keeper.ensure_scale_set(ORG, "linux", None)
     assert first.name == "linux" and first.runner_group_id == 1
     asked = len(scale_set_requests(setup))
-    assert keeper.ensure_scale_set(ORG, "linux", None, ["gpu"]) == first
+    assert keeper.ensure_scale_set(ORG, "linux", None) == first
     assert len(scale_set_requests(setup)) == asked  # no call
     setup.clock.advance(601)
-    assert keeper.ensure_scale_set(ORG, "linux", None, ["gpu"]) == first  # adopted, not made
+    assert keeper.ensure_scale_set(ORG, "linux", None) == first  # adopted, not made
     assert scale_set_requests(setup).count("POST /_apis/runtime/runnerscalesets") == 2  # arc, linux
+    # One label, its name, as GitHub documents scale sets and its own clients make them.
     labels = [n for _, n in setup.broker.scale_set(first.id).labels]
-    assert labels == ["linux", "gpu"]
+    assert labels == ["linux"]
 
 
-def test_labels_a_new_group_and_a_new_name_change_the_same_scale_set(setup: Setup) -> None:
+def test_a_new_group_and_a_new_name_change_the_same_scale_set(setup: Setup) -> None:
     setup.github.add_runner_group(ORG, "ci")
     keeper = service(setup)
-    first = keeper.ensure_scale_set(ORG, "linux", None, [])
-    relabelled = keeper.ensure_scale_set(ORG, "linux", None, ["gpu"])
-    moved = keeper.ensure_scale_set(ORG, "linux", "ci", ["gpu"], known_id=first.id)
-    renamed = keeper.ensure_scale_set(ORG, "linux-x64", "ci", ["gpu"], known_id=first.id)
-    assert first.id == relabelled.id == moved.id == renamed.id
+    first = keeper.ensure_scale_set(ORG, "linux", None)
+    moved = keeper.ensure_scale_set(ORG, "linux", "ci", known_id=first.id)
+    renamed = keeper.ensure_scale_set(ORG, "linux-x64", "ci", known_id=first.id)
+    assert first.id == moved.id == renamed.id
     kept = setup.broker.scale_set(first.id)
     assert (kept.name, kept.runner_group_name) == ("linux-x64", "ci")
-    assert [n for _, n in kept.labels] == ["linux-x64", "gpu"]
+    assert [n for _, n in kept.labels] == ["linux-x64"]
+
+
+def test_a_scale_set_made_with_more_labels_is_left_with_its_name_alone(setup: Setup) -> None:
+    """Earlier builds added a target's runner labels; a scale set has one label."""
+    keeper = service(setup)
+    spec = RunnerScaleSetSpec(name="linux", runner_group_id=1, labels=("linux", "gpu"))
+    made = keeper.client(ORG).create_runner_scale_set(spec)
+
+    kept = keeper.ensure_scale_set(ORG, "linux", None)
+
+    assert kept.id == made.id
+    assert [n for _, n in setup.broker.scale_set(made.id).labels] == ["linux"]
 
 
 def test_deleting_a_scale_set_that_is_gone_is_no_error(setup: Setup) -> None:
     keeper = service(setup)
-    record = keeper.ensure_scale_set(ORG, "linux", None, [])
+    record = keeper.ensure_scale_set(ORG, "linux", None)
     keeper.delete_scale_set(ORG, record.id)
     keeper.delete_scale_set(ORG, record.id)
     assert record.id not in setup.broker._scale_sets
@@ -512,14 +524,14 @@ def test_a_throttled_call_tells_the_hook_when_to_come_back(setup: Setup) -> None
     setup.client.retry = RetryPolicy(retry_max=2, max_rate_limit_wait=0)
     setup.broker.fail_next(429, count=5, retry_after=90)
     with pytest.raises(RateLimitedError) as raised:
-        keeper.ensure_scale_set(ORG, "linux", None, [])
+        keeper.ensure_scale_set(ORG, "linux", None)
     assert raised.value.retry_after == 90
 
 
 def test_no_call_is_made_from_the_event_loop(setup: Setup) -> None:
     keeper = service(setup)
     with offline(), pytest.raises(WouldBlock):
-        keeper.ensure_scale_set(ORG, "linux", None, [])
+        keeper.ensure_scale_set(ORG, "linux", None)
 
 
 # -- the process ---------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ where the server hands the app one chunk per `receive()`."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import orjson
@@ -101,6 +102,37 @@ def test_a_hook_reads_a_chunked_body_only_up_to_its_limit(app: Any, path: str) -
     error = orjson.loads(body)["error"]
     assert f"more than {LIMIT} bytes" in error and "HOOK_MAX_REQUEST_BYTES" in error
     assert upload.chunks_read == LIMIT // CHUNK + 1  # the chunk that passed the limit, no more
+
+
+class HalfUpload:
+    """A caller that sends part of its body, then goes away."""
+
+    def __init__(self) -> None:
+        self.sent = False
+
+    async def receive(self) -> dict[str, Any]:
+        if self.sent:
+            return {"type": "http.disconnect"}
+        self.sent = True
+        return {"type": "http.request", "body": b'{"parent":', "more_body": True}
+
+
+@pytest.mark.parametrize(
+    ("path", "headers"), [("/sync/runner", []), ("/webhook/github", SIGNED_JOB)]
+)
+def test_a_caller_gone_mid_body_is_a_refusal_not_a_failure(
+    app: Any, path: str, headers: list[tuple[bytes, bytes]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found by the hostile fuzzer: anyone could trip failed-delivery alerts and fill the logs
+    with tracebacks by hanging up mid-upload (a 500, logged at ERROR, counted as failed)."""
+    caplog.set_level(logging.INFO)
+
+    status, _ = post(app, path, HalfUpload(), headers)
+
+    assert status == 400
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    failures = [r for r in caplog.records if getattr(r, "outcome", None) in ("failed", "error")]
+    assert failures == []
 
 
 def test_the_webhook_reads_a_chunked_body_only_up_to_its_limit(app: Any) -> None:

@@ -182,6 +182,42 @@ def test_invalid_runner_gets_a_condition_and_no_pod(
     assert github.calls == []
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"image": "summerwind/actions-runner:v2.330.0-ubuntu-22.04"},
+        {
+            "containers": [
+                {"name": "runner", "image": "ghcr.io/actions-runner-controller/actions-runner-dind"}
+            ]
+        },
+    ],
+)
+def test_a_jit_runner_on_arcs_image_is_refused_rather_than_never_starting(
+    client: TestClient, github: InMemoryGitHub, spec: dict[str, object]
+) -> None:
+    """ARC's image's startup.sh exits without RUNNER_TOKEN: its JIT pod would fail for ever."""
+    jit = {"arc-hooks.dev/registration": "jit"}
+    driver = driver_for(client, {**ORG_SPEC, **spec}, annotations=jit)
+
+    answer = driver.sync()
+
+    assert answer["children"] == []
+    valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+    assert valid["status"] == "False"
+    assert (
+        "summerwind/actions-runner, whose startup.sh needs a registration token"
+        in (valid["message"])
+    )
+    assert github.calls == []
+    # A command of the spec's own is its own start: taken on trust.
+    own_start = [{"name": "runner", "command": ["/runner/run.sh"]}]
+    trusted = driver_for(client, {**ORG_SPEC, **spec, "containers": own_start}, annotations=jit)
+    assert trusted.sync()["children"]
+    # With a token, ARC's image is what it is made for.
+    assert driver_for(client, {**ORG_SPEC, **spec}).sync()["children"]
+
+
 def test_a_spec_with_thousands_of_problems_gets_a_status_etcd_can_store(
     client: TestClient,
 ) -> None:
@@ -1018,6 +1054,29 @@ def test_jit_runner_registers_once_and_its_deletion_is_exact(
     assert github.count("list_runners") == lists_before
     assert "Pod" not in [c["kind"] for c in released["children"]]
     assert driver.finalize()["finalized"] is True
+
+
+@pytest.mark.parametrize("work_dir", [None, "/work/here"])
+def test_a_jit_configs_work_folder_is_where_the_pod_mounts_its_work_volume(
+    client: TestClient, work_dir: str | None
+) -> None:
+    """Relative, the work folder lies under the image's runner directory (`/home/runner` in
+    ghcr.io/actions/actions-runner), off the work volume the docker sidecar shares."""
+    spec: dict[str, object] = {**ORG_SPEC, **({"workDir": work_dir} if work_dir else {})}
+    driver = driver_for(client, spec, annotations={"arc-hooks.dev/registration": "jit"})
+    driver.sync()
+    answer = driver.sync()
+
+    secret = driver.secret()
+    assert secret is not None
+    files = json.loads(base64.b64decode(base64.b64decode(secret["data"]["jitConfig"])))
+    settings = json.loads(base64.b64decode(files[".runner"]))
+    pod = next(c for c in answer["children"] if c["kind"] == "Pod")
+    runner = pod["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in runner["env"]}
+    mounts = {m["name"]: m["mountPath"] for m in runner["volumeMounts"]}
+    assert settings["WorkFolder"] == env["RUNNER_WORKDIR"] == mounts["work"]
+    assert settings["WorkFolder"] == (work_dir or "/runner/_work")
 
 
 def test_a_jit_runner_whose_secret_and_status_disagree_is_looked_for_by_name(

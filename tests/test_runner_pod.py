@@ -41,6 +41,7 @@ SECRET_NAME = "example-runner-registration"
 # Every setting the pod reads, given explicitly so the environment of the test run cannot leak in.
 BASE_SETTINGS: dict[str, Any] = {
     "RUNNER_IMAGE": "default-runner-image",
+    "RUNNER_JIT_IMAGE": "default-runner-image",
     "DOCKER_IMAGE": "default-docker-image",
     "DOCKER_GID": "1234",
     "DOCKER_REGISTRY_MIRROR": "",
@@ -776,6 +777,45 @@ def test_the_docker_sidecar_always_gets_arcs_prestop_and_keeps_other_handlers() 
         "postStart": own["postStart"],
         "preStop": {"exec": {"command": ["/bin/sh", "-c", DOCKER_PRESTOP_SCRIPT]}},
     }
+
+
+@pytest.mark.parametrize(
+    ("spec", "image", "command"),
+    [
+        # A spec naming no image gets RUNNER_JIT_IMAGE, GitHub's, started as ARC's scale-set
+        # chart starts it.
+        ({}, "ghcr.io/actions/actions-runner:latest", ["/home/runner/run.sh"]),
+        (
+            {"image": "mirror.example/actions/actions-runner:2.330.0"},
+            "mirror.example/actions/actions-runner:2.330.0",
+            ["/home/runner/run.sh"],
+        ),
+        # A command of the spec's own is kept; another image is taken as it is.
+        (
+            {"containers": [{"name": "runner", "command": ["/start.sh"]}]},
+            "ghcr.io/actions/actions-runner:latest",
+            ["/start.sh"],
+        ),
+        ({"image": "example.com/own-runner:1"}, "example.com/own-runner:1", None),
+    ],
+)
+def test_a_jit_runner_gets_an_image_that_starts_from_its_jit_config(
+    spec: Manifest, image: str, command: list[str] | None
+) -> None:
+    settings = settings_with(RUNNER_JIT_IMAGE="ghcr.io/actions/actions-runner:latest")
+    runner = container(build(spec, jit=True, settings=settings), RUNNER_CONTAINER)
+
+    assert (runner["image"], runner.get("command")) == (image, command)
+
+
+def test_a_token_runner_keeps_runner_image() -> None:
+    runner = container(build({}, settings=settings_with()), RUNNER_CONTAINER)
+
+    assert runner["image"] == "default-runner-image" and "command" not in runner
+
+
+def test_the_jit_image_default_is_githubs() -> None:
+    assert Settings.model_validate({}).runner_jit_image == "ghcr.io/actions/actions-runner:latest"
 
 
 def test_restart_policy_is_forced_to_never() -> None:

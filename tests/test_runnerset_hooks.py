@@ -957,9 +957,12 @@ def test_pod_deleted_out_of_band_is_replaced_without_a_github_call(
 # ---------------------------------------------------------------- 7. template change
 
 
-def test_template_change_replaces_one_idle_runner_at_a_time_and_never_a_busy_one(
+def test_a_new_template_runs_beside_the_old_runners_which_go_once_free(
     world: RunnerSetWorld,
 ) -> None:
+    """As ARC's RunnerSet (runner_pod_owner.go): the set's size of new-template runners at
+    once, every idle old one stopped, a busy one once free. One idle runner at a time held a
+    static set under a steady backlog on the old template for as long as the backlog lasted."""
     old = world.grow(3)
     for name in old:
         world.start(name, busy=name == old[1])
@@ -967,20 +970,13 @@ def test_template_change_replaces_one_idle_runner_at_a_time_and_never_a_busy_one
     old_hash = world.statefulsets()[old[0]]["metadata"]["labels"]["runner-template-hash"]
 
     world.change_spec(image="example/runner:v2")
-    for _ in range(10):
-        answer = world.sync()
-        replacing = [
-            n
-            for n, sts in of_kind(answer, "StatefulSet").items()
-            if n in old and (stop_record(sts) or {}).get("reason") == "TemplateChanged"
-        ]
-        assert len(replacing) <= 1
-        assert old[1] in world.runners()  # the busy runner keeps working
+    world.settle(10)
 
     assert old[0] not in world.statefulsets() and old[2] not in world.statefulsets()
+    assert old[1] in world.runners()  # the busy runner keeps working, not asked to stop
     assert world.github.count("remove_runner") == 2
     new = [n for n in world.runners() if n not in old]
-    assert len(new) == 2
+    assert len(new) == 3
     for name in new:
         sts = world.statefulsets()[name]
         assert sts["metadata"]["labels"]["runner-template-hash"] != old_hash
@@ -989,7 +985,8 @@ def test_template_change_replaces_one_idle_runner_at_a_time_and_never_a_busy_one
     world.github.set_busy(ORG, f"{old[1]}-0", False)
     world.settle(3)
     assert old[1] not in world.statefulsets()
-    assert len(world.runners()) == 3
+    assert sorted(world.runners()) == sorted(new)
+    assert world.github.count("remove_runner") == 3
 
 
 # ---------------------------------------------------------------- 8. autoscalers
@@ -1386,22 +1383,26 @@ def test_status_during_a_scale_down_and_a_new_template(world: RunnerSetWorld) ->
     status = world.sync()["status"]
 
     # The idle runner is on its way out: still a replica, no longer ready or updated; the busy
-    # one keeps counting as busy, is not updated, and no runner is created (1 desired, 1 active).
+    # one keeps counting as busy and is not updated; one runner of the new template is made
+    # beside it at once (the set's size counts its template's runners), as ARC's RunnerSet.
     assert status["desiredReplicas"] == 1
-    assert status["replicas"] == 2
+    assert status["replicas"] == 3
     assert status["readyReplicas"] == 1
-    assert status["updatedReplicas"] == 0
+    assert status["updatedReplicas"] == 1
     assert status["registeredReplicas"] == 1
     assert status["busyReplicas"] == 1
-    assert status["nextRunnerIndex"] == 2
+    assert status["nextRunnerIndex"] == 3
 
     world.scale(0)
     status = world.settle()["status"]
-    # Only the busy runner is left, on its way out: not ready, still registered and busy (an
-    # HRA takes registered less busy for the idle runners: it has none).
+    # Only the busy runner of the old template is left, still registered and busy (an HRA
+    # takes registered less busy for the idle runners: it has none); it works its job out, and
+    # is stopped once a list shows it free, as any runner of an old template.
     assert status["desiredReplicas"] == 0
     assert status["replicas"] == status["busyReplicas"] == status["registeredReplicas"] == 1
-    assert status["readyReplicas"] == 0
+    world.github.set_busy(ORG, f"{busy}-0", False)
+    world.clock.advance(120)  # a list newer than the job's end
+    assert world.settle()["status"]["replicas"] == 0
 
 
 def test_a_settled_set_answers_the_same_on_a_resync(world: RunnerSetWorld) -> None:
@@ -1759,7 +1760,8 @@ def test_a_set_with_runners_in_two_organizations_and_no_readable_scope_waits_for
     world.start(old, busy=True)
     world.sync()
     world.parent["spec"]["organization"] = "beta"
-    (new,) = [n for n in world.grow(1) if n != old]
+    world.sync()  # the new organization's runner is made beside the busy old one
+    (new,) = [n for n in world.statefulsets() if n != old]
     world.set_runner(new, runner_running(format_time(world.clock.now())))
     world.github.register(other, f"{new}-0", busy=True)
     world.sync()

@@ -6,7 +6,7 @@ member Runner registers with a JIT config from the scale-set API."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +44,7 @@ ORG_SCOPE = ORG
 class FakeScaleSets:
     """A ScaleSetPort that records what it is asked and fails when told to."""
 
-    ensured: list[tuple[Scope, str, str | None, tuple[str, ...]]] = field(default_factory=list)
+    ensured: list[tuple[Scope, str, str | None]] = field(default_factory=list)
     deleted: list[int] = field(default_factory=list)
     deleted_in: list[Scope] = field(default_factory=list)
     generated: list[tuple[int, str]] = field(default_factory=list)
@@ -55,12 +55,11 @@ class FakeScaleSets:
         scope: Scope,
         name: str,
         runner_group: str | None,
-        labels: Sequence[str],
         known_id: int | None = None,
     ) -> ScaleSetRecord:
         if self.error is not None:
             raise self.error
-        self.ensured.append((scope, name, runner_group, tuple(labels)))
+        self.ensured.append((scope, name, runner_group))
         return ScaleSetRecord(42, name, 1, runner_group or "Default")
 
     def delete_scale_set(self, scope: Scope, scale_set_id: int) -> None:
@@ -171,7 +170,7 @@ def test_a_deployment_keeps_its_scale_set_and_hands_its_id_to_its_runners(
     hooks: TestClient, scale_sets: FakeScaleSets
 ) -> None:
     answer = call(hooks, "/sync/runnerdeployment", deployment())
-    assert scale_sets.ensured == [(ORG, "arc-web", None, ("gpu",))]
+    assert scale_sets.ensured == [(ORG, "arc-web", None)]
     assert answer["status"]["scaleSet"] == {"id": 42, "name": "arc-web", "runnerGroup": "Default"}
     (replica_set,) = answer["children"]
     template_annotations = replica_set["spec"]["template"]["metadata"]["annotations"]
@@ -499,7 +498,7 @@ def test_a_runner_set_keeps_its_scale_set_registers_members_and_deletes_it_last(
     github = world.github
     world.scale(2)
     answer = world.sync()
-    assert scale_sets.ensured == [(ORG_SCOPE, "arc-builds", None, ("linux",))]
+    assert scale_sets.ensured == [(ORG_SCOPE, "arc-builds", None)]
     assert [scale_set_id for scale_set_id, _ in scale_sets.generated] == [42, 42]
     assert github.count("generate_jit_config") == github.count("registration_token") == 0
     assert answer["status"]["scaleSet"]["id"] == 42

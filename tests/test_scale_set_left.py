@@ -109,7 +109,14 @@ def test_a_deployment_keeps_its_scale_set_while_runners_that_joined_it_finish_th
     while those runners still ran their jobs in it."""
     busy = scenario(deployment()).model_copy(deep=True)
     busy.jobs[0] = busy.jobs[0].model_copy(
-        update={"count": 2, "start": 60.0, "every": 1.0, "duration": 20 * 60.0}
+        # Asking for the scale set by its name, its one label: its members take them.
+        update={
+            "labels": ["octo-runners"],
+            "count": 2,
+            "start": 60.0,
+            "every": 1.0,
+            "duration": 20 * 60.0,
+        }
     )
     world = World(busy)
     world.begin()

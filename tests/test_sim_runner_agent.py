@@ -18,6 +18,7 @@ from arc_sim.runner_agent import (
     RunnerAgent,
     RunnerConfig,
     container_env,
+    image_start,
 )
 from arc_sim.store import KubeObject, ObjectStore
 from hooks.clock import ManualClock
@@ -148,6 +149,34 @@ def test_jit_config_registers_the_runner_it_names(setup: Setup) -> None:
 
     assert agent.scope == repo and agent.runner_id == record.id
     assert setup.github.runner_record(repo, record.id).status == "online"
+
+
+@pytest.mark.parametrize(
+    ("image", "command", "with_jit", "starts"),
+    [
+        # ARC's images run startup.sh: a token, or exit 1 ('RUNNER_TOKEN must be set').
+        ("summerwind/actions-runner:latest", None, False, True),
+        ("summerwind/actions-runner:latest", None, True, False),
+        ("ghcr.io/actions-runner-controller/actions-runner-dind:v2", None, True, False),
+        ("summerwind/actions-runner:latest", ["/runner/run.sh"], True, True),
+        # GitHub's image starts nothing by itself; `run.sh` reads a JIT config only.
+        ("ghcr.io/actions/actions-runner:2.330.0", None, True, False),
+        ("ghcr.io/actions/actions-runner:2.330.0", ["/home/runner/run.sh"], True, True),
+        ("ghcr.io/actions/actions-runner:2.330.0", ["/home/runner/run.sh"], False, False),
+        ("example.com/own:1", None, True, True),
+    ],
+)
+def test_an_image_registers_only_as_its_start_can(
+    setup: Setup, image: str, command: list[str] | None, with_jit: bool, starts: bool
+) -> None:
+    credentials: dict[str, object] = {"token": setup.token()}
+    if with_jit:
+        _, encoded = setup.github.generate_jit_config(ORG, "runner-1", ["big"], 1)
+        credentials = {"token": "", "jit_config": encoded}
+    agent = setup.started(start=image_start(image, command), **credentials)
+
+    assert (state(agent) is AgentState.IDLE) == starts
+    assert setup.exits == ([] if starts else [REGISTRATION_FAILED_EXIT_CODE])
 
 
 def test_a_used_jit_config_exits_1(setup: Setup) -> None:

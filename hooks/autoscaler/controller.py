@@ -323,6 +323,13 @@ class _Sync:
             repository=config.repository or "",
             labels=tuple(config.labels),
         )
+        if not (scope.enterprise or scope.organization or scope.repository):
+            # Its own sync says so too; asking GitHub about no scope only spends the budget.
+            return self._unchanged(
+                "InvalidScaleTarget",
+                f"{kind} {self.hra.metadata.namespace}/{name} names no enterprise, "
+                "organization or repository",
+            )
         runners = self.request.objects("Runner", related=True)
         counts = _runner_counts(kind, target_obj, runners, self.request.parent)
         measured = kind == RUNNER_DEPLOYMENT and _measures_busy_runners(self.request.parent)

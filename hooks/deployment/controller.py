@@ -199,7 +199,9 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
     jit = SCALE_SET_ANNOTATION in deployment.metadata.annotations or registers_with_jit(
         template.metadata.annotations, mode
     )
-    problems = validate_runner_template(template, jit=jit)
+    problems = validate_runner_template(
+        template, jit=jit, jit_default_image=deps.settings.runner_jit_image
+    )
     if (name_problem := deployment_name_problem(deployment.metadata.name)) is not None:
         problems.append(name_problem)
     if deployment.spec.replicas is not None and deployment.spec.replicas < 0:
@@ -219,8 +221,7 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
     scale_set: ScaleSetStatus | None = None
     conditions: dict[str, ConditionValue] = {"Valid": ("True", "Valid", "")}
     if declaration is not None:
-        labels = deployment.spec.template.spec.labels
-        kept = keep_scale_set(deps, _scope(deployment), declaration, labels, recorded)
+        kept = keep_scale_set(deps, _scope(deployment), declaration, recorded)
         if isinstance(kept, ScaleSetProblem):
             # Its runners cannot register without it: the sets stay as they are.
             conditions[SCALE_SET_READY] = kept.condition

@@ -20,6 +20,7 @@ from hooks.github.port import (
 )
 from hooks.lifecycle.steps import Answers
 from hooks.runner.observed_pod import ObservedPod
+from hooks.runner.pod import runner_work_dir
 from hooks.runner.registration import DEFAULT_RUNNER_GROUP, RegistrationMaterial, jit_labels
 from hooks.settings import Settings
 
@@ -156,7 +157,7 @@ def new_jit_config(
         runner_name,
         jit_labels(labels, node_selector),
         runner_group_id(github, scope, group),
-        work_dir or "_work",
+        runner_work_dir(work_dir),
     )
     return RegistrationMaterial(jit_config=config.encoded_jit_config, runner_id=config.runner.id)
 

@@ -200,8 +200,15 @@ def sync_runner_replica_set(request: CompositeHookRequest, deps: HookDeps) -> Co
     # they only stop creation (found in review, both ways).
     jit = registers_with_jit(template.metadata.annotations, deps.settings.runner_registration_mode)
     has_runners = bool(request.objects("Runner"))
-    problems = validate_runner_template(template, jit=jit and not has_runners)
-    creation_problems = validate_runner_template(template, jit=True) if jit and has_runners else []
+    image = deps.settings.runner_jit_image
+    problems = validate_runner_template(
+        template, jit=jit and not has_runners, jit_default_image=image
+    )
+    creation_problems = (
+        validate_runner_template(template, jit=True, jit_default_image=image)
+        if jit and has_runners
+        else []
+    )
     if (name_problem := replica_set_name_problem(replica_set.metadata.name)) is not None:
         problems.append(name_problem)
     elif (

@@ -92,7 +92,7 @@ def parse_runner(request: CompositeHookRequest, deps: HookDeps) -> ParsedRunner:
         digest = _problems_digest(parent, mode, defaults)
         problems = deps.parsed_problems.get(digest)
         parsed = _parse_now(parent, mode, defaults, problems)
-        deps.parsed_parents.put(key, parsed)
+        deps.parsed_parents.put(key, parsed, weight=len(text))
         if problems is None and parsed.runner is not None:
             deps.parsed_problems.put(digest, parsed.problems)
     assert isinstance(parsed, ParsedRunner)
@@ -153,7 +153,14 @@ def _parse_now(
         )
     scale_set_id, jit = _registered_as(runner, mode)
     if problems is None:  # else remembered by a digest of the spec and the name
-        problems = tuple(validate_runner_spec(runner.spec, jit=jit, metadata=runner.metadata))
+        problems = tuple(
+            validate_runner_spec(
+                runner.spec,
+                jit=jit,
+                metadata=runner.metadata,
+                jit_default_image=defaults.jit_runner_image,
+            )
+        )
         volumes = ephemeral_volume_names(runner.spec)
         claims = ephemeral_claims_problem(len(runner.metadata.name), volumes)
         if claims is not None:
@@ -201,7 +208,7 @@ def observed_status(parent: KubeObject, deps: HookDeps) -> RunnerStatus:
     status = deps.parsed_statuses.get(key)
     if status is None:
         status = _parse_status(raw)
-        deps.parsed_statuses.put(key, status)
+        deps.parsed_statuses.put(key, status, weight=len(key[1]))
     assert isinstance(status, RunnerStatus)
     return status
 

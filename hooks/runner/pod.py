@@ -24,7 +24,7 @@ from hooks.naming import CONTROLLER_UID_LABEL  # on a Runner it names the Runner
 from hooks.resources.runner import Runner, RunnerSpec, WorkVolumeClaimTemplate
 from hooks.runner.secret import JIT_CONFIG_KEY, TOKEN_KEY
 from hooks.scale_set_mode import JOB_STARTED_ANNOTATION
-from hooks.settings import Settings
+from hooks.settings import DEFAULT_JIT_RUNNER_IMAGE, Settings
 
 Manifest = dict[str, Any]
 
@@ -40,6 +40,41 @@ RUNNER_VOLUME = "runner"
 RUNNER_VOLUME_PATH = "/runner"
 WORK_VOLUME = "work"
 DEFAULT_WORK_DIR = "/runner/_work"
+
+TOKEN_STARTED_IMAGE = re.compile(
+    r"(^|/)(summerwind|actions-runner-controller)/actions-runner(-dind(-rootless)?)?$"
+)
+"""ARC's runner images (`summerwind/actions-runner`, also published under
+`actions-runner-controller/`): their startup.sh exits without `RUNNER_TOKEN`, and knows no JIT
+config."""
+GITHUB_RUNNER_IMAGE = re.compile(r"(^|/)actions/actions-runner$")
+"""GitHub's runner image: it starts nothing by itself; `run.sh` reads a JIT config from
+`ACTIONS_RUNNER_INPUT_JITCONFIG`."""
+GITHUB_IMAGE_RUN_SCRIPT = "/home/runner/run.sh"
+
+
+def image_repository(image: str) -> str:
+    """An image reference without its tag and digest."""
+    name = image.split("@", 1)[0]
+    colon = name.rfind(":")
+    return name[:colon] if colon > name.rfind("/") else name
+
+
+def starts_nothing(image: str) -> bool:
+    return GITHUB_RUNNER_IMAGE.search(image_repository(image)) is not None
+
+
+def needs_a_token(image: str) -> bool:
+    return TOKEN_STARTED_IMAGE.search(image_repository(image)) is not None
+
+
+def runner_work_dir(work_dir: str | None) -> str:
+    """Where a runner works: the spec's `workDir`, or ARC's default. The pod mounts its work
+    volume there (shared with the docker sidecar), and a JIT config names it as its work
+    folder: relative, it would lie under the image's runner directory, off the volume."""
+    return work_dir or DEFAULT_WORK_DIR
+
+
 VAR_RUN_VOLUME = "var-run"
 VAR_RUN_PATH = "/run"
 DEFAULT_VAR_RUN_SIZE_LIMIT = "1M"
@@ -113,6 +148,7 @@ class PodDefaults:
     docker_registry_mirror: str
     runner_image_pull_secrets: tuple[str, ...]
     runner_github_url: str
+    jit_runner_image: str = DEFAULT_JIT_RUNNER_IMAGE
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PodDefaults:
@@ -123,7 +159,12 @@ class PodDefaults:
             docker_registry_mirror=settings.docker_registry_mirror,
             runner_image_pull_secrets=tuple(settings.runner_image_pull_secrets),
             runner_github_url=settings.runner_github_url,
+            jit_runner_image=settings.runner_jit_image,
         )
+
+    def image_for(self, *, jit: bool) -> str:
+        """The runner image of a spec that names none."""
+        return self.jit_runner_image if jit else self.runner_image
 
 
 def pod_defaults(settings: Settings, credentials: Credentials) -> PodDefaults:
@@ -222,7 +263,7 @@ def _layout(spec: RunnerSpec, defaults: PodDefaults) -> _Layout:
         runner_volume=docker_sidecar or not _is_zero_quantity(spec.volume_size_limit),
         # Privileged containers and SELinux labels do not mix: ARC drops privileged for both.
         privileged_allowed=not selinux,
-        work_dir=spec.work_dir or DEFAULT_WORK_DIR,
+        work_dir=runner_work_dir(spec.work_dir),
         registry_mirror=(
             spec.docker_registry_mirror
             if spec.docker_registry_mirror is not None
@@ -318,7 +359,9 @@ def _runner_container(
     spec = runner.spec
     container: Manifest = base if base is not None else {"name": RUNNER_CONTAINER}
     # ARC: `spec.image` wins over the container's own image, the default comes last.
-    container["image"] = spec.image or container.get("image") or defaults.runner_image
+    container["image"] = spec.image or container.get("image") or defaults.image_for(jit=jit)
+    if jit and not container.get("command") and starts_nothing(str(container["image"])):
+        container["command"] = [GITHUB_IMAGE_RUN_SCRIPT]  # as ARC's scale-set chart gives it
     container["imagePullPolicy"] = (
         container.get("imagePullPolicy") or spec.image_pull_policy or "Always"
     )

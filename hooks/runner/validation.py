@@ -19,7 +19,7 @@ from hooks.resources.pod_rules import fragment_problems, pod_problems
 from hooks.resources.replicaset import RunnerTemplate
 from hooks.resources.runner import REPOSITORY_PATTERN, SCOPE_PATTERN, Runner, RunnerSpec
 from hooks.runner.container_mode import pod_service_account
-from hooks.runner.pod import PodDefaults, build_runner_pod
+from hooks.runner.pod import PodDefaults, build_runner_pod, needs_a_token
 from hooks.runner.registration import IMPLICIT_JIT_LABELS, jit_labels
 
 ALLOWED_WORK_ACCESS_MODES = ("ReadWriteOnce", "ReadWriteMany")
@@ -67,15 +67,17 @@ def validate_runner_spec(
     jit: bool = False,
     metadata: ObjectMeta | None = None,
     claimed_volumes: Collection[str] = (),
+    jit_default_image: str | None = None,
 ) -> list[str]:
     """Every problem with the spec, in words a user can act on; empty when valid. `metadata`
     is what the runner pod's labels and annotations come from (a template's, or the Runner's);
-    `claimed_volumes` are volumes the pod gets from claim templates (a RunnerSet's)."""
+    `claimed_volumes` are volumes the pod gets from claim templates (a RunnerSet's);
+    `jit_default_image` is the runner image a JIT spec without one gets (`RUNNER_JIT_IMAGE`)."""
     problems = _scope_problems(spec)
     problems += _container_mode_problems(spec)
     problems += _docker_problems(spec)
     if jit:
-        problems += _jit_problems(spec)
+        problems += _jit_problems(spec, jit_default_image)
     parts = _part_problems(spec)
     if parts:
         return problems + parts  # a pod is built only from parts of the right shape
@@ -105,30 +107,34 @@ _TEMPLATE_PROBLEMS: Memo[bytes, tuple[str, ...]] = Memo(256)
 of its Runners, and its template rarely changes."""
 
 
-def validate_runner_template(template: RunnerTemplate, *, jit: bool = False) -> list[str]:
+def validate_runner_template(
+    template: RunnerTemplate, *, jit: bool = False, jit_default_image: str | None = None
+) -> list[str]:
     """A RunnerReplicaSet's or RunnerDeployment's template: the Runners it makes, and their
     pods, must be accepted (problems are prefixed with the template's path). `jit`: its
     Runners register with JIT configs, whose own rules apply (a set whose Runners all refuse
     to start says why itself, not only on each Runner)."""
     dumped = template.model_dump(mode="json")
-    key = orjson.dumps([dumped, jit], option=orjson.OPT_SORT_KEYS)
+    key = orjson.dumps([dumped, jit, jit_default_image], option=orjson.OPT_SORT_KEYS)
     known = _TEMPLATE_PROBLEMS.get(key)
     if known is None:
-        known = tuple(_template_problems(template, jit))
+        known = tuple(_template_problems(template, jit, jit_default_image))
         _TEMPLATE_PROBLEMS.put(key, known)
     return list(known)
 
 
-def _template_problems(template: RunnerTemplate, jit: bool) -> list[str]:
+def _template_problems(
+    template: RunnerTemplate, jit: bool, jit_default_image: str | None
+) -> list[str]:
     metadata = ObjectMeta(
         name="runner",
         labels=dict(template.metadata.labels),
         annotations=dict(template.metadata.annotations),
     )
-    return [
-        f"spec.template.spec: {problem}"
-        for problem in validate_runner_spec(template.spec, jit=jit, metadata=metadata)
-    ]
+    problems = validate_runner_spec(
+        template.spec, jit=jit, metadata=metadata, jit_default_image=jit_default_image
+    )
+    return [f"spec.template.spec: {problem}" for problem in problems]
 
 
 def _pod_problems(
@@ -220,8 +226,35 @@ def _mounts_work(container: dict[str, Any]) -> bool:
     )
 
 
-def _jit_problems(spec: RunnerSpec) -> list[str]:
+def jit_start_problem(spec: RunnerSpec, jit_default_image: str | None) -> str | None:
+    """Why a runner pod built from `spec` could not start from a JIT config, if it could
+    not: its runner container runs ARC's own image with no `command` of the spec's, whose
+    startup.sh needs a registration token. Any other image is taken on trust (GitHub's gets
+    its `run.sh` as command, `hooks.runner.pod`)."""
+    runner = next((c for c in spec.containers if c.get("name") == "runner"), {})
+    if runner.get("command"):
+        return None
+    image = spec.image or runner.get("image") or jit_default_image
+    if not isinstance(image, str) or not needs_a_token(image):
+        return None
+    where = (
+        "spec.image"
+        if spec.image
+        else "the runner container's image"
+        if runner.get("image")
+        else "RUNNER_JIT_IMAGE"
+    )
+    return (
+        f"JIT registration needs a runner image that starts from a JIT config: {where} is "
+        "ARC's summerwind/actions-runner, whose startup.sh needs a registration token; use "
+        "ghcr.io/actions/actions-runner (or leave the image to RUNNER_JIT_IMAGE)"
+    )
+
+
+def _jit_problems(spec: RunnerSpec, jit_default_image: str | None) -> list[str]:
     problems: list[str] = []
+    if (start := jit_start_problem(spec, jit_default_image)) is not None:
+        problems.append(start)
     if spec.ephemeral is False:
         problems.append(
             "JIT registration makes ephemeral runners: spec.ephemeral must not be false"

@@ -147,9 +147,7 @@ def sync_runner_set(request: CompositeHookRequest, deps: HookDeps) -> CompositeH
     if declaration is not None:
         assert runner_set.spec is not None
         recorded = observed_status(request.parent).scale_set
-        kept = keep_scale_set(
-            deps, scope_of(runner_set.spec), declaration, runner_set.spec.labels, recorded
-        )
+        kept = keep_scale_set(deps, scope_of(runner_set.spec), declaration, recorded)
         if isinstance(kept, ScaleSetProblem):
             # Its runners cannot register without it: everything stays as it is.
             return _kept_as_they_are(request, kept, deps.clock.now())

@@ -38,7 +38,7 @@ from hooks.naming import BASE36_NAME, SYNC_TIME_ANNOTATION, base36, newest_first
 from hooks.resources.common import AutoscaledSize, CreatedRunner, ScaleSetStatus
 from hooks.resources.runner import GracefulStopStatus
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
-from hooks.runner.pod import PodDefaults
+from hooks.runner.pod import PodDefaults, runner_work_dir
 from hooks.runner.registration import RegistrationMaterial
 from hooks.runnerset.member import ObservedMember
 from hooks.runnerset.statefulset import (
@@ -224,7 +224,7 @@ class _Decision:
         for member in self.members:
             if not member.observed.terminating and member.stop is None:
                 self._watch(member)
-        self._replace_one_outdated()
+        self._retire_outdated()
         self._scale_down()
         # Each stopping runner's GitHub steps are its own: asked together, not one per run.
         stopping = [m for m in self.members if m.stop is not None and not m.observed.terminating]
@@ -454,26 +454,29 @@ class _Decision:
             and m.observed.template_hash in (None, self.out.hash)
         ]
 
-    def _replace_one_outdated(self) -> None:
-        """A new template replaces runners one at a time, never a busy one (its job goes on;
-        it is replaced after)."""
+    def _current(self) -> list[Member]:
+        """The active members of the set's template: those its size counts."""
+        return [m for m in self._active() if not self._outdated(m)]
+
+    def _outdated(self, member: Member) -> bool:
+        return member.observed.template_hash not in (None, self.out.hash)
+
+    def _retire_outdated(self) -> None:
+        """A new template: its runners are made beside the old ones at once (`_scale_up` and
+        `_scale_down` count the set's template only), as ARC's RunnerSet makes them
+        (runner_pod_owner.go) and as a RunnerDeployment's new set does; every old runner that
+        is not busy is stopped now, and a busy one once a list shows it free (its job goes on;
+        asking GitHub to remove it meanwhile would be refused at every retry). Replaced one idle
+        runner at a time, a static set under a steady backlog ran every job on the old
+        template for as long as the backlog lasted (found by an independent failure run)."""
         if not self.github_available:
             return
-        outdated = [
-            m
-            for m in self._active()
-            if m.observed.template_hash not in (None, self.out.hash) and m.removal_rank < 2
-        ]
-        replacing = any(
-            m.stop is not None and m.stop.reason == "TemplateChanged" and m.keep
-            for m in self.members
-        )
-        if outdated and not replacing:
-            member = min(outdated, key=lambda m: (m.removal_rank, m.observed.name))
-            member.stop = begin_stop("TemplateChanged", self._subject(member), self.now)
+        for member in self._active():
+            if self._outdated(member) and member.removal_rank < 2:
+                member.stop = begin_stop("TemplateChanged", self._subject(member), self.now)
 
     def _scale_down(self) -> None:
-        active = self._active()
+        active = self._current()
         surplus = len(active) - self.facts.desired
         if surplus <= 0 or not self.github_available:
             return  # (which runners are busy is unknown without GitHub: choose later)
@@ -488,7 +491,7 @@ class _Decision:
     def _scale_up(self) -> None:
         out = self.out
         leaving = self._scaled_down_at_work()
-        missing = self.facts.desired - len(self._active()) - len(leaving) - len(out.unobserved)
+        missing = self.facts.desired - len(self._current()) - len(leaving) - len(out.unobserved)
         if missing <= 0:
             out.conditions["Scaling"] = ("True", "Steady", "")
             self._acted_on_count()
@@ -607,7 +610,7 @@ class _Decision:
         try:
             if scale_set is not None:
                 config = self.github.scale_set_jit_config(
-                    self.scope, scale_set.id, runner_name, spec.work_dir or "_work"
+                    self.scope, scale_set.id, runner_name, runner_work_dir(spec.work_dir)
                 )
                 return RegistrationMaterial(
                     jit_config=config.encoded_jit_config, runner_id=config.runner.id

@@ -43,7 +43,10 @@ def parse_runner_set(
         # in their registration and in the pod's hash (a change rolls them over).
         spec = runner_set.spec.model_copy(update={"labels": labels})
         runner_set = runner_set.model_copy(update={"spec": spec})
-    return runner_set, _spec_problems(runner_set, jit=uses_jit(runner_set, deps))
+    jit = uses_jit(runner_set, deps)
+    return runner_set, _spec_problems(
+        runner_set, jit=jit, jit_default_image=deps.settings.runner_jit_image
+    )
 
 
 def readable_runner_set(
@@ -68,7 +71,7 @@ def observed_status(parent: KubeObject) -> RunnerSetStatus:
     return readable_status(RunnerSetStatus, parent)
 
 
-def _spec_problems(runner_set: RunnerSet, *, jit: bool) -> list[str]:
+def _spec_problems(runner_set: RunnerSet, *, jit: bool, jit_default_image: str) -> list[str]:
     spec = runner_set.spec
     assert spec is not None
     names = [object_or_empty(t.get("metadata")).get("name") for t in spec.volume_claim_templates]
@@ -79,7 +82,11 @@ def _spec_problems(runner_set: RunnerSet, *, jit: bool) -> list[str]:
         # The pod template's parts carry into the runner's spec, typed there.
         return [describe_validation_error(error, "RunnerSet spec.template.spec")]
     problems = validate_runner_spec(
-        as_runner, jit=jit, metadata=_template_metadata(spec), claimed_volumes=claimed
+        as_runner,
+        jit=jit,
+        metadata=_template_metadata(spec),
+        claimed_volumes=claimed,
+        jit_default_image=jit_default_image,
     )
     if spec.replicas is not None and spec.replicas < 0:
         problems.append("spec.replicas must not be negative")

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
@@ -131,6 +131,8 @@ def _endpoint(receiver: WebhookReceiver, labels_of: WebhookLabels) -> Callable[[
                 )
         except TimeoutError:
             reply = Reply(503, "timed out before GitHub's 10-second limit", outcome=FAILED)
+        except ClientDisconnect:  # anyone can do it: no error, and not the API server failing
+            reply = Reply(400, "the sender disconnected before its body arrived", outcome=REJECTED)
         except Exception:
             log.exception("webhook failed")
             reply = Reply(500, "internal error; see the logs", outcome=FAILED)

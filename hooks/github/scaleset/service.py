@@ -5,7 +5,11 @@ register its members with JIT configs. `ScaleSetPort` is the Protocol the decisi
 A target's scale set is looked up (and created or updated) at most once per `ttl` per process:
 a RunnerDeployment is synced at every change of its sets, and its scale set rarely changes.
 The cache spares calls only; the service is asked again after `ttl`, and at once after a
-change of name, group or labels (they are the key).
+change of name or group (they are the key).
+
+A scale set has one label, its name, as GitHub documents runner scale sets ("can only have one
+label"; workflows ask for it with `runs-on: <name>`) and as GitHub's own clients make them: a
+target's runner labels do not route jobs to it.
 """
 
 from __future__ import annotations
@@ -58,10 +62,9 @@ class ScaleSetPort(Protocol):
         scope: Scope,
         name: str,
         runner_group: str | None,
-        labels: Sequence[str],
         known_id: int | None = None,
     ) -> ScaleSetRecord:
-        """The scale set `name` of the runner group, created, or updated to `labels`. With
+        """The scale set `name` of the runner group, created, or updated to its one label. With
         `known_id` (the one the target recorded), that scale set is moved or renamed rather
         than a new one made."""
         ...
@@ -75,15 +78,6 @@ class ScaleSetPort(Protocol):
     ) -> JitConfig:
         """Register a member; raises ConflictError when the name is registered already."""
         ...
-
-
-def scale_set_labels(name: str, labels: Sequence[str]) -> tuple[str, ...]:
-    """A scale set answers `runs-on: <its name>`, and to the labels a target adds."""
-    result: list[str] = []
-    for label in (name, *labels):
-        if label and label.casefold() not in {r.casefold() for r in result}:
-            result.append(label)
-    return tuple(result)
 
 
 class ScaleSetService:
@@ -101,7 +95,7 @@ class ScaleSetService:
         self._ttl = ttl
         self._lock = threading.Lock()
         self._clients: dict[Scope, ScaleSetClient] = {}
-        self._known: dict[tuple[Scope, str, str, tuple[str, ...]], tuple[ScaleSetRecord, datetime]]
+        self._known: dict[tuple[Scope, str, str], tuple[ScaleSetRecord, datetime]]
         self._known = {}
 
     def client(self, scope: Scope) -> ScaleSetClient:
@@ -115,19 +109,17 @@ class ScaleSetService:
         scope: Scope,
         name: str,
         runner_group: str | None,
-        labels: Sequence[str],
         known_id: int | None = None,
     ) -> ScaleSetRecord:
         group = runner_group or DEFAULT_RUNNER_GROUP
-        wanted = scale_set_labels(name, labels)
-        key = (scope, name, group.casefold(), wanted)
+        key = (scope, name, group.casefold())
         now = self._clock.now()
         with self._lock:
             known = self._known.get(key)
         if known is not None and known[1] > now:
             return known[0]
         refuse_if_offline("runner scale set")
-        record = _translated(lambda: self._ensure(scope, name, group, wanted, known_id))
+        record = _translated(lambda: self._ensure(scope, name, group, known_id))
         with self._lock:
             self._known[key] = (record, now + self._ttl)
         return record
@@ -137,7 +129,6 @@ class ScaleSetService:
         scope: Scope,
         name: str,
         group: str,
-        labels: tuple[str, ...],
         known_id: int | None,
     ) -> ScaleSetRecord:
         client = self.client(scope)
@@ -145,14 +136,14 @@ class ScaleSetService:
             group_id = DEFAULT_RUNNER_GROUP_ID
         else:
             group_id = client.get_runner_group_by_name(group).id
-        spec = RunnerScaleSetSpec(name=name, runner_group_id=group_id, labels=labels)
+        spec = RunnerScaleSetSpec(name=name, runner_group_id=group_id, labels=(name,))
         found = client.get_runner_scale_set(group_id, name)
         if found is None and known_id is not None:
             found = self._by_id(client, known_id)  # renamed or moved: the same scale set
         if found is None:
             found = client.create_runner_scale_set(spec)
         elif (
-            _label_names(found) != [label.casefold() for label in labels]
+            _label_names(found) != [name.casefold()]
             or found.name != name
             or found.runner_group_id != group_id
         ):
