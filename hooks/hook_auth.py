@@ -137,6 +137,8 @@ class HookCredentials:
         allow_unauthenticated: bool = False,
     ) -> None:
         self._fixed = token.strip().encode() if token and token.strip() else None
+        # Set, even blank (a Secret's key emptied): configured, so never open to anyone.
+        self._token_configured = token is not None
         self._files = [_TokenFile(path) for path in files]
         self.allow_unauthenticated = allow_unauthenticated
 
@@ -164,7 +166,7 @@ class HookCredentials:
         """Unauthenticated calls are allowed: asked for, and no token configured. A token file
         configured but empty or gone (its Secret deleted) keeps calls refused: the server
         does not open because a Secret went away."""
-        return self.allow_unauthenticated and self._fixed is None and not self._files
+        return self.allow_unauthenticated and not self._token_configured and not self._files
 
     def verdict(self, header: bytes | None) -> Verdict:
         if self.allows_anyone:

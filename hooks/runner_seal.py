@@ -59,14 +59,15 @@ def runner_seal(key: bytes, namespace: str, pod_name: str, scope: Scope, runner_
 
 
 def _claim(kind: str, fields: tuple[str, ...], runner_id: int | None = None) -> str:
-    """What a seal signs: one text for one claim, and none for two. Fields without a newline
-    are joined by newlines (the form seals have always had, so pods sealed before stay sealed):
-    five newlines in a pod's seal, six in a runner id's (the id after the runner's name). A
-    field holding a newline (a pod's env is its creator's to write) is signed as the JSON list
-    of the kind and the fields instead, which no joined claim equals: JSON writes newlines
-    escaped."""
+    """What a seal signs: one text for one claim, and none for two. A pod's seal whose fields
+    hold no newline is signed as they are joined by newlines (the form pod seals have always
+    had, so pods sealed before stay sealed). Anything else, a runner id's seal always, is
+    signed as the JSON list of the kind and the fields, which no joined claim equals: JSON
+    writes newlines escaped. Runner id seals used the joined form before, which a pod seal
+    for a runner named "x\n101" could equal: those are no longer believed (the id is then
+    looked up by name, and recorded anew)."""
     values = fields if runner_id is None else (*fields, str(runner_id))
-    if any("\n" in value for value in fields):
+    if runner_id is not None or any("\n" in value for value in fields):
         return json.dumps([kind, *values])
     return "\n".join(values)
 

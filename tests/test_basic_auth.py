@@ -172,3 +172,19 @@ def test_a_server_with_basic_auth_alone_is_ready(base_url: str) -> None:
         answer = client.get("/readyz")
 
     assert answer.status_code == 200, answer.text
+
+
+def test_scale_sets_use_the_token_beside_basic_auth_never_the_basic_pair(
+    clock: ManualClock, base_url: str
+) -> None:
+    """Found in review: with both set, the scale-set client sent base64(user:password) as its
+    bearer token, and the token was never used."""
+    from github import Auth
+
+    from hooks.github.pygithub_adapter import auth_from_settings, scale_set_auth_from_settings
+
+    both = basic(base_url, GITHUB_TOKEN=OTHER_PAT)
+
+    assert isinstance(auth_from_settings(both, clock), Auth.Login)  # the API: as in ARC
+    scale_sets = scale_set_auth_from_settings(both, clock)
+    assert isinstance(scale_sets, Auth.Token) and scale_sets.token == OTHER_PAT

@@ -395,6 +395,17 @@ def test_a_token_file_gone_keeps_hooks_refused_even_when_unauthenticated_calls_a
             assert client.get("/readyz").status_code == 503, gone
 
 
+@pytest.mark.parametrize("blank", ["", "   ", "\n"])
+def test_a_blank_token_setting_keeps_hooks_refused_even_when_unauthenticated_calls_are_allowed(
+    blank: str,
+) -> None:
+    """Found in review: a HOOK_BEARER_TOKEN whose Secret key was emptied opened the hooks."""
+    env = {"HOOK_BEARER_TOKEN": blank, "HOOKS_ALLOW_UNAUTHENTICATED": "true"}
+    with app_client(env) as client:
+        assert client.post("/finalize/runner", json=COMPOSITE).status_code == 503
+        assert client.get("/readyz").status_code == 503
+
+
 # --------------------------------------------------------------- token files, rotated
 
 

@@ -20,6 +20,7 @@ import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from prometheus_client import generate_latest
 
 from arc_sim.fake_github import FakeGitHub
 from arc_sim.kube_port import StoreKube, run_in_place
@@ -587,6 +588,17 @@ def deployment_object(scale_set_id: int) -> dict[str, object]:
         "spec": {"template": {"spec": {"organization": "acme"}}},
         "status": {"scaleSet": {"id": scale_set_id, "name": "arc"}},
     }
+
+
+def test_a_token_shaped_scale_set_name_is_masked_on_the_listeners_metrics() -> None:
+    """Found in review: the annotation takes `_`, so a token pasted there reached the
+    listener's /metrics (port 8080, read without authentication) in clear."""
+    token = "ghp_" + "A1b2" * 9
+    target = ListenerTarget("ns", "rd", ORG, 1, token, None, 0, 1)
+
+    PrometheusObserver().job_completed(target, "succeeded", 1.0)
+
+    assert token not in generate_latest(LISTENER_REGISTRY).decode()
 
 
 def test_the_metrics_are_named_and_counted_as_githubs_listener_does(setup: Setup) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
@@ -88,15 +90,21 @@ def test_a_seal_holds_for_exactly_what_it_was_made_for(
         assert seal_holds(seal, key, *claim) == (claim == made_for)
 
 
-def test_seals_made_before_keep_holding() -> None:
-    """Pods sealed by earlier builds stay sealed: the values are those builds' own."""
+def test_pod_seals_made_before_keep_holding_and_runner_id_seals_do_not() -> None:
+    """Pods sealed by earlier builds stay sealed (the value is those builds' own). Their runner
+    id seals do not: one of those may be a pod seal harvested for a runner named "x\n101"
+    (found in review); an id not believed is looked up by name and recorded anew."""
     key, scope = b"k" * 32, Scope(organization="acme")
 
     assert runner_seal(key, "ns", "pod-0", scope, "runner-a") == "79bef585986ca93b5751131a0bffb67e"
-    assert (
-        runner_id_seal(key, "ns", "pod-0", scope, "runner-a", 101)
-        == "c457ac7e220c5c5671d3f927be2a44e1"
-    )
+    before = "c457ac7e220c5c5671d3f927be2a44e1"  # runner-a's seal of id 101, by earlier builds
+    assert runner_id_seal(key, "ns", "pod-0", scope, "runner-a", 101) != before
+    # What earlier builds sealed for a pod whose RUNNER_NAME was "x\n101": their id seal of
+    # runner "x", id 101.
+    joined = "\n".join(("ns", "pod-0", "", "acme", "", "x\n101"))
+    harvested = hmac.new(key, joined.encode(), hashlib.sha256).hexdigest()[:32]
+    annotations: dict[str, object] = {ID_SEAL_ANNOTATION: harvested}
+    assert not runner_id_sealed(annotations, key, "ns", "pod-0", scope, "x", 101)
 
 
 def test_a_runner_name_with_a_newline_is_not_a_runner_ids_seal() -> None:

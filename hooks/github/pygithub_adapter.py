@@ -318,6 +318,13 @@ def _base64_text(text: str) -> str:
         return ""
 
 
+def scale_set_auth_from_settings(settings: Settings, clock: Clock) -> Auth.Auth:
+    """The server's token or App, never its basic auth: runner scale sets take a bearer
+    token, and sending the basic pair as one would hand the proxy's credentials to GitHub."""
+    without_basic = {"github_basicauth_username": None, "github_basicauth_password": None}
+    return auth_from_settings(settings.model_copy(update=without_basic), clock)
+
+
 def auth_from_settings(settings: Settings, clock: Clock) -> Auth.Auth:
     """In ARC's order: basic auth when both its settings are given (for a proxy in front of
     GitHub's API), a PAT when GITHUB_TOKEN is set, else the GitHub App installation."""

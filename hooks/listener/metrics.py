@@ -6,6 +6,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from hooks.github.scaleset.models import JobStarted, RunnerScaleSetStatistic
 from hooks.listener.targets import ListenerTarget
+from hooks.redaction import mask_credentials
 
 LISTENER_REGISTRY = CollectorRegistry(auto_describe=True)
 _LABELS = ["name", "namespace", "scale_set"]
@@ -52,7 +53,8 @@ JOB_EXECUTION_DURATION = Histogram(
 
 
 def _labels(target: ListenerTarget) -> tuple[str, str, str]:
-    return target.deployment, target.namespace, target.scale_set_name
+    # A scale set's name is an annotation's text, shown on /metrics without authentication.
+    return target.deployment, target.namespace, mask_credentials(target.scale_set_name)
 
 
 class PrometheusObserver:

@@ -103,10 +103,10 @@ def listener_from_settings(settings: Settings, namespace: str | None = None) -> 
     """The listener with the server's GitHub credentials and the pod's cluster access."""
     from github import Github
 
-    from hooks.github.pygithub_adapter import auth_from_settings
+    from hooks.github.pygithub_adapter import scale_set_auth_from_settings
 
     clock = SystemClock()
-    auth = auth_from_settings(settings, clock)
+    auth = scale_set_auth_from_settings(settings, clock)
     Github(auth=auth, base_url=settings.api_base_url)  # binds the auth to a requester
 
     def client_for(scope: Scope) -> ScaleSetClient:

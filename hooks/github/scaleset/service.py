@@ -234,9 +234,9 @@ def scale_sets_from_settings(settings: Settings, clock: Clock) -> ScaleSetServic
     """The service with the server's credentials (a PAT, or the GitHub App's installation)."""
     from github import Github
 
-    from hooks.github.pygithub_adapter import auth_from_settings
+    from hooks.github.pygithub_adapter import scale_set_auth_from_settings
 
-    auth = auth_from_settings(settings, clock)
+    auth = scale_set_auth_from_settings(settings, clock)
     # Binds the auth to a requester, which an installation token is fetched with.
     Github(auth=auth, base_url=settings.api_base_url)
 
