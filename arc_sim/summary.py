@@ -64,8 +64,9 @@ def runner_target(obj: Mapping[str, Any]) -> RunnerTarget | None:
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
     scale_set = annotations.get(SCALE_SET_ANNOTATION) if isinstance(annotations, dict) else None
     if isinstance(scale_set, str) and scale_set.strip():
-        # Members of a runner scale set: they take the jobs that ask for its name (or labels).
-        labels = (*labels, scale_set.strip())
+        # Members of a runner scale set: they take the jobs that ask for its name, its one
+        # label, and no others.
+        labels = (scale_set.strip(),)
     return RunnerTarget(scope, labels)
 
 

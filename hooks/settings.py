@@ -61,13 +61,15 @@ class Settings(BaseSettings):
 
     # Runner pod defaults (ARC's controller flags).
     runner_image: str = Field(default=DEFAULT_RUNNER_IMAGE, alias="RUNNER_IMAGE")
-    runner_jit_image: str = Field(
-        default=DEFAULT_JIT_RUNNER_IMAGE,
+    runner_jit_image: str | None = Field(
+        default=None,
+        min_length=1,
         alias="RUNNER_JIT_IMAGE",
         description=(
             "The runner image of a runner that registers with a JIT config (JIT registration, "
-            "scale-set mode) when its spec names none: RUNNER_IMAGE's summerwind image starts "
-            "with a registration token only."
+            "scale-set mode) when its spec names none. Unset: RUNNER_IMAGE, unless that is "
+            f"ARC's summerwind image (which starts with a registration token only), then "
+            f"{DEFAULT_JIT_RUNNER_IMAGE}."
         ),
     )
     docker_image: str = Field(default=DEFAULT_DOCKER_IMAGE, alias="DOCKER_IMAGE")

@@ -218,6 +218,22 @@ def test_a_jit_runner_on_arcs_image_is_refused_rather_than_never_starting(
     assert driver_for(client, {**ORG_SPEC, **spec}).sync()["children"]
 
 
+def test_a_jit_runner_with_dockerd_inside_needs_an_image_that_has_it(
+    client: TestClient, github: InMemoryGitHub
+) -> None:
+    """GitHub's image, the JIT default, has no dockerd (found in review)."""
+    jit = {"arc-hooks.dev/registration": "jit"}
+    spec = {**ORG_SPEC, "dockerdWithinRunnerContainer": True}
+
+    answer = driver_for(client, spec, annotations=jit).sync()
+
+    valid = next(c for c in answer["status"]["conditions"] if c["type"] == "Valid")
+    assert valid["status"] == "False"
+    assert "dockerdWithinRunnerContainer needs a runner image with dockerd" in valid["message"]
+    named = {**spec, "image": "example.com/runner-dind-jit:1"}
+    assert driver_for(client, named, annotations=jit).sync()["children"]
+
+
 def test_a_spec_with_thousands_of_problems_gets_a_status_etcd_can_store(
     client: TestClient,
 ) -> None:
@@ -1056,13 +1072,22 @@ def test_jit_runner_registers_once_and_its_deletion_is_exact(
     assert driver.finalize()["finalized"] is True
 
 
-@pytest.mark.parametrize("work_dir", [None, "/work/here"])
+@pytest.mark.parametrize(
+    ("extra", "folder"),
+    [
+        ({}, "/runner/_work"),
+        ({"workDir": "/work/here"}, "/work/here"),
+        # No volume there: the runner's own default, under its directory (an image's user
+        # may not create /runner itself).
+        ({"dockerEnabled": False, "volumeSizeLimit": "0"}, "_work"),
+    ],
+)
 def test_a_jit_configs_work_folder_is_where_the_pod_mounts_its_work_volume(
-    client: TestClient, work_dir: str | None
+    client: TestClient, extra: dict[str, object], folder: str
 ) -> None:
     """Relative, the work folder lies under the image's runner directory (`/home/runner` in
     ghcr.io/actions/actions-runner), off the work volume the docker sidecar shares."""
-    spec: dict[str, object] = {**ORG_SPEC, **({"workDir": work_dir} if work_dir else {})}
+    spec: dict[str, object] = {**ORG_SPEC, **extra}
     driver = driver_for(client, spec, annotations={"arc-hooks.dev/registration": "jit"})
     driver.sync()
     answer = driver.sync()
@@ -1071,12 +1096,12 @@ def test_a_jit_configs_work_folder_is_where_the_pod_mounts_its_work_volume(
     assert secret is not None
     files = json.loads(base64.b64decode(base64.b64decode(secret["data"]["jitConfig"])))
     settings = json.loads(base64.b64decode(files[".runner"]))
-    pod = next(c for c in answer["children"] if c["kind"] == "Pod")
-    runner = pod["spec"]["containers"][0]
-    env = {e["name"]: e.get("value") for e in runner["env"]}
-    mounts = {m["name"]: m["mountPath"] for m in runner["volumeMounts"]}
-    assert settings["WorkFolder"] == env["RUNNER_WORKDIR"] == mounts["work"]
-    assert settings["WorkFolder"] == (work_dir or "/runner/_work")
+    assert settings["WorkFolder"] == folder
+    if folder.startswith("/"):
+        pod = next(c for c in answer["children"] if c["kind"] == "Pod")
+        runner = pod["spec"]["containers"][0]
+        mounts = [m["mountPath"] for m in runner["volumeMounts"]]
+        assert any(folder == path or folder.startswith(path + "/") for path in mounts)
 
 
 def test_a_jit_runner_whose_secret_and_status_disagree_is_looked_for_by_name(

@@ -25,10 +25,11 @@ from hooks.runner.pod import (
     POD_TEMPLATE_HASH_LABEL,
     RUNNER_CONTAINER,
     build_runner_pod,
+    jit_default_image,
     pod_template_hash,
 )
 from hooks.runner.secret import JIT_CONFIG_KEY, TOKEN_KEY
-from hooks.settings import Settings
+from hooks.settings import DEFAULT_JIT_RUNNER_IMAGE, Settings
 
 Manifest = dict[str, Any]
 Mutation = Callable[[Manifest], None]
@@ -808,6 +809,44 @@ def test_a_jit_runner_gets_an_image_that_starts_from_its_jit_config(
     assert (runner["image"], runner.get("command")) == (image, command)
 
 
+@pytest.mark.parametrize(
+    ("settings", "image"),
+    [
+        # RUNNER_IMAGE of the user's own serves JIT runners too (it may be JIT-ready)...
+        ({"RUNNER_IMAGE": "registry.local/runner:1"}, "registry.local/runner:1"),
+        # ...but not ARC's, which cannot start from a JIT config.
+        ({"RUNNER_IMAGE": "summerwind/actions-runner:latest"}, DEFAULT_JIT_RUNNER_IMAGE),
+        (
+            {"RUNNER_IMAGE": "registry.local/runner:1", "RUNNER_JIT_IMAGE": "jit/runner:2"},
+            "jit/runner:2",
+        ),
+    ],
+)
+def test_the_image_of_a_jit_runner_that_names_none(settings: Manifest, image: str) -> None:
+    overrides = {"RUNNER_JIT_IMAGE": None, **settings}
+    runner = container(build({}, jit=True, settings=settings_with(**overrides)), RUNNER_CONTAINER)
+
+    assert runner["image"] == image
+
+
+def test_githubs_image_finds_the_container_hooks_where_it_keeps_them() -> None:
+    spec = {
+        "containerMode": "kubernetes",
+        "workVolumeClaimTemplate": {
+            "storageClassName": "standard",
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    for image, hooks in (
+        ("ghcr.io/actions/actions-runner:2.330.0", "/home/runner/k8s/index.js"),
+        ("summerwind/actions-runner:latest", "/runner/k8s/index.js"),
+    ):
+        pod = build({**spec, "image": image}, jit=True, settings=settings_with())
+        env = {e["name"]: e.get("value") for e in container(pod, RUNNER_CONTAINER)["env"]}
+        assert env["ACTIONS_RUNNER_CONTAINER_HOOKS"] == hooks
+
+
 def test_a_token_runner_keeps_runner_image() -> None:
     runner = container(build({}, settings=settings_with()), RUNNER_CONTAINER)
 
@@ -815,7 +854,8 @@ def test_a_token_runner_keeps_runner_image() -> None:
 
 
 def test_the_jit_image_default_is_githubs() -> None:
-    assert Settings.model_validate({}).runner_jit_image == "ghcr.io/actions/actions-runner:latest"
+    assert DEFAULT_JIT_RUNNER_IMAGE == "ghcr.io/actions/actions-runner:latest"
+    assert jit_default_image(Settings.model_validate({})) == DEFAULT_JIT_RUNNER_IMAGE
 
 
 def test_restart_policy_is_forced_to_never() -> None:

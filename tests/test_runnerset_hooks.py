@@ -973,8 +973,11 @@ def test_a_new_template_runs_beside_the_old_runners_which_go_once_free(
     world.settle(10)
 
     assert old[0] not in world.statefulsets() and old[2] not in world.statefulsets()
-    assert old[1] in world.runners()  # the busy runner keeps working, not asked to stop
-    assert world.github.count("remove_runner") == 2
+    busy = world.statefulsets()[old[1]]  # the busy runner works its job out, then goes
+    assert busy["spec"]["replicas"] == 1
+    assert (stop_record(busy) or {}).get("reason") == "TemplateChanged"
+    # Two idle runners removed; the busy one asked once (refused: busy), then waited for.
+    assert world.github.count("remove_runner") == 3
     new = [n for n in world.runners() if n not in old]
     assert len(new) == 3
     for name in new:
@@ -982,7 +985,9 @@ def test_a_new_template_runs_beside_the_old_runners_which_go_once_free(
         assert sts["metadata"]["labels"]["runner-template-hash"] != old_hash
         assert runner_container(sts)["image"] == "example/runner:v2"
 
-    world.github.set_busy(ORG, f"{old[1]}-0", False)
+    # Its job over, the ephemeral runner unregisters itself and its container exits.
+    world.github.unregister(ORG, f"{old[1]}-0")
+    world.set_runner(old[1], runner_terminated(0, format_time(world.clock.now())))
     world.settle(3)
     assert old[1] not in world.statefulsets()
     assert sorted(world.runners()) == sorted(new)
@@ -1382,12 +1387,12 @@ def test_status_during_a_scale_down_and_a_new_template(world: RunnerSetWorld) ->
     world.scale(1)
     status = world.sync()["status"]
 
-    # The idle runner is on its way out: still a replica, no longer ready or updated; the busy
-    # one keeps counting as busy and is not updated; one runner of the new template is made
-    # beside it at once (the set's size counts its template's runners), as ARC's RunnerSet.
+    # Both old runners are on their way out: still replicas, no longer ready or updated; the
+    # busy one keeps counting as busy until its job ends; one runner of the new template is
+    # made beside them at once (the set's size counts its template's runners), as ARC's.
     assert status["desiredReplicas"] == 1
     assert status["replicas"] == 3
-    assert status["readyReplicas"] == 1
+    assert status["readyReplicas"] == 0
     assert status["updatedReplicas"] == 1
     assert status["registeredReplicas"] == 1
     assert status["busyReplicas"] == 1
@@ -1395,14 +1400,11 @@ def test_status_during_a_scale_down_and_a_new_template(world: RunnerSetWorld) ->
 
     world.scale(0)
     status = world.settle()["status"]
-    # Only the busy runner of the old template is left, still registered and busy (an HRA
-    # takes registered less busy for the idle runners: it has none); it works its job out, and
-    # is stopped once a list shows it free, as any runner of an old template.
+    # Only the busy runner is left, on its way out: not ready, still registered and busy (an
+    # HRA takes registered less busy for the idle runners: it has none).
     assert status["desiredReplicas"] == 0
     assert status["replicas"] == status["busyReplicas"] == status["registeredReplicas"] == 1
-    world.github.set_busy(ORG, f"{busy}-0", False)
-    world.clock.advance(120)  # a list newer than the job's end
-    assert world.settle()["status"]["replicas"] == 0
+    assert status["readyReplicas"] == 0
 
 
 def test_a_settled_set_answers_the_same_on_a_resync(world: RunnerSetWorld) -> None:
@@ -1711,9 +1713,12 @@ def test_a_busy_runner_of_a_set_whose_organization_was_changed_finishes_its_job(
         world.sync()
         assert world.statefulsets()[name]["spec"]["replicas"] == 1
         world.clock.advance(120)
-    assert world.github.count("remove_runner") == 0
+    # Asked once where it registered (refused: busy), then waited for without asking again.
+    assert world.github.calls.count(("remove_runner", "/orgs/acme")) == 1
 
-    world.github.set_busy(ORG, f"{name}-0", False)
+    # Its job over, the ephemeral runner unregisters itself and its container exits.
+    world.github.unregister(ORG, f"{name}-0")
+    world.set_runner(name, runner_terminated(0, format_time(world.clock.now())))
     for _ in range(6):
         world.sync()
     assert name not in world.statefulsets()
@@ -2223,3 +2228,43 @@ def test_two_autoscalers_on_one_runner_set_are_named_in_its_status(world: Runner
     autoscaled = condition(answer["status"], "Autoscaled")
     assert (autoscaled["status"], autoscaled["reason"]) == ("False", "ConflictingAutoscalers")
     assert "a-low sizes it; z-high do not" in autoscaled["message"]
+
+
+def test_a_token_runner_sets_hash_is_the_one_earlier_builds_gave_it() -> None:
+    """An upgrade must not roll every RunnerSet over: found in review, a field added to the
+    pod defaults changed every set's hash. The value is that of the build before it."""
+    from hooks.resources.runnerset import RunnerSet
+    from hooks.runner.pod import PodDefaults
+    from hooks.runnerset.statefulset import template_hash
+
+    runner_set = RunnerSet.model_validate(
+        {
+            "apiVersion": API,
+            "kind": "RunnerSet",
+            "metadata": {"name": "st", "namespace": "default"},
+            "spec": {
+                "replicas": 3,
+                "organization": "acme",
+                "labels": ["linux"],
+                "ephemeral": False,
+                "selector": {"matchLabels": {"app": "st"}},
+                "serviceName": "st",
+                "template": {
+                    "metadata": {"labels": {"app": "st"}},
+                    "spec": {"containers": [{"name": "runner"}]},
+                },
+            },
+        }
+    )
+    for jit_image in (None, "example.com/jit-runner:1"):
+        settings = Settings.model_validate({"GITHUB_TOKEN": "x", "RUNNER_JIT_IMAGE": jit_image})
+        defaults = PodDefaults.from_settings(settings)
+        assert template_hash(runner_set, defaults) == "7348446d71"
+    # A JIT set's hash takes the image its runners get.
+    jit = [
+        template_hash(
+            runner_set, PodDefaults.from_settings(Settings.model_validate(values)), jit=True
+        )
+        for values in ({}, {"RUNNER_JIT_IMAGE": "example.com/jit-runner:1"})
+    ]
+    assert jit[0] != jit[1]

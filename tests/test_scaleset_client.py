@@ -1190,3 +1190,27 @@ def test_message_statistics_match_the_jobs_as_a_listener_sees_them(
                 for job_id in session.acquire_jobs(offered):
                     status[job_id] = "assigned"
         session.close()
+
+
+def test_the_hooks_show_one_text_for_one_failure_however_often_it_recurs() -> None:
+    """Found in review: the activity id (one per call) and the attempts reached the
+    ScaleSetReady condition, so every failed call through an outage rewrote the status, and
+    each write synced the deployment again."""
+    from hooks.github.scaleset.errors import ScaleSetTransportError, error_for_answer, stable_text
+
+    def answer(status: int, activity: str, attempts: int) -> str:
+        headers = {"ActivityId": activity, "X-GitHub-Request-Id": activity.upper()}
+        body = b'{"typeName": "Boom", "message": "page ' + activity.encode() + b'"}'
+        error = error_for_answer("GET /runnerscalesets", status, headers, body, attempts=attempts)
+        return stable_text(error)
+
+    assert (
+        answer(502, "a1", 1)
+        == answer(503, "b2", 3)
+        == ("GET /runnerscalesets failed: scale-set service error (HTTP 5xx)")
+    )
+    refused = answer(404, "c3", 2)
+    assert refused == answer(404, "d4", 1).replace("page d4", "page c3")
+    assert "c3" not in refused.replace("page c3", "") and "attempts" not in refused
+    gone = ScaleSetTransportError("GET /x failed (attempts=5): ConnectError: <0x7f>")
+    assert stable_text(gone) == "GET /x failed: no answer from the scale-set service"

@@ -242,6 +242,9 @@ def test_runner_targets_read_each_kind_where_it_keeps_its_runners_config() -> No
     assert runner_target(runner_set) == RunnerTarget(Scope(repository="acme/app"), ("big",))
     assert runner_target({"apiVersion": "v1", "kind": "Runner", "metadata": {}}) is None
     assert runner_target(runner(organization=None)) is None
+    # A scale set's members answer to its name alone, its one label on GitHub.
+    scale_set = {**runner_set, "metadata": {"annotations": {"arc-hooks.dev/scale-set": "arc"}}}
+    assert runner_target(scale_set) == RunnerTarget(Scope(repository="acme/app"), ("arc",))
 
 
 NAMES = st.sampled_from(["acme", "ACME", "beta", "acme-corp"])

@@ -62,6 +62,7 @@ from hooks.resources.replicaset import (
 )
 from hooks.resources.runner import API_VERSION
 from hooks.runner.parse import registers_with_jit
+from hooks.runner.pod import jit_default_image
 from hooks.runner.validation import validate_runner_template
 from hooks.scale_set_keeper import (
     SCALE_SET_READY,
@@ -200,7 +201,9 @@ def sync_runner_deployment(request: CompositeHookRequest, deps: HookDeps) -> Com
         template.metadata.annotations, mode
     )
     problems = validate_runner_template(
-        template, jit=jit, jit_default_image=deps.settings.runner_jit_image
+        template,
+        jit=jit,
+        jit_default_image=jit_default_image(deps.settings),
     )
     if (name_problem := deployment_name_problem(deployment.metadata.name)) is not None:
         problems.append(name_problem)

@@ -20,7 +20,6 @@ from hooks.github.port import (
 )
 from hooks.lifecycle.steps import Answers
 from hooks.runner.observed_pod import ObservedPod
-from hooks.runner.pod import runner_work_dir
 from hooks.runner.registration import DEFAULT_RUNNER_GROUP, RegistrationMaterial, jit_labels
 from hooks.settings import Settings
 
@@ -148,7 +147,7 @@ def new_jit_config(
     labels: Sequence[str],
     node_selector: Mapping[str, str],
     group: str | None,
-    work_dir: str | None,
+    work_folder: str,
 ) -> RegistrationMaterial:
     """A just-in-time config for one runner, its own registration (raises ConflictError when
     the name is registered already, GitHubError otherwise)."""
@@ -157,7 +156,7 @@ def new_jit_config(
         runner_name,
         jit_labels(labels, node_selector),
         runner_group_id(github, scope, group),
-        runner_work_dir(work_dir),
+        work_folder,
     )
     return RegistrationMaterial(jit_config=config.encoded_jit_config, runner_id=config.runner.id)
 

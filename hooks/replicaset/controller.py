@@ -61,7 +61,7 @@ from hooks.resources.replicaset import (
 )
 from hooks.resources.runner import API_VERSION
 from hooks.runner.parse import registers_with_jit
-from hooks.runner.pod import ephemeral_volume_names
+from hooks.runner.pod import ephemeral_volume_names, jit_default_image
 from hooks.runner.validation import validate_runner_template
 from hooks.scale_set_mode import (
     COUNT_VERSION_ANNOTATION,
@@ -200,7 +200,7 @@ def sync_runner_replica_set(request: CompositeHookRequest, deps: HookDeps) -> Co
     # they only stop creation (found in review, both ways).
     jit = registers_with_jit(template.metadata.annotations, deps.settings.runner_registration_mode)
     has_runners = bool(request.objects("Runner"))
-    image = deps.settings.runner_jit_image
+    image = jit_default_image(deps.settings)
     problems = validate_runner_template(
         template, jit=jit and not has_runners, jit_default_image=image
     )

@@ -47,7 +47,7 @@ from hooks.resources.runner import GracefulStopStatus, Runner, RunnerStatus
 from hooks.runner.container_mode import ObservedAccount, service_account_ready
 from hooks.runner.observed_pod import ObservedPod, literal_env
 from hooks.runner.parse import ParsedRunner, registered_scope
-from hooks.runner.pod import POD_TEMPLATE_HASH_LABEL, runner_work_dir
+from hooks.runner.pod import POD_TEMPLATE_HASH_LABEL, jit_work_folder
 from hooks.runner.registration import RegistrationMaterial
 from hooks.settings import Settings
 
@@ -414,7 +414,7 @@ class _Decision:
         try:
             if scale_set_id is not None:
                 config = self.github.scale_set_jit_config(
-                    out.scope, scale_set_id, self.name, runner_work_dir(spec.work_dir)
+                    out.scope, scale_set_id, self.name, jit_work_folder(spec)
                 )
                 material = RegistrationMaterial(
                     jit_config=config.encoded_jit_config, runner_id=config.runner.id
@@ -427,7 +427,7 @@ class _Decision:
                     labels=spec.labels,
                     node_selector=spec.node_selector,
                     group=spec.group,
-                    work_dir=spec.work_dir,
+                    work_folder=jit_work_folder(spec),
                 )
         except ConflictError:
             # The name is registered already: most often by the config a sync made moments

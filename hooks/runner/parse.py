@@ -158,7 +158,7 @@ def _parse_now(
                 runner.spec,
                 jit=jit,
                 metadata=runner.metadata,
-                jit_default_image=defaults.jit_runner_image,
+                jit_default_image=defaults.image_for(jit=True),
             )
         )
         volumes = ephemeral_volume_names(runner.spec)

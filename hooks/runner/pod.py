@@ -16,7 +16,7 @@ import copy
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from hooks.github.credentials import ApiCredentials, Credentials
@@ -69,10 +69,19 @@ def needs_a_token(image: str) -> bool:
 
 
 def runner_work_dir(work_dir: str | None) -> str:
-    """Where a runner works: the spec's `workDir`, or ARC's default. The pod mounts its work
-    volume there (shared with the docker sidecar), and a JIT config names it as its work
-    folder: relative, it would lie under the image's runner directory, off the volume."""
+    """Where a runner works: the spec's `workDir`, or ARC's default."""
     return work_dir or DEFAULT_WORK_DIR
+
+
+def jit_work_folder(spec: RunnerSpec) -> str:
+    """The work folder a JIT config names: the work directory when the pod mounts a volume
+    there (the work volume, shared with the docker sidecar, or the runner volume it lies in);
+    relative, it would lie under the image's own runner directory, off the volume. With no
+    volume there, the runner's default (`_work`, under its directory): an image's user may not
+    create `/runner` itself (found in review)."""
+    layout = _layout(spec, VOLUME_ONLY_DEFAULTS)
+    mounted = layout.kubernetes_mode or layout.runner_volume
+    return layout.work_dir if mounted else "_work"
 
 
 VAR_RUN_VOLUME = "var-run"
@@ -82,6 +91,8 @@ DEFAULT_VAR_RUN_SIZE_LIMIT = "1M"
 DOCKER_HOST = "unix:///run/docker.sock"
 DOCKER_GROUP_GID_ENV = "DOCKER_GROUP_GID"
 CONTAINER_HOOKS_PATH = "/runner/k8s/index.js"
+GITHUB_IMAGE_HOOKS_PATH = "/home/runner/k8s/index.js"
+"""Where GitHub's runner image keeps the container hooks (ARC's scale-set chart's value)."""
 KUBERNETES_MODE = "kubernetes"
 
 # Without a version: a version here would change every pod's template hash on each upgrade of
@@ -148,7 +159,9 @@ class PodDefaults:
     docker_registry_mirror: str
     runner_image_pull_secrets: tuple[str, ...]
     runner_github_url: str
-    jit_runner_image: str = DEFAULT_JIT_RUNNER_IMAGE
+    # Out of the repr, which RunnerSets' template hashes digest: a field added there would
+    # roll every set over on upgrade (found in review). A JIT set's hash takes the image.
+    jit_runner_image: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PodDefaults:
@@ -163,8 +176,23 @@ class PodDefaults:
         )
 
     def image_for(self, *, jit: bool) -> str:
-        """The runner image of a spec that names none."""
-        return self.jit_runner_image if jit else self.runner_image
+        """The runner image of a spec that names none: for a JIT runner, RUNNER_JIT_IMAGE,
+        else RUNNER_IMAGE unless that is ARC's image, which cannot start from a JIT config."""
+        if not jit:
+            return self.runner_image
+        if self.jit_runner_image:
+            return self.jit_runner_image
+        return DEFAULT_JIT_RUNNER_IMAGE if needs_a_token(self.runner_image) else self.runner_image
+
+
+VOLUME_ONLY_DEFAULTS = PodDefaults("", "", "", "", (), "")
+"""Defaults for reading a spec's layout alone (which volumes the pod has): no setting decides
+that."""
+
+
+def jit_default_image(settings: Settings) -> str:
+    """The runner image of a JIT runner whose spec names none (`PodDefaults.image_for`)."""
+    return PodDefaults.from_settings(settings).image_for(jit=True)
 
 
 def pod_defaults(settings: Settings, credentials: Credentials) -> PodDefaults:
@@ -368,7 +396,7 @@ def _runner_container(
     _fill_list(container, "envFrom", spec.env_from)
     _fill_resources(container, spec.resources)
     env = container.get("env") or _copy_json(spec.env)
-    env += _runner_env(spec, defaults, layout, user_env=env)
+    env += _runner_env(spec, defaults, layout, user_env=env, image=str(container["image"]))
     env += _registration_env(env, runner.metadata.name, secret_name=secret_name, jit=jit)
     container["env"] = env
     _set_list(
@@ -388,7 +416,12 @@ def _runner_container(
 
 
 def _runner_env(
-    spec: RunnerSpec, defaults: PodDefaults, layout: _Layout, *, user_env: list[Manifest]
+    spec: RunnerSpec,
+    defaults: PodDefaults,
+    layout: _Layout,
+    *,
+    user_env: list[Manifest],
+    image: str,
 ) -> list[Manifest]:
     """ARC's injected runner environment, in ARC's order."""
     ephemeral = spec.ephemeral is not False
@@ -411,7 +444,7 @@ def _runner_env(
         present = {item.get("name") for item in user_env}
         env += [
             item
-            for item in _kubernetes_mode_env(spec.work_volume_claim_template)
+            for item in _kubernetes_mode_env(spec.work_volume_claim_template, image)
             if item["name"] not in present
         ]
     if layout.dockerd_in_runner:
@@ -424,7 +457,7 @@ def _runner_env(
     return env
 
 
-def _kubernetes_mode_env(template: WorkVolumeClaimTemplate | None) -> list[Manifest]:
+def _kubernetes_mode_env(template: WorkVolumeClaimTemplate | None, image: str) -> list[Manifest]:
     """ARC's `runnerHookEnvs` (runner_controller.go). The container hooks find their pod, its
     namespace and its work claim (`<pod>-work`) from these; a hook template is the user's
     `ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE` in `env`, with the file mounted from a volume.
@@ -433,7 +466,10 @@ def _kubernetes_mode_env(template: WorkVolumeClaimTemplate | None) -> list[Manif
     the user's, and the last of two wins, so a runner image keeping the hooks elsewhere
     (`/home/runner/k8s/index.js`) could not say so."""
     env = [
-        _env("ACTIONS_RUNNER_CONTAINER_HOOKS", CONTAINER_HOOKS_PATH),
+        _env(
+            "ACTIONS_RUNNER_CONTAINER_HOOKS",
+            GITHUB_IMAGE_HOOKS_PATH if starts_nothing(image) else CONTAINER_HOOKS_PATH,
+        ),
         _env("ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER", "true"),
         _field_env("ACTIONS_RUNNER_POD_NAME", "metadata.name"),
         _field_env("ACTIONS_RUNNER_JOB_NAMESPACE", "metadata.namespace"),

@@ -19,7 +19,7 @@ from hooks.resources.pod_rules import fragment_problems, pod_problems
 from hooks.resources.replicaset import RunnerTemplate
 from hooks.resources.runner import REPOSITORY_PATTERN, SCOPE_PATTERN, Runner, RunnerSpec
 from hooks.runner.container_mode import pod_service_account
-from hooks.runner.pod import PodDefaults, build_runner_pod, needs_a_token
+from hooks.runner.pod import PodDefaults, build_runner_pod, needs_a_token, starts_nothing
 from hooks.runner.registration import IMPLICIT_JIT_LABELS, jit_labels
 
 ALLOWED_WORK_ACCESS_MODES = ("ReadWriteOnce", "ReadWriteMany")
@@ -235,7 +235,15 @@ def jit_start_problem(spec: RunnerSpec, jit_default_image: str | None) -> str | 
     if runner.get("command"):
         return None
     image = spec.image or runner.get("image") or jit_default_image
-    if not isinstance(image, str) or not needs_a_token(image):
+    if not isinstance(image, str):
+        return None
+    if spec.dockerd_within_runner_container and starts_nothing(image):
+        return (
+            "dockerdWithinRunnerContainer needs a runner image with dockerd, and "
+            "ghcr.io/actions/actions-runner, the image of JIT runners that name none, has "
+            "none: name one (spec.image) that also starts from a JIT config"
+        )
+    if not needs_a_token(image):
         return None
     where = (
         "spec.image"

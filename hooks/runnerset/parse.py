@@ -18,6 +18,7 @@ from hooks.resources.pod_rules import (
 )
 from hooks.resources.readable_part import readable_part, readable_status
 from hooks.resources.runnerset import RunnerSet, RunnerSetSpec, RunnerSetStatus
+from hooks.runner.pod import jit_default_image
 from hooks.runner.registration import registration_mode
 from hooks.runner.validation import VALIDATION_DEFAULTS, validate_runner_spec
 from hooks.runnerset.statefulset import runner_spec, statefulset
@@ -45,7 +46,9 @@ def parse_runner_set(
         runner_set = runner_set.model_copy(update={"spec": spec})
     jit = uses_jit(runner_set, deps)
     return runner_set, _spec_problems(
-        runner_set, jit=jit, jit_default_image=deps.settings.runner_jit_image
+        runner_set,
+        jit=jit,
+        jit_default_image=jit_default_image(deps.settings),
     )
 
 

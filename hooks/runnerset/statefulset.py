@@ -80,6 +80,7 @@ def template_hash(
     subject: dict[str, Any] = {"spec": spec, "defaults": repr(defaults)}
     if jit:  # only then: token-mode hashes stay what they were
         subject["registration"] = "jit"
+        subject["jitImage"] = defaults.image_for(jit=True)
     if scale_set_id is not None:
         subject["scaleSet"] = scale_set_id
     return hashlib.sha256(orjson.dumps(subject, option=orjson.OPT_SORT_KEYS)).hexdigest()[:10]

@@ -9,6 +9,7 @@ scrubs every token it holds from the text before raising.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 
 from hooks.github.port import GitHubError
@@ -185,3 +186,24 @@ def error_for_answer(
         exception_message=message,
         attempts=attempts,
     )
+
+
+_PER_CALL_DETAIL = re.compile(
+    r", (?:activity_id|github_request_id|attempts)=[^,)]*|\(attempts=\d+\)|"
+    r" \(retry after \d+ s\)"
+)
+
+
+def stable_text(error: ScaleSetError) -> str:
+    """The error's text as the hooks show it in status conditions: without what differs from
+    call to call (the service's activity and request ids, the attempts, a countdown), and one
+    text for every server error or missing answer, whose codes and pages vary through one
+    outage; each new text rewrote the status, whose write synced the object again (found in
+    review). The full text is in the log."""
+    text = str(error)
+    what = text.split(" failed", 1)[0]
+    if isinstance(error, ScaleSetTransportError):
+        return f"{what} failed: no answer from the scale-set service"
+    if error.status is not None and error.status >= 500:
+        return f"{what} failed: scale-set service error (HTTP 5xx)"
+    return " ".join(_PER_CALL_DETAIL.sub("", text).split())

@@ -14,6 +14,7 @@ target's runner labels do not route jobs to it.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,12 +34,16 @@ from hooks.github.port import (
 from hooks.github.scaleset.client import ScaleSetClient
 from hooks.github.scaleset.errors import (
     RunnerExistsError,
+    ScaleSetError,
     ScaleSetHTTPError,
     ScaleSetRateLimitedError,
+    stable_text,
 )
 from hooks.github.scaleset.models import Label, RunnerScaleSet, RunnerScaleSetSpec
 from hooks.github.scaleset.rules import RetryPolicy
 from hooks.settings import Settings
+
+log = logging.getLogger(__name__)
 
 DEFAULT_RUNNER_GROUP = "Default"
 DEFAULT_RUNNER_GROUP_ID = 1  # as ARC's AutoscalingRunnerSet controller: known without a call
@@ -207,13 +212,15 @@ def _translated(call: Callable[[], _T]) -> _T:
     try:
         return call()
     except ScaleSetRateLimitedError as error:
+        log.info("scale-set call throttled: %s", error)
         raise RateLimitedError(
-            str(error), retry_after=error.retry_after, status=error.status
+            stable_text(error), retry_after=error.retry_after, status=error.status
         ) from None
     except RunnerExistsError as error:
-        raise ConflictError(str(error), error.status) from None
-    except GitHubError:
-        raise
+        raise ConflictError(stable_text(error), error.status) from None
+    except ScaleSetError as error:
+        log.info("scale-set call failed: %s", error)  # with the ids GitHub support asks for
+        raise GitHubError(stable_text(error), error.status) from None
 
 
 def config_url(settings: Settings, scope: Scope) -> str:
