@@ -87,7 +87,7 @@ async def _metrics(request: Request) -> Response:
 def _app_key_usable(settings: Settings) -> bool:
     """The server's GitHub App key, when the App is what it calls GitHub with, can sign. Read
     once: a key that cannot would fail every call, so the replica takes no traffic."""
-    if settings.uses_basic_auth:
+    if settings.basic_auth is not None:
         return True
     if settings.github_token is not None and settings.github_token.get_secret_value():
         return True

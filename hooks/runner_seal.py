@@ -28,10 +28,9 @@ stop removes the runner by that id, so an id written on a pod by anyone else is 
 def seal_key(settings: Settings) -> bytes | None:
     """The key, or None without usable server credentials. From the credentials the server
     calls GitHub with, in the order it picks them."""
-    if settings.uses_basic_auth:
-        assert settings.github_basicauth_password is not None
-        password = settings.github_basicauth_password.get_secret_value()
-        return _derived(f"{settings.github_basicauth_username}\0{password}")
+    if settings.basic_auth is not None:
+        username, password = settings.basic_auth
+        return _derived(f"{username}\0{password}")
     if settings.github_token is not None and settings.github_token.get_secret_value():
         return _derived(settings.github_token.get_secret_value())
     if settings.github_app_private_key is not None:

@@ -15,6 +15,8 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_RUNNER_IMAGE = "summerwind/actions-runner:latest"
 DEFAULT_DOCKER_IMAGE = "docker:dind"
 DEFAULT_JIT_RUNNER_IMAGE = "ghcr.io/actions/actions-runner:latest"
+WITHOUT_BASIC_AUTH = {"github_basicauth_username": None, "github_basicauth_password": None}
+"""The settings update that drops basic auth (a resource's own Secret, runner scale sets)."""
 CREDENTIALS_HINT = (
     "set GITHUB_TOKEN, or GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY, "
     "or GITHUB_BASICAUTH_USERNAME and GITHUB_BASICAUTH_PASSWORD"
@@ -284,10 +286,17 @@ class Settings(BaseSettings):
         return value
 
     @property
-    def uses_basic_auth(self) -> bool:
-        """Basic auth is configured: it goes before a token and an App, as in ARC."""
+    def basic_auth(self) -> tuple[str, str] | None:
+        """The basic-auth username and password, when both are given: they go before a token
+        and an App, as in ARC."""
         password = self.github_basicauth_password
-        return bool(self.github_basicauth_username and password and password.get_secret_value())
+        if not self.github_basicauth_username or not password or not password.get_secret_value():
+            return None
+        return self.github_basicauth_username, password.get_secret_value()
+
+    @property
+    def uses_basic_auth(self) -> bool:
+        return self.basic_auth is not None
 
     @property
     def has_scale_set_credentials(self) -> bool:
@@ -297,7 +306,7 @@ class Settings(BaseSettings):
 
     @property
     def has_github_credentials(self) -> bool:
-        return self.uses_basic_auth or self.has_scale_set_credentials
+        return self.basic_auth is not None or self.has_scale_set_credentials
 
     @property
     def github_secrets(self) -> list[str]:
@@ -312,11 +321,9 @@ class Settings(BaseSettings):
             )
             if secret is not None and secret.get_secret_value()
         ]
-        if self.uses_basic_auth:
-            assert self.github_basicauth_password is not None
-            password = self.github_basicauth_password.get_secret_value()
-            pair = f"{self.github_basicauth_username}:{password}"
-            secrets.append(base64.b64encode(pair.encode()).decode())
+        if self.basic_auth is not None:
+            username, password = self.basic_auth
+            secrets.append(base64.b64encode(f"{username}:{password}".encode()).decode())
         return secrets
 
     @property

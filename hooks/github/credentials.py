@@ -24,6 +24,7 @@ from jwt.exceptions import InvalidKeyError
 from pydantic import SecretStr
 
 from hooks.metacontroller import KubeObject, object_or_empty
+from hooks.settings import WITHOUT_BASIC_AUTH
 
 CREDENTIALS_CONDITION = "GitHubAPICredentials"
 """The status condition of a resource that names a credentials Secret."""
@@ -66,8 +67,7 @@ class ApiCredentials:
             "github_app_id": self.app_id,
             "github_app_installation_id": self.installation_id,
             "github_app_private_key": SecretStr(self.private_key) if self.private_key else None,
-            "github_basicauth_username": None,
-            "github_basicauth_password": None,
+            **WITHOUT_BASIC_AUTH,
             **self.url_overrides(),
         }
 

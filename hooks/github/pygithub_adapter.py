@@ -83,7 +83,7 @@ from hooks.metrics import (
     GITHUB_RATE_LIMIT_REMAINING,
     GITHUB_RATE_LIMIT_RESET,
 )
-from hooks.settings import CREDENTIALS_HINT, Settings
+from hooks.settings import CREDENTIALS_HINT, WITHOUT_BASIC_AUTH, Settings
 
 T = TypeVar("T")
 
@@ -321,17 +321,14 @@ def _base64_text(text: str) -> str:
 def scale_set_auth_from_settings(settings: Settings, clock: Clock) -> Auth.Auth:
     """The server's token or App, never its basic auth: runner scale sets take a bearer
     token, and sending the basic pair as one would hand the proxy's credentials to GitHub."""
-    without_basic = {"github_basicauth_username": None, "github_basicauth_password": None}
-    return auth_from_settings(settings.model_copy(update=without_basic), clock)
+    return auth_from_settings(settings.model_copy(update=WITHOUT_BASIC_AUTH), clock)
 
 
 def auth_from_settings(settings: Settings, clock: Clock) -> Auth.Auth:
     """In ARC's order: basic auth when both its settings are given (for a proxy in front of
     GitHub's API), a PAT when GITHUB_TOKEN is set, else the GitHub App installation."""
-    if settings.uses_basic_auth:
-        assert settings.github_basicauth_password is not None
-        password = settings.github_basicauth_password.get_secret_value()
-        return Auth.Login(str(settings.github_basicauth_username), password)
+    if settings.basic_auth is not None:
+        return Auth.Login(*settings.basic_auth)
     if settings.github_token is not None and settings.github_token.get_secret_value():
         return Auth.Token(settings.github_token.get_secret_value())
     if (

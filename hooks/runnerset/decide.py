@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
+from functools import cached_property, partial
 
 import orjson
 
@@ -606,11 +606,16 @@ class _Decision:
             self._registration_failed(error)
             return None
 
+    @cached_property
+    def _jit_work_folder(self) -> str:
+        """The set's runners' (`jit_work_folder`): read once, not for each of a batch."""
+        return jit_work_folder(runner_spec(self.facts.runner_set))
+
     def _jit_material(self, runner_name: str) -> RegistrationMaterial | None:
         """A just-in-time config for one new runner: a registration of its own, so no pod of
         this set ever holds a token that could register others."""
         spec, scale_set = self.spec, self.facts.scale_set
-        work_folder = jit_work_folder(runner_spec(self.facts.runner_set))
+        work_folder = self._jit_work_folder
         try:
             if scale_set is not None:
                 config = self.github.scale_set_jit_config(
